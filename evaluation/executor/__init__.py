@@ -1,0 +1,35 @@
+"""The sandboxed batch executor: runs untrusted programs against batches of tests.
+
+Public API (see :mod:`evaluation.executor.api`): build :class:`Job` objects, hand them to
+:func:`execute` (or an :class:`Executor`), and read one :class:`TestResult` per test, streamed
+per job as results arrive.
+"""
+
+from evaluation.executor.api import (
+    AssertTest,
+    CallTest,
+    ExecutionResult,
+    Job,
+    Limits,
+    TestResult,
+)
+
+__all__ = [
+    "AssertTest",
+    "CallTest",
+    "ExecutionResult",
+    "Job",
+    "Limits",
+    "TestResult",
+    "Executor",
+    "execute",
+]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy: the pool module starts nothing at import, but keep import of this package cheap.
+    if name in ("Executor", "execute"):
+        from evaluation.executor import pool
+
+        return getattr(pool, name)
+    raise AttributeError(name)

@@ -1,0 +1,102 @@
+"""Data types of the executor's interface. Plain, picklable, frozen.
+
+A :class:`Job` is one program plus the tests to run against it. The program is loaded
+once (in a forked, sandboxed child) and each test then runs against it. Two kinds of test:
+
+* :class:`AssertTest`: a statement such as ``assert f(1) == 2``; passes when it raises no
+  exception. Where the statement has the shape ``assert <call> == <literal>`` the executor
+  may evaluate ``<call>`` in the child and compare plain values in the trusted parent.
+* :class:`CallTest`: call ``entry_point(*args)`` and return the value as plain data, for
+  the caller (the HumanEval+ evaluator) to compare in the parent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.records import Outcome
+
+__all__ = ["AssertTest", "CallTest", "Job", "Limits", "TestResult", "ExecutionResult"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssertTest:
+    """A test statement (or block) executed in the program's namespace."""
+
+    source: str
+    """Python source, e.g. ``"assert add(1, 2) == 3"``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallTest:
+    """Call the entry point with positional ``args`` and report the returned value."""
+
+    entry_point: str
+    """Function name in the program's namespace."""
+    args: tuple[Any, ...]
+    """Positional arguments (plain data: numbers, strings, lists, dicts, tuples, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Resource limits for one child (documented defaults; all configurable)."""
+
+    timeout: float = 1.0
+    """Wall-clock seconds per test, enforced from outside with SIGKILL."""
+    load_timeout: float = 5.0
+    """Wall-clock seconds to load (exec) the program itself."""
+    memory_mb: int = 2048
+    """Address-space limit (RLIMIT_AS) of the child, in MiB."""
+    output_bytes: int = 64 * 1024
+    """Captured stdout/stderr kept per child; the rest is discarded."""
+    max_files: int = 64
+    """RLIMIT_NOFILE of the child."""
+    file_size_mb: int = 16
+    """RLIMIT_FSIZE of the child, in MiB."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """One program and the tests to run against it."""
+
+    program: str
+    """Complete Python source to load (e.g. prompt + completion)."""
+    tests: tuple[AssertTest | CallTest, ...]
+    """Tests to run, in order; each gets one :class:`TestResult`."""
+    limits: Limits | None = None
+    """Per-job limits; ``None`` uses the executor's defaults."""
+    want_values: bool = False
+    """For :class:`CallTest`: return the value; also return ``assert`` call values if True."""
+    tag: Any = None
+    """Caller's opaque key, returned unchanged in :class:`ExecutionResult`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestResult:
+    """The outcome of one test."""
+
+    outcome: Outcome
+    """passed / failed / error / timeout."""
+    value: Any = None
+    """Value returned by the call (plain data) when requested; ``None`` otherwise."""
+    duration: float = 0.0
+    """Seconds the test took in the child."""
+    detail: str = ""
+    """Short diagnostic: exception type and message, or why the child died."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutionResult:
+    """All results for one job, in the order of its tests."""
+
+    index: int
+    """Position of the job in the submitted sequence."""
+    tag: Any
+    """The job's ``tag``."""
+    results: tuple[TestResult, ...]
+    """One per test."""
+    load_error: str = ""
+    """Non-empty when the program itself failed to load (every test is then ERROR)."""
+    stats: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Diagnostics (child restarts, fork time); never used for verdicts."""

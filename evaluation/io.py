@@ -1,0 +1,130 @@
+"""JSONL reading and writing (plain and ``.gz``), with errors that name file, line, field.
+
+Long runs write with :class:`JsonlAppender`, which flushes every record, so a killed run
+loses at most the record being written; :func:`read_jsonl` skips a torn last line of a
+file that is being resumed when ``tolerate_torn_tail=True``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from evaluation.errors import RecordError
+
+__all__ = ["read_jsonl", "write_jsonl", "JsonlAppender", "require", "open_text"]
+
+
+def open_text(path: str | os.PathLike[str], mode: str = "rt") -> IO[str]:
+    """Open a text file, transparently gunzipping ``*.gz``."""
+    p = str(path)
+    if p.endswith(".gz"):
+        return gzip.open(p, mode, encoding="utf-8")  # type: ignore[return-value]
+    return open(p, mode, encoding="utf-8")
+
+
+def read_jsonl(
+    path: str | os.PathLike[str], *, tolerate_torn_tail: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for each non-blank line of a JSONL file.
+
+    Raises :class:`RecordError` naming the file and line for invalid JSON or a line that
+    is not a JSON object. With ``tolerate_torn_tail`` an unparsable *last* line (a write
+    cut short by a kill) is skipped instead.
+    """
+    name = str(path)
+    try:
+        fh = open_text(path)
+    except FileNotFoundError:
+        raise RecordError(name, 0, "file not found") from None
+    with fh:
+        pending: tuple[int, str, Exception] | None = None
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                if pending is not None:
+                    raise RecordError(name, pending[0], f"invalid JSON: {pending[2]}")
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    pending = (lineno, line, exc)
+                    continue
+                if not isinstance(rec, dict):
+                    raise RecordError(name, lineno, f"expected a JSON object, got {type(rec).__name__}")
+                yield lineno, rec
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise RecordError(name, 0, f"cannot read: {exc}") from None
+        if pending is not None and not (tolerate_torn_tail and not pending[1].endswith("\n")):
+            raise RecordError(name, pending[0], f"invalid JSON: {pending[2]}")
+
+
+def require(
+    rec: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, path: str, line: int
+) -> Any:
+    """Return ``rec[key]`` checked against ``kind``, or raise a :class:`RecordError`."""
+    if key not in rec:
+        raise RecordError(path, line, "missing", field=key)
+    value = rec[key]
+    if not isinstance(value, kind):
+        want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise RecordError(path, line, f"expected {want}, got {type(value).__name__}", field=key)
+    return value
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> int:
+    """Write records atomically (temp file + rename); returns the number written."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    n = 0
+    with open_text(tmp, "wt") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            n += 1
+    os.replace(tmp, p)
+    return n
+
+
+class JsonlAppender:
+    """Append records to a JSONL file as they arrive, flushing each one.
+
+    Used by every long-running stage so that a kill loses nothing already computed.
+    If the file ends with a torn line (a previous kill mid-write) it is truncated to the
+    last complete line first.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.suffix == ".gz":
+            raise ValueError("append mode does not support .gz files")
+        self._repair_tail()
+        self._fh: io.TextIOWrapper = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def _repair_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as fh:
+            data = fh.read()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                fh.truncate(cut)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,107 @@
+"""The ``testgen`` command line: a thin click layer over the library.
+
+Subcommands live in their own modules and are imported only when invoked (lazy group),
+so ``testgen --help`` stays fast and never imports torch or vllm. User mistakes
+(:class:`~evaluation.errors.TestgenError`, bad files) are printed without a traceback;
+``--debug`` shows it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from testgen import __version__
+
+__all__ = ["main", "cli", "LazyGroup", "run_cli"]
+
+#: subcommand name -> ("module:attr", one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "datasets": ("testgen.cli.datasets:datasets", "List the datasets and where each was found."),
+    "run": ("testgen.cli.run:run", "Make a model write tests (oracle/self/cross/placeholder)."),
+    "eval": ("testgen.cli.eval:eval_", "Score generated tests: P, P', branch coverage."),
+    "report": ("testgen.cli.report:report", "Tables and plots comparing runs."),
+    "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+ verdicts and pass@k of solutions."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module_name, _, attr = self.lazy[name][0].partition(":")
+            try:
+                cmd: click.Command = getattr(importlib.import_module(module_name), attr)
+            except ModuleNotFoundError as exc:
+                if exc.name and exc.name.startswith(module_name.rsplit(".", 1)[0]):
+                    return _unavailable(name, self.lazy[name][1])
+                raise
+            return cmd
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(n, self.lazy[n][1]) for n in sorted(self.lazy)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _unavailable(name: str, help_text: str) -> click.Command:
+    @click.command(name=name, help=help_text + " (not available in this build)")
+    def cmd() -> None:
+        raise click.UsageError(f"'testgen {name}' is not available in this build")
+
+    return cmd
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="testgen")
+@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """testgen: how well do LLMs write tests, and which code do their tests pick?
+
+    See https://arxiv.org/abs/2310.05727 (Xiong, Guo, Chen) for the settings and metrics.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def run_cli(group: click.Command, argv: list[str] | None = None) -> int:
+    """Invoke a click command, turning user errors into a one-line message (exit 2)."""
+    from evaluation.errors import TestgenError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        group.main(args=args, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except (TestgenError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        if debug:
+            raise
+        click.secho(f"Error: {exc}", fg="red", err=True)
+        click.echo("(run with --debug for the full traceback)", err=True)
+        return 2
+    return 0
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run_cli(cli))
