@@ -68,6 +68,9 @@ class Job:
     """Per-job limits; ``None`` uses the executor's defaults."""
     want_values: bool = False
     """For :class:`CallTest`: return the value; also return ``assert`` call values if True."""
+    measure_coverage: bool = False
+    """Record, per test, the arcs (line transitions) executed inside ``program`` with
+    coverage.py's tracer; returned in :attr:`TestResult.arcs` for branch coverage."""
     tag: Any = None
     """Caller's opaque key, returned unchanged in :class:`ExecutionResult`."""
 
@@ -84,6 +87,9 @@ class TestResult:
     """Seconds the test took in the child."""
     detail: str = ""
     """Short diagnostic: exception type and message, or why the child died."""
+    arcs: tuple[tuple[int, int], ...] | None = None
+    """With ``Job.measure_coverage``: arcs executed in the program's source by this test
+    (coverage.py's arc convention: negative line numbers for entry/exit)."""
 
 
 @dataclass(frozen=True, kw_only=True)
