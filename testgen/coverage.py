@@ -1,0 +1,221 @@
+"""Branch coverage of a program from executed arcs, computed by coverage.py's own analysis.
+
+The paper (Xiong, Guo, Chen, arXiv 2310.05727, Section 4) measures the coverage rate C with
+coverage.py in branch mode ("the paper ran pytest with coverage on the test file"). We do not
+run pytest per generation: the executor (:mod:`evaluation.executor`, ``Job.measure_coverage``)
+records, with coverage.py's tracer, the arcs each test executes inside the program, and this
+module turns a set of executed arcs into coverage.py's numbers with coverage.py's *own* static
+analysis: :class:`coverage.python.PythonParser` for the possible arcs, statements and exit
+counts, and :func:`coverage.results.analysis_from_file_reporter` / :class:`coverage.results.Numbers`
+for the counting. No hand-written tracer or counting rule is involved, so the figures equal
+what ``coverage report`` prints for the same execution (a unit test checks that).
+
+What "branch coverage" means (:class:`CoverageMeasure`):
+
+* ``total`` (default): the ``Cover`` column of ``coverage report`` in branch mode, i.e.
+  (statements executed + branch arcs taken) / (statements + branch arcs). This is what
+  "coverage.py branch mode" reports and what ``pytest --cov --cov-branch`` prints.
+* ``branches``: branch arcs taken / branch arcs only (1.0 for a program without branches,
+  as coverage.py's ``pc_branches`` does).
+* ``statements``: statement coverage only.
+
+Defaults of coverage.py apply (``# pragma: no cover`` exclusion, ``# pragma: no branch``
+and ``while True:`` as non-branches), exactly as a ``coverage report`` without a config file.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coverage.python import PythonParser
+
+__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc"]
+
+Arc = tuple[int, int]
+"""An arc in coverage.py's convention: (from_line, to_line), negative for entry/exit."""
+
+
+class CoverageMeasure(str, enum.Enum):
+    """Which coverage.py percentage a coverage figure means."""
+
+    TOTAL = "total"
+    """coverage.py's branch-mode total: (statements run + branches taken) / (statements + branches)."""
+    BRANCHES = "branches"
+    """Branch arcs taken / branch arcs (1.0 when the program has no branch)."""
+    STATEMENTS = "statements"
+    """Statements executed / statements."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoverageCounts:
+    """coverage.py's counts (:class:`coverage.results.Numbers`) for one program and one execution."""
+
+    n_statements: int
+    """Statements in the program (excluded lines not counted)."""
+    n_missing: int
+    """Statements never executed."""
+    n_branches: int
+    """Branch arcs: the exits of every line with more than one possible exit."""
+    n_missing_branches: int
+    """Branch arcs never taken."""
+    n_partial_branches: int
+    """Branch arcs not taken from lines that were executed (coverage.py's "BrPart")."""
+
+    @property
+    def n_executed(self) -> int:
+        """Statements executed."""
+        return self.n_statements - self.n_missing
+
+    @property
+    def n_executed_branches(self) -> int:
+        """Branch arcs taken."""
+        return self.n_branches - self.n_missing_branches
+
+    def fraction(self, measure: CoverageMeasure = CoverageMeasure.TOTAL) -> float:
+        """The coverage as a fraction in [0, 1] (coverage.py gives 1.0 for an empty denominator)."""
+        if measure is CoverageMeasure.TOTAL:
+            num, den = self.n_executed + self.n_executed_branches, self.n_statements + self.n_branches
+        elif measure is CoverageMeasure.BRANCHES:
+            num, den = self.n_executed_branches, self.n_branches
+        else:
+            num, den = self.n_executed, self.n_statements
+        return num / den if den else 1.0
+
+    def to_dict(self) -> dict[str, int]:
+        """Plain-data form for JSON output."""
+        return {
+            "n_statements": self.n_statements,
+            "n_missing": self.n_missing,
+            "n_branches": self.n_branches,
+            "n_missing_branches": self.n_missing_branches,
+            "n_partial_branches": self.n_partial_branches,
+        }
+
+
+class _ArcData:
+    """The three methods of :class:`coverage.CoverageData` that coverage.py's analysis reads.
+
+    Semantics copied from ``CoverageData.lines``/``arcs`` for a file measured in branch mode:
+    the executed lines are the positive line numbers of the executed arcs.
+    """
+
+    def __init__(self, filename: str, arcs: Iterable[Arc]) -> None:
+        self._filename = filename
+        self._arcs = list(arcs)
+
+    def has_arcs(self) -> bool:
+        return True
+
+    def arcs(self, filename: str) -> list[Arc] | None:
+        return self._arcs if filename == self._filename else None
+
+    def lines(self, filename: str) -> list[int] | None:
+        if filename != self._filename:
+            return None
+        return list({ln for arc in self._arcs for ln in arc if ln > 0})
+
+
+def _text_reporter(source: str, filename: str) -> Any:
+    """A coverage.py FileReporter over source *text* (PythonFileReporter reads from disk)."""
+    from coverage.config import DEFAULT_EXCLUDE, DEFAULT_PARTIAL, DEFAULT_PARTIAL_ALWAYS
+    from coverage.misc import join_regex
+    from coverage.plugin import FileReporter
+    from coverage.python import PythonParser
+
+    class TextFileReporter(FileReporter):  # type: ignore[misc]
+        """Delegates exactly like :class:`coverage.python.PythonFileReporter` does."""
+
+        def __init__(self) -> None:
+            super().__init__(filename)
+            self.parser: PythonParser = PythonParser(text=source, exclude=join_regex(DEFAULT_EXCLUDE))
+            self.parser.parse_source()
+            self._no_branch = self.parser.lines_matching(join_regex(DEFAULT_PARTIAL + DEFAULT_PARTIAL_ALWAYS))
+
+        def source(self) -> str:
+            return source
+
+        def lines(self) -> set[int]:
+            return set(self.parser.statements)
+
+        def excluded_lines(self) -> set[int]:
+            return set(self.parser.excluded)
+
+        def translate_lines(self, lines: Iterable[int]) -> set[int]:
+            return set(self.parser.translate_lines(lines))
+
+        def translate_arcs(self, arcs: Iterable[Arc]) -> set[Arc]:
+            return set(self.parser.translate_arcs(arcs))
+
+        def no_branch_lines(self) -> set[int]:
+            return set(self._no_branch)
+
+        def arcs(self) -> set[Arc]:
+            return set(self.parser.arcs())
+
+        def exit_counts(self) -> dict[int, int]:
+            return dict(self.parser.exit_counts())
+
+    return TextFileReporter()
+
+
+class SourceCoverage:
+    """coverage.py's static analysis of one program, reused for many sets of executed arcs.
+
+    Parsing is done once (it is the costly part); :meth:`counts` then runs coverage.py's
+    :func:`~coverage.results.analysis_from_file_reporter` on each arc set, with a small cache
+    because many generations execute exactly the same arcs.
+
+    Raises :class:`SyntaxError` (from coverage.py's parser) for a program that does not parse.
+    """
+
+    def __init__(self, source: str, *, filename: str = "program.py", cache_size: int = 4096) -> None:
+        self.source = source
+        """The program text the arcs refer to."""
+        self.filename = filename
+        """Name used inside coverage.py's data (only for messages)."""
+        try:
+            self._reporter = _text_reporter(source, filename)
+        except Exception as exc:  # coverage.exceptions.NotPython wraps the SyntaxError
+            raise SyntaxError(f"{filename}: coverage.py cannot parse the program: {exc}") from exc
+        self._cache: dict[frozenset[Arc], CoverageCounts] = {}
+        self._cache_size = cache_size
+
+    @property
+    def statements(self) -> frozenset[int]:
+        """Statement line numbers as coverage.py sees them."""
+        return frozenset(self._reporter.lines())
+
+    @property
+    def possible_arcs(self) -> frozenset[Arc]:
+        """Every arc coverage.py's parser considers possible."""
+        return frozenset(self._reporter.arcs())
+
+    def counts(self, arcs: Iterable[Arc]) -> CoverageCounts:
+        """coverage.py's numbers for an execution that ran ``arcs`` (coverage.py's arc convention)."""
+        key = frozenset((int(a), int(b)) for a, b in arcs)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        from coverage.results import analysis_from_file_reporter
+
+        analysis = analysis_from_file_reporter(_ArcData(self.filename, key), 2, self._reporter, self.filename)
+        nums = analysis.numbers
+        counts = CoverageCounts(
+            n_statements=nums.n_statements,
+            n_missing=nums.n_missing,
+            n_branches=nums.n_branches,
+            n_missing_branches=nums.n_missing_branches,
+            n_partial_branches=nums.n_partial_branches,
+        )
+        if len(self._cache) >= self._cache_size:
+            self._cache.clear()
+        self._cache[key] = counts
+        return counts
+
+    def fraction(self, arcs: Iterable[Arc], measure: CoverageMeasure = CoverageMeasure.TOTAL) -> float:
+        """Shorthand for ``counts(arcs).fraction(measure)``."""
+        return self.counts(arcs).fraction(measure)
