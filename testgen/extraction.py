@@ -1,20 +1,63 @@
-"""Extraction of test cases from raw model text (INTERFACE STUB: being implemented).
+"""Extraction of test cases (``assert`` statements) from raw model text.
 
 Two modes:
 
-* ``"codet"``: exactly what CodeT's released code does (first N ``assert`` pieces, a piece is
-  kept when it calls the entry point and compiles), used by ``rerank`` for parity.
-* ``"robust"``: for the testing study; handles code fences, prose, asserts split across lines,
-  truncated last asserts, ``candidate`` aliases; drops (and counts) tests that never call the
-  entry point.
+* ``"codet"``: exactly what CodeT's released code does (Chen et al., "CodeT: Code Generation with
+  Generated Tests", ICLR 2023, arXiv 2207.10397; github.com/microsoft/CodeT,
+  ``src/postprocess.py::PostProcessor.test_case_extract`` and the ``[:limit]`` slice in
+  ``src/agreement.py`` / ``src/execution.py``), used by ``rerank`` for parity. The generation
+  continues a prompt ending with ``assert ``; the text is split on ``"assert "``; a non-empty
+  piece is a candidate when the entry point name occurs in it (substring test, before
+  truncation); it is cut at the first of ``\\nclass``, ``\\ndef``, ``\\n#``, ``\\nif``,
+  ``\\nprint`` and stripped; it is kept when it compiles inside a ``try:`` block. The first
+  ``limit`` kept pieces (5 in CodeT) are the tests. Strings are byte-for-byte CodeT's.
+* ``"robust"``: for the testing study (Xiong, Guo, Chen, "Can Large Language Models Write Good
+  Property-Based Tests?"... arXiv 2310.05727; prompts end with ``assert <entry_point>(``, the
+  first 3 tests are kept). Complete ``assert`` statements are found with :mod:`ast` by parsing
+  growing windows of lines from every line that starts with ``assert``:
+
+  - code fences: when the text has a fence (```` ``` ````), only fenced code is read (plus, when
+    a ``prefix`` is given, the text before the first fence, which continues the prompt's code);
+    an unclosed last fence runs to the end of the text;
+  - prose: lines that do not start an ``assert`` are never tests;
+  - asserts split across lines (brackets or backslash) are joined by the parser; a bare
+    ``assert`` line followed by its expression on the next line (a frequent CodeGen habit,
+    invalid Python) is rescued as ``assert <expression>``;
+  - a truncated assert (the last one, cut by ``max_tokens``) never parses: dropped and counted in
+    ``dropped_unparsable``;
+  - ``candidate(...)`` (HumanEval's ``check(candidate)`` alias) is renamed to the entry point;
+  - asserts with messages (``assert f(x) == y, "msg"``) are kept with their message;
+  - asserts that never call the entry point (by name, as a call) are dropped and counted in
+    ``dropped_no_entry_point``;
+  - chat answers that restate the function before the asserts: the definition is ignored and
+    asserts inside test functions (``def test_x(): assert ...``) are taken out of them;
+  - ``print(f(x) == y)`` and other non-assert checks are NOT tests (they cannot fail): ignored,
+    not counted. Only ``assert`` statements are tests, as in the paper.
+
+  A test is the statement's source text (dedented, trailing comments and ``;`` companions cut
+  off), so equal tests compare equal as strings.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Extraction", "extract_tests"]
+__all__ = ["CODET_STOP_TOKENS", "Extraction", "ExtractionMode", "extract_tests"]
+
+ExtractionMode = Literal["codet", "robust"]
+"""``codet``: CodeT's released postprocessing; ``robust``: the study's AST-based extraction."""
+
+CODET_STOP_TOKENS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+"""CodeT's ``STOP_TOKEN`` list (``src/postprocess.py``), applied in this order."""
+
+_MAX_WINDOW_LINES = 80
+"""Most lines one assert may span in robust mode (bounds the quadratic window search)."""
+
+_FENCE = re.compile(r"^\s*```")
+_ASSERT_START = re.compile(r"^(\s*)assert(?=[\s(\[\\]|$)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,12 +82,209 @@ def extract_tests(
     entry_point: str,
     prefix: str = "",
     limit: int | None = None,
-    mode: Literal["codet", "robust"] = "robust",
+    mode: ExtractionMode = "robust",
 ) -> Extraction:
     """Extract test cases from ``text``.
 
     ``prefix`` is the end of the prompt the generation continues (``"assert "`` for CodeT's
-    prompts, ``"assert has_close_elements("`` for the paper's); it is prepended first.
+    prompts, ``"assert has_close_elements("`` for the paper's); it is prepended first. In
+    ``"codet"`` mode an empty ``prefix`` means ``"assert "``, as CodeT hard-codes it.
     ``limit`` keeps only the first ``limit`` valid tests (3 in the paper, 5 in CodeT).
     """
-    raise NotImplementedError
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    if not entry_point.strip():
+        raise ValueError("entry_point must be a non-empty function name")
+    if mode == "codet":
+        return _extract_codet(text, entry_point=entry_point, prefix=prefix, limit=limit)
+    if mode == "robust":
+        return _extract_robust(text, entry_point=entry_point, prefix=prefix, limit=limit)
+    raise ValueError(f"unknown extraction mode {mode!r} (expected 'codet' or 'robust')")
+
+
+def _apply_limit(
+    tests: list[str], *, raw: str, limit: int | None, no_entry_point: int, unparsable: int
+) -> Extraction:
+    kept = tests if limit is None else tests[:limit]
+    return Extraction(
+        tests=tuple(kept),
+        raw=raw,
+        dropped_no_entry_point=no_entry_point,
+        dropped_unparsable=unparsable,
+        dropped_over_limit=len(tests) - len(kept),
+    )
+
+
+# --------------------------------------------------------------------------------------- codet
+
+
+def _codet_truncate(piece: str) -> str:
+    for stop in CODET_STOP_TOKENS:
+        if stop in piece:
+            piece = piece.split(stop)[0]
+    return piece.strip()
+
+
+def _codet_compiles(test_case: str) -> bool:
+    # CodeT compiles the test indented inside ``try: ... except: pass`` (so ``return``/``yield``
+    # at top level still fail, and indentation errors on continuation lines are caught).
+    if len(test_case.strip()) < 1 or "assert" not in test_case:
+        return False
+    indented = test_case.replace("\n", "\n    ")
+    try:
+        compile(f"try:\n    {indented}\nexcept:\n    pass\n", "", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _extract_codet(text: str, *, entry_point: str, prefix: str, limit: int | None) -> Extraction:
+    lead = prefix or "assert "
+    full = f"{lead}{text}"
+    name = entry_point.strip()
+    tests: list[str] = []
+    no_entry_point = 0
+    unparsable = 0
+    for part in full.split("assert "):
+        if len(part.strip()) == 0:
+            continue
+        if name not in part:
+            no_entry_point += 1
+            continue
+        candidate = _codet_truncate(f"assert {part}".strip())
+        if _codet_compiles(candidate):
+            tests.append(candidate)
+        else:
+            unparsable += 1
+    return _apply_limit(
+        tests, raw=full, limit=limit, no_entry_point=no_entry_point, unparsable=unparsable
+    )
+
+
+# -------------------------------------------------------------------------------------- robust
+
+
+def _code_regions(full: str, *, has_prefix: bool) -> list[list[str]]:
+    """The line lists that may hold code: fenced blocks when there are fences, else everything."""
+    lines = full.split("\n")
+    if not any(_FENCE.match(line) for line in lines):
+        return [lines]
+    regions: list[list[str]] = []
+    current: list[str] = []
+    inside = False
+    first_fence_seen = False
+    for line in lines:
+        if _FENCE.match(line):
+            if inside:
+                regions.append(current)
+            elif not first_fence_seen and has_prefix:
+                # The text before the first fence continues the prompt's code.
+                regions.append(current)
+            first_fence_seen = True
+            current = []
+            inside = not inside
+            continue
+        current.append(line)
+    if inside:
+        regions.append(current)  # an unclosed last fence runs to the end
+    return regions
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _parse_assert_window(window: list[str]) -> tuple[str, list[ast.Assert]] | None:
+    """Parse lines starting with an ``assert`` line; the source (dedented) and its asserts."""
+    first = window[0].lstrip()
+    source = "\n".join([first, *window[1:]])
+    candidates = [source]
+    if first.rstrip() == "assert" and len(window) > 1:
+        # ``assert`` alone on its line, the expression on the next: join them.
+        candidates.append("\n".join([f"assert {window[1].lstrip()}", *window[2:]]))
+    for candidate in candidates:
+        try:
+            module = ast.parse(candidate)
+        except (SyntaxError, ValueError):
+            continue
+        if not module.body or not isinstance(module.body[0], ast.Assert):
+            continue
+        return candidate, [stmt for stmt in module.body if isinstance(stmt, ast.Assert)]
+    return None
+
+
+def _segment(source: str, node: ast.AST) -> str:
+    segment = ast.get_source_segment(source, node)
+    if segment is None:  # pragma: no cover - parsed nodes always carry positions
+        return ast.unparse(node)
+    return segment
+
+
+def _rename_candidate(test: str, entry_point: str) -> tuple[str, ast.Assert]:
+    """Rename ``candidate`` to the entry point (by AST position); the text and its new tree."""
+    tree = ast.parse(test)
+    names = [
+        node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == "candidate"
+    ]
+    if names and entry_point != "candidate":
+        lines = [line.encode() for line in test.split("\n")]
+        for node in sorted(names, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+            row = lines[node.lineno - 1]
+            start, end = node.col_offset, node.end_col_offset or node.col_offset
+            lines[node.lineno - 1] = row[:start] + entry_point.encode() + row[end:]
+        test = b"\n".join(lines).decode()
+        tree = ast.parse(test)
+    statement = tree.body[0]
+    assert isinstance(statement, ast.Assert)
+    return test, statement
+
+
+def _calls_entry_point(node: ast.AST, entry_point: str) -> bool:
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == entry_point
+        for call in ast.walk(node)
+    )
+
+
+def _extract_robust(text: str, *, entry_point: str, prefix: str, limit: int | None) -> Extraction:
+    full = f"{prefix}{text}"
+    name = entry_point.strip()
+    tests: list[str] = []
+    no_entry_point = 0
+    unparsable = 0
+    for lines in _code_regions(full, has_prefix=bool(prefix)):
+        index = 0
+        while index < len(lines):
+            start = _ASSERT_START.match(lines[index])
+            if start is None:
+                index += 1
+                continue
+            column = len(start.group(1))
+            parsed: tuple[str, list[ast.Assert]] | None = None
+            end = index + 1
+            while True:
+                parsed = _parse_assert_window(lines[index:end])
+                if parsed is not None or end >= len(lines) or end - index >= _MAX_WINDOW_LINES:
+                    break
+                following = lines[end]
+                # The next assert at the same or an outer level starts a new statement.
+                if _ASSERT_START.match(following) and _indent(following) <= column:
+                    break
+                end += 1
+            if parsed is None:
+                unparsable += 1
+                index += 1
+                continue
+            source, statements = parsed
+            for statement in statements:
+                test, renamed = _rename_candidate(_segment(source, statement), name)
+                if _calls_entry_point(renamed, name):
+                    tests.append(test)
+                else:
+                    no_entry_point += 1
+            index = end
+    return _apply_limit(
+        tests, raw=full, limit=limit, no_entry_point=no_entry_point, unparsable=unparsable
+    )
