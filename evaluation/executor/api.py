@@ -104,5 +104,9 @@ class ExecutionResult:
     """One per test."""
     load_error: str = ""
     """Non-empty when the program itself failed to load (every test is then ERROR)."""
+    load_arcs: tuple[tuple[int, int], ...] | None = None
+    """With ``Job.measure_coverage``: arcs executed in the program's source while it was
+    loaded (module-level code: imports, ``def`` lines). A pytest-cov run counts these, so
+    branch coverage of a test set = coverage of ``load_arcs`` + the tests' ``arcs``."""
     stats: dict[str, Any] = field(default_factory=dict, compare=False)
     """Diagnostics (child restarts, fork time); never used for verdicts."""
