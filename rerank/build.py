@@ -1,0 +1,321 @@
+"""Building outcome matrices: dedup, run in the sandboxed executor, cache on disk, resume.
+
+Per task, every distinct solution program runs every distinct test once (CodeT's
+``evaluate_with_test_cases`` does the same: ``set`` of tests, one run per distinct
+completion); multiplicities and test positions are kept for the rerankers. One job per
+distinct program: the program is loaded once and the tests run against it, each with its
+own deadline (0.1 s per test in CodeT; ``timeout``).
+
+With ``outputs=True`` the same job also calls the entry point on the distinct inputs of
+the tests (``f(x)`` in ``assert f(x) == y`` when every argument is a literal), and the
+returned values are kept as hashes for MBR-exec (Shi et al., EMNLP 2022).
+
+Cache: ``CACHE/matrix-<hash of the execution settings>.jsonl``, one line per (task,
+program, test set, input set), appended as each job finishes, so a killed run resumes
+and another method or a second run reads the matrix in seconds. Also
+:func:`matrices_from_codet_outcomes` builds matrices from the outcomes CodeT's own code
+computed (a check of the scoring independent of our executor).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.io import JsonlAppender, read_jsonl
+from evaluation.records import Outcome, Solution, TestCase, content_id
+from rerank.matrix import TaskMatrix
+
+__all__ = [
+    "TaskInputs",
+    "prepare_task",
+    "build_matrices",
+    "matrices_from_codet_outcomes",
+    "call_of_assert",
+    "CACHE_VERSION",
+]
+
+CACHE_VERSION = 1
+"""Bumped when the meaning of cached lines changes."""
+
+_CODE = {Outcome.PASSED: "P", Outcome.FAILED: "F", Outcome.ERROR: "E", Outcome.TIMEOUT: "T"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskInputs:
+    """One task's distinct programs and tests, with what dedup folded together."""
+
+    task_id: str
+    """The task."""
+    entry_point: str
+    """Function under test (for output calls)."""
+    programs: tuple[str, ...]
+    """Distinct complete programs, in order of first occurrence."""
+    program_keys: tuple[str, ...]
+    """Content hash of each program."""
+    program_counts: tuple[int, ...]
+    """Samples per distinct program."""
+    first_solution: tuple[Solution, ...]
+    """The first sample of each distinct program (its id is reported in picks)."""
+    tests: tuple[str, ...]
+    """Distinct test sources, in order of first occurrence."""
+    test_keys: tuple[str, ...]
+    """Content hash of each test."""
+    test_counts: tuple[int, ...]
+    """Occurrences of each distinct test."""
+    test_positions: tuple[tuple[int, ...], ...]
+    """Position of each occurrence within its generation."""
+    calls: tuple[tuple[Any, ...], ...]
+    """Distinct argument tuples of the entry-point calls found in the tests (for MBR-exec)."""
+
+    @property
+    def tests_key(self) -> str:
+        """Hash of the ordered distinct tests (a cache key)."""
+        return content_id("\x00".join(self.tests))
+
+    @property
+    def calls_key(self) -> str:
+        """Hash of the ordered distinct calls (a cache key)."""
+        return content_id(repr(self.calls)) if self.calls else ""
+
+
+def call_of_assert(source: str, entry_point: str) -> tuple[Any, ...] | None:
+    """The literal positional arguments of the first ``entry_point(...)`` call in a test.
+
+    ``None`` when the test does not parse, calls the entry point with keywords or
+    non-literal arguments, or never calls it.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry_point:
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                return None
+            try:
+                return tuple(ast.literal_eval(a) for a in node.args)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+    return None
+
+
+def prepare_task(
+    task_id: str, entry_point: str, solutions: list[Solution], tests: list[TestCase], *, outputs: bool
+) -> TaskInputs:
+    """Deduplicate a task's solutions and tests (keeping counts and positions)."""
+    prog_index: dict[str, int] = {}
+    programs: list[str] = []
+    counts: list[int] = []
+    firsts: list[Solution] = []
+    for s in solutions:
+        i = prog_index.get(s.code)
+        if i is None:
+            prog_index[s.code] = len(programs)
+            programs.append(s.code)
+            counts.append(1)
+            firsts.append(s)
+        else:
+            counts[i] += 1
+    test_index: dict[str, int] = {}
+    srcs: list[str] = []
+    tcounts: list[int] = []
+    positions: list[list[int]] = []
+    for t in tests:
+        j = test_index.get(t.source)
+        if j is None:
+            test_index[t.source] = len(srcs)
+            srcs.append(t.source)
+            tcounts.append(1)
+            positions.append([t.position])
+        else:
+            tcounts[j] += 1
+            positions[j].append(t.position)
+    calls: list[tuple[Any, ...]] = []
+    if outputs:
+        seen: set[str] = set()
+        for src in srcs:
+            args = call_of_assert(src, entry_point)
+            if args is None:
+                continue
+            key = repr(args)
+            if key not in seen:
+                seen.add(key)
+                calls.append(args)
+    return TaskInputs(
+        task_id=task_id,
+        entry_point=entry_point,
+        programs=tuple(programs),
+        program_keys=tuple(content_id(p) for p in programs),
+        program_counts=tuple(counts),
+        first_solution=tuple(firsts),
+        tests=tuple(srcs),
+        test_keys=tuple(content_id(t) for t in srcs),
+        test_counts=tuple(tcounts),
+        test_positions=tuple(tuple(p) for p in positions),
+        calls=tuple(calls),
+    )
+
+
+def _value_key(result: Any) -> str:
+    if result.outcome is Outcome.PASSED:
+        try:
+            return content_id(repr(result.value))
+        except Exception:  # noqa: BLE001 - a value whose repr fails still has a type
+            return "!repr:" + type(result.value).__name__
+    kind = result.detail.split(":", 1)[0] if result.detail else ""
+    return f"!{result.outcome.value}:{kind}"
+
+
+def _cache_path(cache_dir: Path, timeout: float, load_timeout: float, memory_mb: int) -> Path:
+    settings = json.dumps(
+        {"v": CACHE_VERSION, "timeout": timeout, "load_timeout": load_timeout, "memory_mb": memory_mb},
+        sort_keys=True,
+    )
+    return cache_dir / f"matrix-{content_id(settings, length=12)}.jsonl"
+
+
+def _matrix(task: TaskInputs, rows: Mapping[str, tuple[str, tuple[str, ...]]], outputs: bool) -> TaskMatrix:
+    n, m = len(task.programs), len(task.tests)
+    passed = np.zeros((n, m), np.bool_)
+    loaded = np.zeros(n, np.bool_)
+    out_keys: list[tuple[str, ...]] = []
+    for i, key in enumerate(task.program_keys):
+        codes, values = rows[key]
+        loaded[i] = codes != "L"
+        if loaded[i] and m:
+            passed[i] = np.frombuffer(codes.encode("ascii"), np.uint8) == ord("P")
+        out_keys.append(values if loaded[i] else ())
+    return TaskMatrix(
+        task_id=task.task_id,
+        solution_keys=task.program_keys,
+        solution_counts=np.asarray(task.program_counts, np.int64),
+        loaded=loaded,
+        test_keys=task.test_keys,
+        test_counts=np.asarray(task.test_counts, np.int64),
+        test_positions=task.test_positions,
+        passed=passed,
+        output_keys=tuple(out_keys) if outputs else None,
+    )
+
+
+def build_matrices(
+    tasks: Iterable[TaskInputs],
+    *,
+    cache_dir: str | os.PathLike[str],
+    timeout: float = 0.1,
+    load_timeout: float = 5.0,
+    memory_mb: int = 2048,
+    workers: int | None = None,
+    outputs: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, TaskMatrix]:
+    """Run every distinct program against its task's distinct tests (cached, resumable).
+
+    ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
+    A program that fails to load is recorded as not loaded (CodeT: not ranked).
+    """
+    from evaluation.executor import AssertTest, CallTest, Job, Limits, execute
+
+    task_list = list(tasks)
+    cache = _cache_path(Path(cache_dir), timeout, load_timeout, memory_mb)
+    done: dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]] = {}
+    if cache.exists():
+        for _, rec in read_jsonl(cache, tolerate_torn_tail=True):
+            done[(rec["t"], rec["p"], rec["k"], rec["c"])] = (rec["o"], tuple(rec["v"]))
+    jobs: list[Job] = []
+    for task in task_list:
+        calls_key = task.calls_key if outputs else ""
+        if not task.tests and not calls_key:
+            continue
+        for prog, key in zip(task.programs, task.program_keys):
+            if (task.task_id, key, task.tests_key, calls_key) in done:
+                continue
+            tests: list[AssertTest | CallTest] = [AssertTest(source=t) for t in task.tests]
+            if calls_key:
+                tests += [CallTest(entry_point=task.entry_point, args=a) for a in task.calls]
+            jobs.append(
+                Job(
+                    program=prog,
+                    tests=tuple(tests),
+                    want_values=bool(calls_key),
+                    tag=(task.task_id, key, task.tests_key, calls_key, len(task.tests)),
+                )
+            )
+    total = len(jobs)
+    if progress:
+        progress(0, total)
+    if jobs:
+        limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb)
+        with JsonlAppender(cache) as app:
+            for n_done, res in enumerate(execute(jobs, workers=workers, limits=limits), start=1):
+                tid, key, tkey, ckey, n_tests = res.tag
+                if res.load_error:
+                    codes, values = "L", ()
+                else:
+                    codes = "".join(_CODE[r.outcome] for r in res.results[:n_tests])
+                    values = tuple(_value_key(r) for r in res.results[n_tests:])
+                done[(tid, key, tkey, ckey)] = (codes, values)
+                app.write({"t": tid, "p": key, "k": tkey, "c": ckey, "o": codes, "v": list(values)})
+                if progress:
+                    progress(n_done, total)
+    out: dict[str, TaskMatrix] = {}
+    for task in task_list:
+        calls_key = task.calls_key if outputs else ""
+        rows: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for key in task.program_keys:
+            # Without tests (and calls) nothing runs: CodeT skips such solutions, so they
+            # count as not loaded and the task falls back to random.
+            rows[key] = done.get((task.task_id, key, task.tests_key, calls_key), ("L", ()))
+        out[task.task_id] = _matrix(task, rows, outputs)
+    return out
+
+
+def matrices_from_codet_outcomes(
+    path: str | os.PathLike[str], tasks: Iterable[TaskInputs]
+) -> dict[str, TaskMatrix]:
+    """Matrices from CodeT's own dual-execution results (``codet_reference_outcomes``).
+
+    The file gives, per task, its distinct tests and per distinct completion either
+    ``result`` (one boolean per test) or ``error``. Programs are matched by completion
+    (``TaskInputs.first_solution[i].completion``); a completion the file lacks counts as
+    not loaded.
+    """
+    ref: dict[str, dict[str, Any]] = {}
+    for _, rec in read_jsonl(path):
+        ref[rec["task_id"]] = rec
+    out: dict[str, TaskMatrix] = {}
+    for task in tasks:
+        rec = ref.get(task.task_id, {"tests": [], "solutions": []})
+        col = {t: j for j, t in enumerate(rec["tests"])}
+        by_completion = {s["completion"]: s for s in rec["solutions"]}
+        n, m = len(task.programs), len(task.tests)
+        passed = np.zeros((n, m), np.bool_)
+        loaded = np.zeros(n, np.bool_)
+        cols = [col.get(t) for t in task.tests]
+        for i, sol in enumerate(task.first_solution):
+            entry = by_completion.get(sol.completion or "")
+            if entry is None or not isinstance(entry.get("result"), list) or not entry["result"]:
+                continue
+            loaded[i] = True
+            res = entry["result"]
+            for j, c in enumerate(cols):
+                passed[i, j] = c is not None and res[c] is True
+        out[task.task_id] = TaskMatrix(
+            task_id=task.task_id,
+            solution_keys=task.program_keys,
+            solution_counts=np.asarray(task.program_counts, np.int64),
+            loaded=loaded,
+            test_keys=task.test_keys,
+            test_counts=np.asarray(task.test_counts, np.int64),
+            test_positions=task.test_positions,
+            passed=passed,
+        )
+    return out

@@ -1,0 +1,222 @@
+"""Reading what ``rerank`` ranks: sampled solutions and generated tests, in three formats.
+
+Solutions (``--samples``):
+
+* ours (``RUN/solutions.jsonl``): ``{"task_id", "solution_id", "solution", "completion"?, ...}``;
+* EvalPlus samples: ``{"task_id", "solution"}`` or ``{"task_id", "completion"}`` (the
+  completion is appended to the dataset's prompt);
+* CodeT's ``{"prompt", "samples": [completion, ...]}`` (Chen et al., ICLR 2023,
+  github.com/microsoft/CodeT): matched to tasks by the prompt text, the only format joined
+  that way; each completion is cut at CodeT's stop tokens, as its ``solution_extract`` does.
+
+Tests (``--tests``):
+
+* ours (``RUN/generations.jsonl``): ``{"task_id", "generation_id", "tests": [...],
+  "solution_id"?, "raw"?, "prefix"?}``; the first ``limit`` tests of each generation are kept;
+* CodeT's ``{"prompt", "samples": [raw text, ...]}``: tests extracted exactly as CodeT does
+  (:func:`testgen.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
+  call the entry point and compile).
+
+CodeT prompts (which have their docstring examples removed) are matched against the
+dataset's prompts, the prompts without examples, and any CodeT ``HumanEval_for_*.jsonl``
+file lying next to the input file (or given with ``prompts=``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluation.datasets import Dataset
+from evaluation.errors import RecordError, TestgenError
+from evaluation.io import read_jsonl, require
+from evaluation.records import Solution, TestCase
+
+__all__ = ["read_samples", "read_tests", "TestSet", "codet_solution_extract", "CODET_STOP_TOKENS"]
+
+CODET_STOP_TOKENS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+"""CodeT's ``STOP_TOKEN`` list (``src/postprocess.py``), applied in this order."""
+
+
+def codet_solution_extract(completion: str) -> str:
+    """CodeT's ``solution_extract``: cut a completion at the first of each stop token."""
+    for stop in CODET_STOP_TOKENS:
+        if stop in completion:
+            completion = completion.split(stop)[0]
+    return completion
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestSet:
+    """The tests of one ``--tests`` file, per task, in generation order."""
+
+    label: str
+    """Name used in reports (``sg``, ``placeholder``, or the file's stem)."""
+    path: str
+    """File read."""
+    tests: dict[str, list[TestCase]]
+    """task_id -> kept tests of every generation (duplicates kept, positions within
+    their generation)."""
+    generations: dict[str, int]
+    """task_id -> number of generations read."""
+
+
+def _prompt_index(dataset: Dataset, extra_files: Iterable[Path]) -> dict[str, str]:
+    """Map prompt text (several spellings) -> task_id."""
+    index: dict[str, str] = {}
+    for prob in dataset:
+        index.setdefault(prob.prompt, prob.task_id)
+        try:
+            index.setdefault(prob.code_prompt, prob.task_id)
+        except Exception:  # noqa: BLE001 - strip_examples is best effort here
+            pass
+    for file in extra_files:
+        for line, rec in read_jsonl(file):
+            tid = require(rec, "task_id", str, path=str(file), line=line)
+            prompt = require(rec, "prompt", str, path=str(file), line=line)
+            if tid in dataset.problems:
+                index.setdefault(prompt, tid)
+    return index
+
+
+def _codet_prompt_files(path: Path, prompts: str | os.PathLike[str] | None) -> list[Path]:
+    if prompts is not None:
+        return [Path(prompts)]
+    return sorted(path.parent.glob("*_for_code_generation.jsonl*")) + sorted(
+        path.parent.glob("*_for_test_case_generation.jsonl*")
+    )
+
+
+def _first_record(path: Path) -> dict[str, object] | None:
+    for _, rec in read_jsonl(path):
+        return rec
+    return None
+
+
+def read_samples(
+    path: str | os.PathLike[str],
+    *,
+    dataset: Dataset,
+    prompts: str | os.PathLike[str] | None = None,
+    model: str = "sample",
+) -> dict[str, list[Solution]]:
+    """Read sampled solutions (any of the three formats) into task_id -> solutions."""
+    p = Path(path)
+    first = _first_record(p)
+    out: dict[str, list[Solution]] = {}
+    if first is not None and "samples" in first and "task_id" not in first:
+        index = _prompt_index(dataset, _codet_prompt_files(p, prompts))
+        for line, rec in read_jsonl(p):
+            prompt = require(rec, "prompt", str, path=str(p), line=line)
+            samples = require(rec, "samples", list, path=str(p), line=line)
+            tid = index.get(prompt)
+            if tid is None:
+                raise RecordError(str(p), line, "prompt matches no task of the dataset (pass --prompts)", field="prompt")
+            sols = out.setdefault(tid, [])
+            if not samples:
+                # CodeT puts a placeholder that fails to run, so the task keeps one sample.
+                samples = ["empty solution here, execution will fail"]
+            for raw in samples:
+                if not isinstance(raw, str):
+                    raise RecordError(str(p), line, "expected a list of strings", field="samples")
+                completion = codet_solution_extract(raw)
+                idx = len(sols)
+                sols.append(
+                    Solution(
+                        task_id=tid,
+                        solution_id=f"{tid}/{model}/{idx}",
+                        code=prompt + completion,
+                        completion=completion,
+                        sample_index=idx,
+                        model=model,
+                    )
+                )
+        return out
+    for line, rec in read_jsonl(p):
+        tid = require(rec, "task_id", str, path=str(p), line=line)
+        if tid not in dataset.problems:
+            raise RecordError(str(p), line, f"task {tid!r} is not in {dataset.name}", field="task_id")
+        sols = out.setdefault(tid, [])
+        idx = int(rec.get("sample_index", len(sols)))  # type: ignore[call-overload]
+        completion = rec.get("completion")
+        if isinstance(rec.get("solution"), str):
+            code = str(rec["solution"])
+        elif isinstance(completion, str):
+            code = dataset[tid].prompt + completion
+        else:
+            raise RecordError(str(p), line, "needs 'solution' or 'completion' (a string)", field="solution")
+        sid = rec.get("solution_id")
+        sols.append(
+            Solution(
+                task_id=tid,
+                solution_id=str(sid) if isinstance(sid, str) else f"{tid}/{rec.get('model') or model}/{len(sols)}",
+                code=code,
+                completion=completion if isinstance(completion, str) else None,
+                sample_index=idx,
+                model=str(rec.get("model") or model),
+            )
+        )
+    return out
+
+
+def read_tests(
+    path: str | os.PathLike[str],
+    *,
+    dataset: Dataset,
+    label: str | None = None,
+    limit: int | None = 5,
+    prompts: str | os.PathLike[str] | None = None,
+) -> TestSet:
+    """Read test generations (ours or CodeT's) and keep the first ``limit`` tests of each."""
+    from testgen.extraction import extract_tests
+
+    p = Path(path)
+    first = _first_record(p)
+    tests: dict[str, list[TestCase]] = {}
+    gens: dict[str, int] = {}
+    if first is not None and "samples" in first and "task_id" not in first:
+        index = _prompt_index(dataset, _codet_prompt_files(p, prompts))
+        for line, rec in read_jsonl(p):
+            prompt = require(rec, "prompt", str, path=str(p), line=line)
+            samples = require(rec, "samples", list, path=str(p), line=line)
+            tid = index.get(prompt)
+            if tid is None:
+                raise RecordError(str(p), line, "prompt matches no task of the dataset (pass --prompts)", field="prompt")
+            entry = dataset[tid].entry_point
+            bucket = tests.setdefault(tid, [])
+            for g, raw in enumerate(samples):
+                gid = f"{tid}/gen/{gens.get(tid, 0)}"
+                gens[tid] = gens.get(tid, 0) + 1
+                ext = extract_tests(str(raw), entry_point=entry, prefix="assert ", limit=limit, mode="codet")
+                bucket.extend(
+                    TestCase(task_id=tid, source=src, generation_id=gid, position=i)
+                    for i, src in enumerate(ext.tests)
+                )
+    else:
+        for line, rec in read_jsonl(p):
+            tid = require(rec, "task_id", str, path=str(p), line=line)
+            if tid not in dataset.problems:
+                raise RecordError(str(p), line, f"task {tid!r} is not in {dataset.name}", field="task_id")
+            srcs = require(rec, "tests", list, path=str(p), line=line)
+            if not all(isinstance(s, str) for s in srcs):
+                raise RecordError(str(p), line, "expected a list of strings", field="tests")
+            gid = rec.get("generation_id")
+            gid = str(gid) if gid is not None else f"{tid}/gen/{gens.get(tid, 0)}"
+            gens[tid] = gens.get(tid, 0) + 1
+            sid = rec.get("solution_id")
+            kept = srcs if limit is None else srcs[:limit]
+            tests.setdefault(tid, []).extend(
+                TestCase(
+                    task_id=tid,
+                    source=src,
+                    generation_id=gid,
+                    position=i,
+                    solution_id=sid if isinstance(sid, str) else None,
+                )
+                for i, src in enumerate(kept)
+            )
+    if not gens:
+        raise TestgenError(f"{p}: no test generations found")
+    return TestSet(label=label or p.name.split(".")[0], path=str(p), tests=tests, generations=gens)
