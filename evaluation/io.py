@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from evaluation.errors import RecordError
 
-__all__ = ["read_jsonl", "write_jsonl", "JsonlAppender", "require", "open_text"]
+__all__ = ["read_jsonl", "write_jsonl", "JsonlAppender", "require", "optional", "open_text"]
 
 
 def open_text(path: str | os.PathLike[str], mode: str = "rt") -> IO[str]:
@@ -71,10 +71,30 @@ def require(
     if key not in rec:
         raise RecordError(path, line, "missing", field=key)
     value = rec[key]
-    if not isinstance(value, kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # JSON true/false are not numbers, although bool subclasses int in Python.
+    bool_for_number = (
+        isinstance(value, bool) and bool not in kinds and (int in kinds or float in kinds)
+    )
+    if bool_for_number or not isinstance(value, kind):
         want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise RecordError(path, line, f"expected {want}, got {type(value).__name__}", field=key)
     return value
+
+
+def optional(
+    rec: Mapping[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    default: Any,
+    *,
+    path: str,
+    line: int,
+) -> Any:
+    """Return ``rec[key]`` checked against ``kind``; ``default`` when absent or null."""
+    if rec.get(key) is None:
+        return default
+    return require(rec, key, kind, path=path, line=line)
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> int:

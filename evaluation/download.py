@@ -1,0 +1,104 @@
+"""Download a dataset release file (EvalPlus's HumanEval+ / MBPP+) into the local cache.
+
+The file is fetched with :mod:`urllib` to a temporary file beside the destination, checked
+(it must gunzip, every line must be a JSON object with a ``task_id``, and it must hold the
+release's number of problems), and only then renamed into place, so an interrupted or
+corrupt download never leaves a file that later runs would trust. Offline, or when the
+server refuses, :class:`~evaluation.errors.DatasetNotFound` says how to provide the file.
+Set ``TESTGEN_OFFLINE=1`` to never try the network.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evaluation.errors import DatasetNotFound
+
+if TYPE_CHECKING:
+    from evaluation.datasets import DatasetSpec
+
+__all__ = ["download", "not_found_message", "check_release_file"]
+
+USER_AGENT = "testgen-dataset-download"
+"""Sent as ``User-Agent`` (GitHub's release CDN rejects requests without one)."""
+
+
+def not_found_message(spec: DatasetSpec, cached: Path, *, reason: str) -> str:
+    """The error text for a dataset that is nowhere to be found: the three ways to provide it."""
+    lines = [
+        f"dataset {spec.name} ({spec.file_name}) not found: {reason}.",
+        "Provide the file in one of three ways:",
+        f"  1. pass it explicitly:      --dataset-path /path/to/{spec.file_name}",
+    ]
+    if spec.env_var:
+        lines.append(f"  2. set the variable:        export {spec.env_var}=/path/to/{spec.file_name}")
+    else:
+        lines.append("  2. (no environment variable for this dataset)")
+    lines.append(f"  3. put it in the cache at:  {cached}")
+    if spec.url:
+        lines.append(f"(official release: {spec.url})")
+    return "\n".join(lines)
+
+
+def check_release_file(path: Path, spec: DatasetSpec) -> int:
+    """Check a downloaded file: gunzips, JSON objects with ``task_id``, the expected count.
+
+    Returns the number of records; raises ``ValueError`` saying what is wrong.
+    """
+    count = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or not isinstance(rec.get("task_id"), str):
+                    raise ValueError(f"line {lineno} is not a record with a task_id")
+                count += 1
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not a gzip file of text: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+    if count != spec.expected_size:
+        raise ValueError(f"holds {count} records, the release has {spec.expected_size}")
+    return count
+
+
+def download(spec: DatasetSpec, dest: str | os.PathLike[str], *, timeout: float = 60.0) -> Path:
+    """Fetch ``spec.url`` to ``dest`` (atomically, checked) and return ``dest``."""
+    target = Path(dest)
+    if spec.url is None:
+        raise DatasetNotFound(not_found_message(spec, target, reason="it has no download URL"))
+    if os.environ.get("TESTGEN_OFFLINE", "") not in ("", "0"):
+        raise DatasetNotFound(not_found_message(spec, target, reason="TESTGEN_OFFLINE is set"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        request = urllib.request.Request(spec.url, headers={"User-Agent": USER_AGENT})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response, os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(response, out)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise DatasetNotFound(
+                not_found_message(spec, target, reason=f"download from {spec.url} failed ({reason})")
+            ) from None
+        try:
+            check_release_file(tmp, spec)
+        except ValueError as exc:
+            raise DatasetNotFound(
+                not_found_message(spec, target, reason=f"the file downloaded from {spec.url} is bad: {exc}")
+            ) from None
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

@@ -1,0 +1,128 @@
+"""``testgen datasets``: list the datasets, their versions, sizes and where each was found.
+
+A thin layer over :func:`evaluation.datasets.locate_dataset` and
+:func:`evaluation.datasets.load_dataset`. Nothing is downloaded unless ``--download`` is
+given; a dataset that is not found is listed with the three ways to provide it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import click
+
+__all__ = ["datasets", "DatasetRow", "dataset_rows"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetRow:
+    """One line of the listing."""
+
+    name: str
+    """Registry name."""
+    version: str
+    """Release version ("" for a plugin dataset without a spec)."""
+    problems: int | None
+    """Number of problems loaded, or None when the file was not found."""
+    found_by: str | None
+    """Which step of the resolution order found it, or None."""
+    path: str | None
+    """The file read, or None."""
+    error: str | None = None
+    """Why it was not found (with how to provide it), or None."""
+
+
+def dataset_rows(
+    names: list[str], *, dataset_path: str | None = None, allow_download: bool = False
+) -> list[DatasetRow]:
+    """Locate and load each dataset; a missing one becomes a row with its ``error``."""
+    from evaluation.datasets import SPECS, load_dataset, locate_dataset
+    from evaluation.errors import DatasetNotFound
+
+    rows = []
+    for name in names:
+        spec = SPECS.get(name)
+        version = spec.version if spec else ""
+        try:
+            if spec is not None:
+                # Locate first so a missing file is reported without a download attempt.
+                located = locate_dataset(name, dataset_path, allow_download=allow_download)
+                path = str(located.path)
+            else:
+                path = dataset_path
+            dataset = load_dataset(name, path=path)
+        except DatasetNotFound as exc:
+            if dataset_path is not None:
+                raise
+            rows.append(
+                DatasetRow(name=name, version=version, problems=None, found_by=None, path=None, error=str(exc))
+            )
+            continue
+        found_by = dataset.found_by.value if dataset.found_by else "plugin"
+        if spec is not None:
+            found_by = located.found_by.value + (f" ({located.detail})" if located.detail else "")
+        rows.append(
+            DatasetRow(
+                name=name,
+                version=dataset.version or version,
+                problems=len(dataset),
+                found_by=found_by,
+                path=dataset.source,
+            )
+        )
+    return rows
+
+
+@click.command(name="datasets")
+@click.argument("names", nargs=-1)
+@click.option(
+    "--dataset-path",
+    metavar="FILE",
+    default=None,
+    help="Use this file for the (single) named dataset instead of searching for it.",
+)
+@click.option("--download", is_flag=True, help="Download missing EvalPlus files into the cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per dataset.")
+def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, as_json: bool) -> None:
+    """List the datasets, their versions and problem counts, and where each was found.
+
+    Resolution order for the EvalPlus files: --dataset-path, then HUMANEVAL_OVERRIDE_PATH /
+    MBPP_OVERRIDE_PATH, then the cache ($TESTGEN_CACHE or ~/.cache/testgen), then (with
+    --download, or when a command needs the data) the official release URL.
+    """
+    from pathlib import Path
+
+    from evaluation.datasets import DATASETS
+    from evaluation.errors import DatasetNotFound
+
+    if dataset_path is not None:
+        if not Path(dataset_path).expanduser().is_file():
+            raise DatasetNotFound(f"--dataset-path {dataset_path} is not a file")
+        if len(names) != 1:
+            raise click.UsageError("--dataset-path needs exactly one dataset name, e.g. 'testgen datasets mbpp+ --dataset-path FILE'")
+    for name in names:
+        DATASETS.get(name)  # unknown name: error with did-you-mean
+    rows = dataset_rows(list(names) or DATASETS.names(), dataset_path=dataset_path, allow_download=download)
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row.__dict__))
+        return
+    header = ("dataset", "version", "problems", "found by", "path")
+    table = [header] + [
+        (
+            r.name,
+            r.version,
+            "-" if r.problems is None else str(r.problems),
+            r.found_by or "NOT FOUND",
+            r.path or "-",
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+    for r in rows:
+        if r.error:
+            click.echo("")
+            click.echo(r.error)
