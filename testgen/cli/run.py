@@ -1,0 +1,122 @@
+"""``testgen run``: make a model write tests in the oracle/self/cross/placeholder settings.
+
+A thin layer over :func:`testgen.pipeline.run` (Xiong, Guo, Chen, arXiv 2310.05727).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evaluation.errors import TestgenError
+
+__all__ = ["run"]
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--backend-option")
+        options[key.strip()] = value
+    return options
+
+
+@click.command(name="run")
+@click.option("--dataset", default="humaneval+", show_default=True, help="humaneval, humaneval+ or mbpp+.")
+@click.option("--dataset-path", type=click.Path(dir_okay=False), default=None, help="Explicit dataset file.")
+@click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
+@click.option("--model", default=None, help="Model name (server model id, HF name or path).")
+@click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)
+@click.option("-n", "--num-generations", "n", type=int, default=100, show_default=True,
+              help="Test generations per task (the paper's N). The human backend always makes 1.")
+@click.option("--tests-per-generation", type=int, default=3, show_default=True,
+              help="Tests asked for in the prompt and kept by the metrics (all are recorded).")
+@click.option("--temperature", type=float, default=0.2, show_default=True)
+@click.option("--top-p", type=float, default=0.95, show_default=True)
+@click.option("--max-tokens", type=int, default=300, show_default=True, help="New tokens per test generation.")
+@click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
+@click.option("--code-temperature", type=float, default=0.2, show_default=True, help="self: temperature of the solutions.")
+@click.option("--code-max-tokens", type=int, default=512, show_default=True, help="self: new tokens per solution.")
+@click.option("--code-pool", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="cross: solutions file (ours, EvalPlus samples, or CodeT {prompt, samples}).")
+@click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
+@click.option("--prompt-template", default=None, help="Test-prompt template file (or built-in name, e.g. tests_codet).")
+@click.option("--code-template", default=None, help="self: code-prompt template file (or built-in name).")
+@click.option("--keep-examples", is_flag=True, help="Keep the docstring examples in prompts.")
+@click.option("--limit", type=int, default=None, help="Only the first N tasks.")
+@click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
+@click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
+@click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
+              help="Backend option (repeatable); see --list-backend-options.")
+@click.option("--list-backend-options", is_flag=True, help="Show the chosen backend's options and exit.")
+@click.option("--extraction", type=click.Choice(["robust", "codet"]), default="robust", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run directory [default: runs/<dataset>/<model>/<setting>].")
+@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
+def run(
+    dataset: str, dataset_path: str | None, backend: str, model: str | None, setting: str, n: int,
+    tests_per_generation: int, temperature: float, top_p: float, max_tokens: int, seed: int | None,
+    code_temperature: float, code_max_tokens: int, code_pool: str | None, prompt_style: str,
+    prompt_template: str | None, code_template: str | None, keep_examples: bool, limit: int | None,
+    task_ids: tuple[str, ...], base_url: str | None, backend_options: tuple[str, ...],
+    list_backend_options: bool, extraction: str, out: str | None, progress: bool | None,
+) -> None:
+    """Make a model write tests for every problem; appends to RUN/generations.jsonl (resumable)."""
+    import sys
+
+    from testgen.backends import BACKENDS
+    from testgen.backends.base import Sampling, options_help
+    from testgen.pipeline import CODE_STOP, RunConfig, default_out_dir
+    from testgen.pipeline import run as run_pipeline
+    from testgen.settings import PromptStyle, Setting
+
+    if list_backend_options:
+        cls = BACKENDS.get(backend)
+        click.echo(f"options of backend {backend!r} (--backend-option KEY=VALUE):")
+        for name, default, doc in options_help(cls.Options):
+            click.echo(f"  {name} [default {default}]: {doc}")
+        return
+    options = _parse_options(backend_options)
+    if base_url is not None:
+        options["base_url"] = base_url
+    source = click.get_current_context().get_parameter_source("n")
+    if backend == "human" and source is not click.core.ParameterSource.DEFAULT and n != 1:
+        click.echo("note: the human backend makes one generation per task (all human tests); -n is ignored", err=True)
+    if backend != "human" and model is None and backend in ("openai", "vllm", "hf"):
+        raise click.UsageError(f"--backend {backend} needs --model")
+    config = RunConfig(
+        dataset=dataset,
+        dataset_path=dataset_path,
+        setting=Setting(setting),
+        backend=backend,
+        model=model,
+        backend_options=options,
+        n=n,
+        sampling=Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+        code_sampling=Sampling(temperature=code_temperature, top_p=top_p, max_tokens=code_max_tokens, seed=seed,
+                               stop=CODE_STOP),
+        tests_per_generation=tests_per_generation,
+        prompt_style=PromptStyle(prompt_style),
+        prompt_template=prompt_template,
+        code_template=code_template,
+        keep_examples=keep_examples,
+        code_pool=code_pool,
+        limit=limit,
+        task_ids=task_ids,
+        extraction_mode=extraction,  # type: ignore[arg-type]
+    )
+    out_dir = Path(out) if out else default_out_dir(config)
+    show = sys.stderr.isatty() if progress is None else progress
+    summary = run_pipeline(config, out=out_dir, progress=show)
+    if summary.tasks == 0:
+        raise TestgenError("no tasks")
+    msg = (
+        f"{summary.out}: {summary.tasks} tasks, {summary.generated} test generations made"
+        f" ({summary.tests} tests), {summary.skipped} already present"
+    )
+    if summary.solutions_generated:
+        msg += f"; {summary.solutions_generated} solutions sampled"
+    click.echo(msg)

@@ -1,0 +1,640 @@
+"""The ``testgen run`` pipeline: prompts -> backend -> generations.jsonl, resumable.
+
+Xiong, Guo, Chen (arXiv 2310.05727): for every problem, N test generations, each with one
+implementation in the prompt (the :class:`~testgen.settings.Setting`). Generation ``j`` of a
+task has ``sample_index`` ``j`` (0..N-1) in every setting; in ``oracle`` and ``placeholder``
+all N share one ``solution_id``, in ``self`` and ``cross`` generation ``j`` is conditioned on the
+task's ``j``-th solution.
+
+What is written (the run-directory contract, README "Data formats"):
+
+* ``RUN/config.json``: the full configuration, written before anything is generated. A run
+  resumed into the same directory must have the same configuration (except ``--limit``,
+  ``--task-id`` and options that do not change outputs such as concurrency); otherwise the run
+  is refused, naming the differing keys.
+* ``RUN/solutions.jsonl``: the solutions shown in prompts (``self``: appended as sampled).
+* ``RUN/generations.jsonl``: one record per test generation, appended (and flushed) the moment
+  its prompt is answered, so a kill loses at most the prompts in flight. On resume the keys
+  ``(task_id, solution_id, sample_index)`` already present are skipped: nothing is generated
+  twice, and deterministic backends (replay, fake) continue at the right sample index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from evaluation.errors import TestgenError
+from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
+from evaluation.records import Problem, Solution, content_id
+from testgen import __version__
+from testgen.backends import create_backend
+from testgen.backends.base import Backend, Generation, Prompt, Sampling
+from testgen.prompting import (
+    PromptTemplate,
+    builtin_template,
+    code_generation_head,
+    extract_code,
+    implementation_code,
+    load_template_file,
+    placeholder_code,
+    prompt_prefix,
+    render,
+)
+from testgen.settings import PromptStyle, Setting
+
+__all__ = [
+    "RunConfig",
+    "RunSummary",
+    "run",
+    "default_out_dir",
+    "TEST_STOP",
+    "CODE_STOP",
+    "generation_key",
+]
+
+TEST_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\n```", "\nprint(")
+"""Stop strings for completion-style test prompts: the model has left the asserts."""
+CODE_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
+"""Stop strings for completion-style code prompts (Codex/HumanEval's, plus a stray assert)."""
+
+#: keys of config.json that may differ when resuming into an existing run directory
+_RESUMABLE_KEYS = frozenset({"limit", "task_ids", "testgen_version", "backend_runtime_options"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Everything that defines a run (written to ``config.json``)."""
+
+    dataset: str
+    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``)."""
+    dataset_path: str | None = None
+    """Explicit dataset file, if any."""
+    setting: Setting = Setting.ORACLE
+    """Which implementation is in the prompt."""
+    backend: str = "fake"
+    """Backend registry name."""
+    model: str | None = None
+    """Model name or path (``None``: the backend's name, for model-less backends)."""
+    backend_options: dict[str, str] = field(default_factory=dict)
+    """Raw ``--backend-option key=value`` pairs."""
+    n: int = 1
+    """Test generations per task (the paper's N: 100)."""
+    sampling: Sampling = field(default_factory=Sampling)
+    """Sampling of the test generations (``n`` is set per request)."""
+    code_sampling: Sampling = field(default_factory=lambda: Sampling(max_tokens=512, stop=CODE_STOP))
+    """Sampling of the ``self`` setting's solutions (``--code-temperature``)."""
+    tests_per_generation: int | None = 3
+    """Tests kept per generation by the metrics (3 in the paper, 5 in CodeT); all extracted
+    tests are recorded regardless. Also fills ``$num_tests`` in the prompt."""
+    prompt_style: PromptStyle = PromptStyle.AUTO
+    """Completion, chat, or whichever the backend's model needs."""
+    prompt_template: str | None = None
+    """Test-prompt template file or built-in name (``None``: ``tests_<style>``)."""
+    code_template: str | None = None
+    """Code-prompt template for ``self`` (``None``: ``code_<style>``)."""
+    keep_examples: bool = False
+    """Keep the docstring examples in prompts."""
+    code_pool: str | None = None
+    """Solutions file for the ``cross`` setting."""
+    limit: int | None = None
+    """Only the first ``limit`` tasks (in dataset order)."""
+    task_ids: tuple[str, ...] = ()
+    """Only these tasks (after ``limit``), if given."""
+    extraction_mode: Literal["robust", "codet"] = "robust"
+    """How tests are extracted from raw text (see :mod:`testgen.extraction`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """What one invocation did."""
+
+    out: Path
+    """The run directory."""
+    tasks: int
+    """Tasks in the run."""
+    generated: int
+    """Test generations made by this invocation."""
+    skipped: int
+    """Test generations already present (resume)."""
+    solutions_generated: int = 0
+    """``self``: solutions sampled by this invocation."""
+    tests: int = 0
+    """Tests extracted from this invocation's generations."""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text.strip("/")).strip("_") or "model"
+
+
+def default_out_dir(config: RunConfig, *, root: str | Path = "runs") -> Path:
+    """``runs/<dataset>/<model>/<setting>``."""
+    model = config.model or config.backend
+    return Path(root) / _slug(config.dataset) / _slug(model) / config.setting.value
+
+
+def generation_key(task_id: str, solution_id: str | None, sample_index: int) -> tuple[str, str, int]:
+    """The resume key of a test generation."""
+    return (task_id, solution_id or "", sample_index)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Unit:
+    """Test generations to make for one (task, solution): one prompt, several samples."""
+
+    problem: Problem
+    solution_id: str
+    prompt: Prompt
+    prompt_hash: str
+    sample_indices: tuple[int, ...]
+
+
+def _prompt_hash(prompt: Prompt) -> str:
+    return content_id(json.dumps(prompt.to_json(), ensure_ascii=False), length=16)
+
+
+def _runs(indices: Sequence[int]) -> Iterator[tuple[int, ...]]:
+    """Split sorted indices into contiguous runs."""
+    run: list[int] = []
+    for i in indices:
+        if run and i != run[-1] + 1:
+            yield tuple(run)
+            run = []
+        run.append(i)
+    if run:
+        yield tuple(run)
+
+
+def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptStyle,
+                 tests_tpl: PromptTemplate, code_tpl: PromptTemplate | None, dataset_source: str,
+                 dataset_version: str) -> dict[str, Any]:
+    desc = backend.describe()
+    opts = dict(desc.get("backend_options", {}))
+    runtime = {k: opts.pop(k) for k in list(opts) if k in backend.runtime_options}
+    tpg = None if backend.fixed_samples is not None else config.tests_per_generation
+    return {
+        "dataset": config.dataset,
+        "dataset_path": config.dataset_path,
+        "dataset_source": dataset_source,
+        "dataset_version": dataset_version,
+        "setting": config.setting.value,
+        "backend": config.backend,
+        "model": backend.model,
+        "backend_options": opts,
+        "backend_runtime_options": runtime,
+        "sampling": {**config.sampling.to_json(), "n": n},
+        "code_sampling": config.code_sampling.to_json() if config.setting is Setting.SELF else None,
+        "n": n,
+        "tests_per_generation": tpg,
+        "prompt_style": style.value,
+        "prompt_template": tests_tpl.name,
+        "prompt_template_sha256": tests_tpl.sha256,
+        "prompt_template_text": tests_tpl.text,
+        "code_template": code_tpl.name if code_tpl else None,
+        "code_template_sha256": code_tpl.sha256 if code_tpl else None,
+        "keep_examples": config.keep_examples,
+        "code_pool": config.code_pool,
+        "code_pool_sha256": _file_hash(config.code_pool) if config.code_pool else None,
+        "extraction_mode": config.extraction_mode,
+        "limit": config.limit,
+        "task_ids": list(config.task_ids),
+        "testgen_version": __version__,
+    }
+
+
+def _file_hash(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            flat.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            flat[f"{prefix}{k}"] = v
+    return flat
+
+
+def _check_or_write_config(out: Path, cfg: dict[str, Any]) -> None:
+    path = out / "config.json"
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise TestgenError(f"{path}: not valid JSON ({exc}); delete it or use another --out") from None
+        a = _flatten({k: v for k, v in old.items() if k not in _RESUMABLE_KEYS})
+        b = _flatten({k: v for k, v in cfg.items() if k not in _RESUMABLE_KEYS})
+        differing = sorted(k for k in set(a) | set(b) if a.get(k, "<absent>") != b.get(k, "<absent>"))
+        if differing:
+            detail = "; ".join(f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in differing[:5])
+            raise TestgenError(
+                f"{out} holds a run with a different configuration ({', '.join(differing)}): {detail}. "
+                "Use another --out, or the same options to resume."
+            )
+        merged = {**old, "limit": cfg["limit"], "task_ids": cfg["task_ids"],
+                  "backend_runtime_options": cfg["backend_runtime_options"]}
+        if merged != old:
+            path.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name("config.json.tmp")
+    tmp.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
+    chosen = list(problems)
+    if config.limit is not None:
+        chosen = chosen[: config.limit]
+    if config.task_ids:
+        known = {p.task_id for p in chosen}
+        missing = [t for t in config.task_ids if t not in known]
+        if missing:
+            raise TestgenError(f"--task-id {missing[0]!r} is not in the dataset{' (after --limit)' if config.limit else ''}")
+        wanted = set(config.task_ids)
+        chosen = [p for p in chosen if p.task_id in wanted]
+    return chosen
+
+
+def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
+    keys: set[tuple[str, str, int]] = set()
+    if not path.exists():
+        return keys
+    for _, rec in read_jsonl(path, tolerate_torn_tail=True):
+        keys.add(generation_key(rec.get("task_id", ""), rec.get("solution_id"), int(rec.get("sample_index", -1))))
+    return keys
+
+
+def _solution_record(sol: Solution, **extra: Any) -> dict[str, Any]:
+    return {
+        "task_id": sol.task_id,
+        "solution_id": sol.solution_id,
+        "solution": sol.code,
+        "completion": sol.completion,
+        "sample_index": sol.sample_index,
+        "model": sol.model,
+        **extra,
+    }
+
+
+def _read_pool(path: str, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
+    try:
+        from evaluation.solutions import read_solutions
+    except ModuleNotFoundError:
+        raise TestgenError("--code-pool needs evaluation.solutions (not available in this build)") from None
+    by_task: dict[str, list[Solution]] = defaultdict(list)
+    wanted = {p.task_id for p in problems}
+    dataset = {p.task_id: p for p in problems}
+    for sol in _call_read_solutions(read_solutions, path, dataset):
+        if sol.task_id in wanted:
+            by_task[sol.task_id].append(sol)
+    missing = [t for t in wanted if not by_task.get(t)]
+    if missing:
+        raise TestgenError(f"--code-pool {path}: no solutions for {len(missing)} task(s), e.g. {sorted(missing)[0]}")
+    return {t: sols[:n] for t, sols in by_task.items()}
+
+
+def _call_read_solutions(read_solutions: Any, path: str, dataset: dict[str, Problem]) -> list[Solution]:
+    import inspect
+
+    params = inspect.signature(read_solutions).parameters
+    kwargs: dict[str, Any] = {}
+    if "problems" in params:
+        kwargs["problems"] = dataset
+    elif "dataset" in params:
+        kwargs["dataset"] = dataset
+    return list(read_solutions(path, **kwargs))
+
+
+class _Progress:
+    """A rich progress bar (count, rate, ETA) that can be switched off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._progress: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+            )
+            self._progress.__enter__()
+        return self
+
+    def add(self, description: str, total: int) -> Any:
+        if self._progress is None:
+            return None
+        return self._progress.add_task(description, total=total, rate="")
+
+    def advance(self, task: Any, amount: int) -> None:
+        if self._progress is None or task is None:
+            return
+        self._progress.advance(task, amount)
+        t = self._progress.tasks[task] if isinstance(task, int) else None
+        speed = t.speed if t is not None else None
+        if speed:
+            self._progress.update(task, rate=f"{speed:.2f}/s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+
+
+def _batches(units: Sequence[_Unit], size: int) -> Iterator[list[_Unit]]:
+    """Units grouped by how many samples they need (one ``n`` per call), ``size`` per call."""
+    by_n: dict[int, list[_Unit]] = defaultdict(list)
+    for u in units:
+        by_n[len(u.sample_indices)].append(u)
+    for group in by_n.values():
+        for i in range(0, len(group), size):
+            yield group[i : i + size]
+
+
+def run(
+    config: RunConfig,
+    *,
+    out: str | Path | None = None,
+    backend: Backend | None = None,
+    progress: bool = False,
+) -> RunSummary:
+    """Make (or resume) the run described by ``config`` in ``out``."""
+    from evaluation.datasets import load_dataset
+
+    from testgen.extraction import extract_tests
+
+    if config.n < 1:
+        raise TestgenError("-n must be at least 1")
+    if config.setting is Setting.CROSS and not config.code_pool:
+        raise TestgenError("--setting cross needs --code-pool FILE (a solutions file)")
+    if config.setting is not Setting.CROSS and config.code_pool:
+        raise TestgenError("--code-pool is only used with --setting cross")
+    out_dir = Path(out) if out is not None else default_out_dir(config)
+    ds = load_dataset(config.dataset, path=config.dataset_path)
+    problems = _select(list(ds), config)
+    if not problems:
+        raise TestgenError("no tasks selected")
+
+    own_backend = backend is None
+    if backend is None:
+        backend = create_backend(config.backend, model=config.model, options=config.backend_options)
+    try:
+        return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests)
+    finally:
+        if own_backend:
+            backend.close()
+
+
+def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: list[Problem], *,
+         progress: bool, extract_tests: Any) -> RunSummary:
+    n = backend.fixed_samples or config.n
+    style = config.prompt_style
+    if style is PromptStyle.AUTO:
+        style = PromptStyle.CHAT if backend.is_chat else PromptStyle.COMPLETION
+    tests_tpl = (
+        load_template_file(config.prompt_template) if config.prompt_template else builtin_template(f"tests_{style.value}")
+    )
+    code_tpl: PromptTemplate | None = None
+    if config.setting is Setting.SELF:
+        code_tpl = load_template_file(config.code_template) if config.code_template else builtin_template(f"code_{style.value}")
+    if backend.fixed_samples is not None and config.setting is not Setting.ORACLE:
+        raise TestgenError(f"the {backend.name} backend only makes sense with --setting oracle")
+    cfg = _config_json(config, backend, n=n, style=style, tests_tpl=tests_tpl, code_tpl=code_tpl,
+                       dataset_source=ds.source, dataset_version=ds.version)
+    _check_or_write_config(out_dir, cfg)
+    gens_path = out_dir / "generations.jsonl"
+    sols_path = out_dir / "solutions.jsonl"
+    model_slug = _slug(backend.model)
+    num_tests = config.tests_per_generation or 3
+    summary_solutions = 0
+
+    with _Progress(progress) as bar:
+        # 1. the solutions shown in the prompts, per task: (solution, copies)
+        plan: dict[str, list[tuple[Solution, int]]] = {}
+        if config.setting in (Setting.ORACLE, Setting.PLACEHOLDER):
+            kind = "reference" if config.setting is Setting.ORACLE else "placeholder"
+            for p in problems:
+                code = (
+                    implementation_code(p, None, keep_examples=config.keep_examples)
+                    if kind == "reference"
+                    else placeholder_code(p, keep_examples=config.keep_examples)
+                )
+                sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{kind}/0", code=code, model=kind)
+                plan[p.task_id] = [(sol, n)]
+            write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
+        elif config.setting is Setting.CROSS:
+            assert config.code_pool is not None
+            pool = _read_pool(config.code_pool, problems, n)
+            for p in problems:
+                sols = []
+                for j, s in enumerate(pool[p.task_id]):
+                    shown = implementation_code(p, s.code, keep_examples=config.keep_examples)
+                    sols.append((replace(s, code=shown, sample_index=j), 1))
+                plan[p.task_id] = sols
+            write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
+        else:
+            assert code_tpl is not None
+            summary_solutions = _self_solutions(
+                config, backend, problems, n=n, code_tpl=code_tpl, style=style, path=sols_path,
+                model_slug=model_slug, bar=bar, num_tests=num_tests,
+            )
+            by_task: dict[str, list[Solution]] = defaultdict(list)
+            for line, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
+                by_task[rec["task_id"]].append(
+                    Solution(task_id=rec["task_id"], solution_id=rec["solution_id"], code=rec["solution"],
+                             completion=rec.get("completion"), sample_index=int(rec["sample_index"]),
+                             model=rec.get("model", ""))
+                )
+            for p in problems:
+                sols = sorted(by_task[p.task_id], key=lambda s: s.sample_index)[:n]
+                plan[p.task_id] = [(s, 1) for s in sols]
+
+        # 2. the test generations still to make
+        done = _existing_keys(gens_path)
+        units: list[_Unit] = []
+        skipped = 0
+        problem_by_id = {p.task_id: p for p in problems}
+        for task_id, sols in plan.items():
+            p = problem_by_id[task_id]
+            for sol, copies in sols:
+                indices = list(range(copies)) if copies > 1 or config.setting in (Setting.ORACLE, Setting.PLACEHOLDER) else [sol.sample_index]
+                missing = [j for j in indices if generation_key(task_id, sol.solution_id, j) not in done]
+                skipped += len(indices) - len(missing)
+                if not missing:
+                    continue
+                prompt = render(tests_tpl, p, code=sol.code, purpose="tests", num_tests=num_tests,
+                                keep_examples=config.keep_examples)
+                for run_ in _runs(missing):
+                    units.append(_Unit(problem=p, solution_id=sol.solution_id,
+                                       prompt=replace(prompt, sample_offset=run_[0]),
+                                       prompt_hash=_prompt_hash(prompt), sample_indices=run_))
+
+        total = sum(len(u.sample_indices) for u in units)
+        task = bar.add(f"tests ({config.setting.value})", total)
+        stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
+        generated = 0
+        tests_total = 0
+        with JsonlAppender(gens_path) as sink:
+            for batch in _batches(units, getattr(backend, "batch_hint", 256)):
+                sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
+
+                def on_result(i: int, gens: list[Generation], batch: list[_Unit] = batch, sampling: Sampling = sampling) -> None:
+                    nonlocal generated, tests_total
+                    unit = batch[i]
+                    if len(gens) != len(unit.sample_indices):
+                        raise TestgenError(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
+                    for j, gen in zip(unit.sample_indices, gens):
+                        rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests)
+                        sink.write(rec)
+                        generated += 1
+                        tests_total += len(rec["tests"])
+                    bar.advance(task, len(gens))
+
+                _generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
+
+    return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped,
+                      solutions_generated=summary_solutions, tests=tests_total)
+
+
+def _generate_checked(backend: Backend, prompts: list[Prompt], sampling: Sampling, on_result: Any) -> None:
+    """Call the backend, making sure every prompt's result is delivered exactly once."""
+    delivered: set[int] = set()
+
+    def once(i: int, gens: list[Generation]) -> None:
+        if i in delivered:
+            return
+        delivered.add(i)
+        on_result(i, gens)
+
+    results = backend.generate(prompts, sampling, on_result=once)
+    if len(results) != len(prompts):
+        raise TestgenError(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
+    for i, gens in enumerate(results):
+        once(i, gens)
+
+
+def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int, gen: Generation,
+                       sampling: Sampling, extract_tests: Any) -> dict[str, Any]:
+    p = unit.problem
+    prefix = prompt_prefix(unit.prompt)
+    if gen.tests is not None:
+        tests = list(gen.tests)
+        dropped = dict(gen.dropped or {"no_entry_point": 0, "unparsable": 0})
+        prompt_json: Any = ""
+        prompt_hash = content_id("")
+        prefix = ""
+    else:
+        ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
+        tests = list(ex.tests)
+        dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
+                   "empty": getattr(ex, "dropped_empty", 0)}
+        prompt_json = unit.prompt.to_json()
+        prompt_hash = unit.prompt_hash
+    return {
+        "task_id": p.task_id,
+        "generation_id": f"{p.task_id}/{config.setting.value}/{j}",
+        "setting": config.setting.value,
+        "model": backend.model,
+        "backend": backend.name,
+        "sample_index": j,
+        "solution_id": unit.solution_id,
+        "prompt_hash": prompt_hash,
+        "prompt": prompt_json,
+        "raw": gen.text,
+        "prefix": prefix,
+        "tests": tests,
+        "dropped": dropped,
+        "sampling": sampling.to_json() if gen.tests is None else None,
+        "usage": dict(gen.usage) if gen.usage is not None else None,
+        "finish_reason": gen.finish_reason,
+    }
+
+
+def _self_solutions(config: RunConfig, backend: Backend, problems: list[Problem], *, n: int,
+                    code_tpl: PromptTemplate, style: PromptStyle, path: Path, model_slug: str, bar: _Progress,
+                    num_tests: int) -> int:
+    """The ``self`` setting's first step: sample ``n`` solutions per task (resumable)."""
+    have: set[tuple[str, int]] = set()
+    if path.exists():
+        for _, rec in read_jsonl(path, tolerate_torn_tail=True):
+            have.add((rec["task_id"], int(rec["sample_index"])))
+    units: list[tuple[Problem, Prompt, tuple[int, ...]]] = []
+    for p in problems:
+        missing = [j for j in range(n) if (p.task_id, j) not in have]
+        if not missing:
+            continue
+        prompt = render(code_tpl, p, code="", purpose="code", num_tests=num_tests, keep_examples=config.keep_examples)
+        for run_ in _runs(missing):
+            units.append((p, replace(prompt, sample_offset=run_[0]), run_))
+    total = sum(len(u[2]) for u in units)
+    if not total:
+        return 0
+    task = bar.add("solutions (self)", total)
+    made = 0
+    by_n: dict[int, list[tuple[Problem, Prompt, tuple[int, ...]]]] = defaultdict(list)
+    for u in units:
+        by_n[len(u[2])].append(u)
+    stop = CODE_STOP if style is PromptStyle.COMPLETION else ()
+    with JsonlAppender(path) as sink:
+        for k, group in by_n.items():
+            size = getattr(backend, "batch_hint", 256)
+            for start in range(0, len(group), size):
+                batch = group[start : start + size]
+                sampling = replace(config.code_sampling, n=k, stop=config.code_sampling.stop if style is PromptStyle.COMPLETION else ())
+                if style is PromptStyle.COMPLETION and not sampling.stop:
+                    sampling = replace(sampling, stop=stop)
+
+                def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
+                    nonlocal made
+                    p, prompt, indices = batch[i]
+                    for j, gen in zip(indices, gens):
+                        if prompt.text is not None:
+                            head = code_generation_head(p, keep_examples=config.keep_examples)
+                            code, completion = head + gen.text, gen.text
+                        else:
+                            code, completion = extract_code(gen.text, p, keep_examples=config.keep_examples), None
+                        sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
+                                       completion=completion, sample_index=j, model=backend.model)
+                        sink.write(_solution_record(sol, raw=gen.text, usage=dict(gen.usage) if gen.usage else None,
+                                                    prompt_hash=_prompt_hash(prompt)))
+                        made += 1
+                    bar.advance(task, len(gens))
+
+                _generate_checked(backend, [u[1] for u in batch], sampling, on_result)
+    return made
+
+
+def config_to_json(config: RunConfig) -> dict[str, Any]:
+    """A JSON-able view of a :class:`RunConfig` (for logs and tests)."""
+    d = asdict(config)
+    d["setting"] = config.setting.value
+    d["prompt_style"] = config.prompt_style.value
+    return d

@@ -1,0 +1,240 @@
+"""Prompt assembly for test generation (and for the ``self`` setting's code generation).
+
+The prompts follow Xiong, Guo, Chen (arXiv 2310.05727, Section 3): the problem's signature and
+docstring with the docstring examples removed (:attr:`Problem.code_prompt`; ``keep_examples``
+keeps them), the implementation (reference, sampled solution, or ``pass``), then
+``# Check the correctness of this function with three test cases`` and ``assert <entry_point>(``
+for base models; instruction models get the same content as chat messages.
+
+Templates are plain text files in ``prompts/`` (or a user's file given with
+``--prompt-template``), filled with :class:`string.Template` (``$name`` / ``${name}``; a literal
+``$`` is written ``$$``), which leaves the braces of the inserted code alone and never re-reads
+inserted text. Placeholders: ``$code`` (the implementation shown), ``$prompt`` (signature and
+docstring: the code-generation prompt), ``$entry_point``, ``$num_tests`` (the number of tests
+asked for, in words: ``three``), ``$task_id``.
+
+A completion template is used as is, except that ONE trailing newline of the file is removed, so
+the prompt can end mid-line (``assert f(``). A chat template is split into messages by marker
+lines ``<<<system>>>``, ``<<<user>>>`` and ``<<<assistant>>>`` (a file with no marker is one user
+message); a chat template is recognised by its first marker line.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from evaluation.errors import TestgenError
+from evaluation.records import Problem
+from testgen.backends.base import ChatMessage, Prompt
+
+__all__ = [
+    "PromptTemplate",
+    "builtin_template",
+    "load_template_file",
+    "implementation_code",
+    "placeholder_code",
+    "signature",
+    "header",
+    "render",
+    "prompt_prefix",
+    "extract_code",
+    "number_word",
+]
+
+_MARKER = re.compile(r"^<<<(system|user|assistant)>>>[ \t]*$", re.MULTILINE)
+_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+
+
+def number_word(n: int) -> str:
+    """``3`` -> ``"three"`` (digits beyond ten)."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptTemplate:
+    """A loaded prompt template."""
+
+    name: str
+    """Built-in name (``tests_completion``) or the file path it was read from."""
+    text: str
+    """The template text as it will be filled (trailing newline already removed)."""
+    style: Literal["completion", "chat"]
+    """Completion text, or chat messages split at marker lines."""
+
+    @property
+    def sha256(self) -> str:
+        """Hash of the template text, recorded in ``config.json``."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def fill(self, values: Mapping[str, str]) -> str | tuple[ChatMessage, ...]:
+        """The filled prompt; an unknown ``$placeholder`` is an error naming the template."""
+        if self.style == "completion":
+            return self._sub(self.text, values)
+        parts = _MARKER.split(self.text)
+        messages: list[ChatMessage] = []
+        if parts[0].strip():
+            messages.append(ChatMessage(role="user", content=self._sub(parts[0].strip("\n"), values)))
+        for role, body in zip(parts[1::2], parts[2::2]):
+            messages.append(ChatMessage(role=role, content=self._sub(body.strip("\n"), values)))  # type: ignore[arg-type]
+        return tuple(messages)
+
+    def _sub(self, text: str, values: Mapping[str, str]) -> str:
+        try:
+            return string.Template(text).substitute(values)
+        except KeyError as exc:
+            known = ", ".join(f"${k}" for k in sorted(values))
+            raise TestgenError(
+                f"prompt template {self.name}: unknown placeholder ${exc.args[0]} (known: {known}; write $$ for a literal $)"
+            ) from None
+        except ValueError as exc:
+            raise TestgenError(f"prompt template {self.name}: {exc} (write $$ for a literal $)") from None
+
+
+def _make(name: str, text: str) -> PromptTemplate:
+    if text.endswith("\n"):
+        text = text[:-1]
+    style: Literal["completion", "chat"] = "chat" if _MARKER.search(text) else "completion"
+    return PromptTemplate(name=name, text=text, style=style)
+
+
+def builtin_template(name: str) -> PromptTemplate:
+    """A template shipped in ``prompts/`` (e.g. ``tests_completion``, ``tests_chat``)."""
+    from prompts import load_template, template_names
+
+    if name not in template_names():
+        import difflib
+
+        close = difflib.get_close_matches(name, template_names(), n=2)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise TestgenError(f"no built-in prompt template {name!r}{hint} (known: {', '.join(template_names())})")
+    return _make(name, load_template(name))
+
+
+def load_template_file(path: str | Path) -> PromptTemplate:
+    """A user's template file; a bare name of a built-in template is accepted too."""
+    p = Path(path)
+    if not p.is_file():
+        if "/" not in str(path) and not str(path).endswith(".txt"):
+            return builtin_template(str(path))
+        raise TestgenError(f"--prompt-template {p}: no such file")
+    return _make(str(p), p.read_text(encoding="utf-8"))
+
+
+def header(problem: Problem, *, keep_examples: bool) -> str:
+    """Signature and docstring as shown to the model (examples removed unless kept)."""
+    return problem.prompt if keep_examples else problem.code_prompt
+
+
+def signature(problem: Problem) -> str:
+    """The ``def <entry_point>(...):`` line, taken from the reference solution (for MBPP+,
+    whose prompt is only a task description)."""
+    source = problem.reference_code
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        raise TestgenError(f"{problem.task_id}: reference solution does not parse") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == problem.entry_point:
+            lines = source.splitlines()
+            first = node.lineno - 1
+            body_line = node.body[0].lineno - 1
+            sig = "\n".join(lines[first:body_line]) if body_line > first else lines[first].split(":")[0] + ":"
+            return sig.strip("\n").rstrip()
+    raise TestgenError(f"{problem.task_id}: no def {problem.entry_point} in the reference solution")
+
+
+def _defines_entry_point(problem: Problem) -> bool:
+    return re.search(rf"^\s*def\s+{re.escape(problem.entry_point)}\s*\(", problem.prompt, re.M) is not None
+
+
+def code_generation_head(problem: Problem, *, keep_examples: bool) -> str:
+    """What a base model continues to write a solution: the header, plus the signature when
+    the dataset's prompt lacks it (MBPP+)."""
+    head = header(problem, keep_examples=keep_examples)
+    if not _defines_entry_point(problem):
+        head = head + signature(problem) + "\n"
+    return head
+
+
+def implementation_code(problem: Problem, program: str | None, *, keep_examples: bool) -> str:
+    """The code shown in a test prompt: ``program`` (``None``: the reference solution).
+
+    A program that starts with the dataset's original prompt gets the example-free header
+    instead (unless ``keep_examples``), so every setting shows the same docstring.
+    """
+    head = header(problem, keep_examples=keep_examples)
+    if program is None:
+        if _defines_entry_point(problem):
+            return head + problem.canonical_solution
+        return head + problem.canonical_solution.lstrip("\n")
+    if not keep_examples and program.startswith(problem.prompt):
+        return head + program[len(problem.prompt):]
+    return program
+
+
+def placeholder_code(problem: Problem, *, keep_examples: bool) -> str:
+    """Signature and docstring with a ``pass`` body (the placeholder setting)."""
+    head = header(problem, keep_examples=keep_examples)
+    if _defines_entry_point(problem):
+        return head + "    pass\n"
+    return head + signature(problem) + "\n    pass\n"
+
+
+def render(
+    template: PromptTemplate,
+    problem: Problem,
+    *,
+    code: str,
+    purpose: Literal["tests", "code"],
+    num_tests: int,
+    keep_examples: bool,
+) -> Prompt:
+    """Fill ``template`` for ``problem`` and wrap it as a backend :class:`Prompt`."""
+    values = {
+        "code": code,
+        "prompt": code_generation_head(problem, keep_examples=keep_examples)
+        if purpose == "code"
+        else header(problem, keep_examples=keep_examples),
+        "entry_point": problem.entry_point,
+        "num_tests": number_word(num_tests),
+        "task_id": problem.task_id,
+    }
+    filled = template.fill(values)
+    if isinstance(filled, str):
+        return Prompt(text=filled, task_id=problem.task_id, purpose=purpose, problem=problem)
+    return Prompt(messages=filled, task_id=problem.task_id, purpose=purpose, problem=problem)
+
+
+def prompt_prefix(prompt: Prompt) -> str:
+    """What a completion prompt ends with, which its generation continues (its last line,
+    e.g. ``assert has_close_elements(``); empty for chat prompts."""
+    if prompt.text is None:
+        return ""
+    return prompt.text.rsplit("\n", 1)[-1]
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def extract_code(answer: str, problem: Problem, *, keep_examples: bool) -> str:
+    """A complete program from a chat model's answer to a code-generation prompt.
+
+    The first fenced block that defines the entry point (else the first Python block, else
+    the whole answer); the header is prepended when the block lacks the ``def``.
+    """
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(answer)]
+    pattern = re.compile(rf"^\s*def\s+{re.escape(problem.entry_point)}\s*\(", re.M)
+    chosen = next((b for _, b in blocks if pattern.search(b)), None)
+    if chosen is None:
+        chosen = next((b for lang, b in blocks if lang in ("python", "py", "python3", "")), answer)
+    if pattern.search(chosen):
+        return chosen if chosen.endswith("\n") else chosen + "\n"
+    head = code_generation_head(problem, keep_examples=keep_examples)
+    return head + chosen
