@@ -1,0 +1,113 @@
+"""``testgen eval RUN_DIR``: pass rate P, deduplicated pass rate P' and branch coverage C of a
+run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
+:func:`testgen.evaluate_run.evaluate_run`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["eval_"]
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+@click.command(name="eval")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output directory (default RUN_DIR/eval).")
+@click.option("--tests-per-generation", "-k", type=int, default=None,
+              help="Keep the first K tests of each generation (default 3; all for the human backend; 0 = all).")
+@click.option("--dedup", type=click.Choice(["ast", "exact"]), default="ast", show_default=True,
+              help="Duplicate rule for P': equal ast.unparse form, or equal stripped text.")
+@click.option("--empty", type=click.Choice(["zero", "exclude"]), default="zero", show_default=True,
+              help="A generation without tests counts as 0, or is left out (both are reported).")
+@click.option("--coverage", "measure", type=click.Choice(["total", "branches", "statements"]), default="total",
+              show_default=True, help="coverage.py figure: branch-mode total, branches only, statements only.")
+@click.option("--prompt-coverage/--no-prompt-coverage", default=None,
+              help="Coverage on the prompt's code too (Table 6); default on for self/cross.")
+@click.option("--verdicts/--no-verdicts", "want_verdicts", default=None,
+              help="Judge the prompt's code on HumanEval+ for the Table 4 split; default on for self.")
+@click.option("--verdicts-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Verdicts JSONL (solution_id, plus), e.g. from 'testgen evaluate', instead of judging.")
+@click.option("--reference-dataset", type=click.Choice(["humaneval", "humaneval+", "mbpp+"]), default=None,
+              help="Whose reference solutions are the oracle (default: HumanEval+ when available).")
+@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="File of the reference dataset.")
+@click.option("--workers", type=int, default=None, help="Executor workers (default: one per core).")
+@click.option("--timeout", type=float, default=1.0, show_default=True, help="Seconds per test.")
+@click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
+          measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
+          reference_dataset: str | None, dataset_path: Path | None, workers: int | None, timeout: float,
+          no_cache: bool, quiet: bool) -> None:
+    """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
+
+    Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    from testgen.coverage import CoverageMeasure
+    from testgen.evaluate_run import EvalOptions, evaluate_run
+    from testgen.metrics import DedupKey, EmptyPolicy
+
+    if tests_per_generation is not None and tests_per_generation < 0:
+        raise click.BadParameter("must be >= 0", param_hint="--tests-per-generation")
+    opts = EvalOptions(
+        tests_per_generation=3 if tests_per_generation is None else (tests_per_generation or None),
+        tests_per_generation_explicit=tests_per_generation is not None,
+        dedup=DedupKey(dedup), empty=EmptyPolicy(empty), measure=CoverageMeasure(measure),
+        prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
+        verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=dataset_path,
+        workers=workers, timeout=timeout, out=out, use_cache=not no_cache,
+    )
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, disable=quiet, transient=True) as bar:
+        ids: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in ids:
+                ids[stage] = bar.add_task(f"running tests on {stage}", total=total)
+            bar.update(ids[stage], completed=done, total=total)
+
+        result = evaluate_run(run_dir, opts, progress=progress)
+    m = result.metrics
+    table = Table(title=f"testgen eval: {run_dir}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    other = m["variants"][f"empty_{'exclude' if m['empty_generations'] == 'zero' else 'zero'}"]
+    table.add_row("P (pass rate)", _pct(m["pass_rate"]))
+    table.add_row("P' (dedup pass rate)", _pct(m["dedup_pass_rate"]))
+    table.add_row(f"C (coverage, {m['coverage_measure']})", _pct(m["coverage"]))
+    if "prompt_coverage" in m:
+        table.add_row("C on the prompt's code", _pct(m["prompt_coverage"]))
+    table.add_row(f"P / P' / C, empty generations {'excluded' if m['empty_generations'] == 'zero' else 'as 0'}",
+                  " / ".join(_pct(other[x]) for x in ("pass_rate", "dedup_pass_rate", "coverage")))
+    for row in m["by_position"]:
+        table.add_row(f"test #{row['position']} correct (n={row['n']})", _pct(row["fraction"]))
+    c = m["counts"]
+    table.add_row("tasks x generations", f"{c['tasks']} / {c['generations']}")
+    table.add_row("generations without tests", str(c["generations_without_tests"]))
+    table.add_row("tests dropped: no entry point / unparsable",
+                  f"{c['tests_dropped_no_entry_point']} / {c['tests_dropped_unparsable']}")
+    split = m.get("prompt_correctness")
+    if split:
+        for key in ("correct", "incorrect"):
+            g = split[key]
+            table.add_row(f"prompt code {key}: P' (C), {g['generations']} gens",
+                          f"{_pct(g['dedup_pass_rate'])} ({_pct(g['coverage'])})")
+    if m.get("code_pass1") is not None:
+        table.add_row("code pass@1 (prompt solutions, HumanEval+)", _pct(m["code_pass1"]))
+    table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
+    Console().print(table)
+    for w in m.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    click.echo(f"wrote {result.out_dir / 'metrics.json'} and {result.out_dir / 'generations.jsonl'}")

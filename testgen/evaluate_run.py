@@ -1,0 +1,488 @@
+"""The ``testgen eval`` pipeline: score a run directory's generated tests (P, P', C, ...).
+
+Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code"
+(arXiv 2310.05727); definitions in :mod:`testgen.metrics`. Steps:
+
+1. Read ``RUN/config.json``, ``RUN/generations.jsonl`` (each record's ``tests`` list, all of them)
+   and, for self/cross, ``RUN/solutions.jsonl``.
+2. Keep the first ``tests_per_generation`` tests of each generation (3 by default; all of them for
+   the ``human`` backend, whose one generation is the dataset's whole human test suite).
+3. Run every *distinct* kept test of a task once against the reference solution in the sandboxed
+   executor (:mod:`evaluation.executor`), with ``measure_coverage`` so each test's executed arcs
+   come back; identical tests of different generations share the result. For self/cross the
+   kept tests also run against the code that was in the prompt (Table 6).
+4. Per generation: outcomes of its kept tests, and branch coverage of the union of the load arcs
+   and its tests' arcs, computed by coverage.py's own analysis (:mod:`testgen.coverage`).
+5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
+
+Execution results are cached in ``EVAL/executions.jsonl`` keyed by (program, test, timeout), so
+re-running with other options (``--tests-per-generation``, ``--empty``, ...) or after an
+interruption executes only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.errors import RecordError, TestgenError
+from evaluation.io import JsonlAppender, read_jsonl, require, write_jsonl
+from evaluation.records import Outcome, Problem, content_id
+from testgen.coverage import Arc, CoverageCounts, CoverageMeasure, SourceCoverage
+from testgen.metrics import (
+    DedupKey,
+    EmptyPolicy,
+    GenerationResult,
+    canonical_test,
+    generation_record,
+    summarize,
+)
+
+__all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
+
+ProgressFn = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: called as execution jobs finish."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalOptions:
+    """Options of ``testgen eval`` (each one is recorded in ``metrics.json``)."""
+
+    tests_per_generation: int | None = 3
+    """Keep the first k tests of a generation (the paper: 3); ``None`` keeps all."""
+    tests_per_generation_explicit: bool = False
+    """Whether the user set ``tests_per_generation`` (otherwise the ``human`` backend keeps all)."""
+    dedup: DedupKey = DedupKey.AST
+    """Duplicate rule for P'."""
+    empty: EmptyPolicy = EmptyPolicy.ZERO
+    """What a generation without tests counts as (both variants are reported)."""
+    measure: CoverageMeasure = CoverageMeasure.TOTAL
+    """Which coverage.py percentage C is."""
+    prompt_coverage: bool | None = None
+    """Also measure coverage on the prompt's code (Table 6); ``None``: for self/cross."""
+    verdicts: bool | None = None
+    """Judge the prompt's code on HumanEval+ for the Table 4 split; ``None``: for self."""
+    verdicts_file: Path | None = None
+    """A verdicts JSONL (``solution_id`` + ``plus``), e.g. from ``testgen evaluate``, instead."""
+    reference_dataset: str | None = None
+    """Dataset whose reference solutions are the oracle; ``None``: HumanEval+ for HumanEval runs
+    when its file can be found offline, else the run's dataset."""
+    dataset_path: Path | None = None
+    """Explicit file of the reference dataset."""
+    workers: int | None = None
+    """Executor workers (default: one per core)."""
+    timeout: float = 1.0
+    """Seconds per test (the executor kills the test after that)."""
+    chunk_size: int = 64
+    """Tests per executor job (one job loads the program once and runs a batch of tests)."""
+    out: Path | None = None
+    """Output directory (default ``RUN/eval``)."""
+    use_cache: bool = True
+    """Reuse ``executions.jsonl`` from an earlier (possibly interrupted) eval."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationInput:
+    """One record of ``generations.jsonl``, validated."""
+
+    task_id: str
+    """Problem."""
+    generation_id: str
+    """Id of the generation."""
+    solution_id: str | None
+    """Solution in the prompt, if any."""
+    tests: tuple[str, ...]
+    """All extracted tests, in order."""
+    dropped_no_entry_point: int
+    """From ``dropped``."""
+    dropped_unparsable: int
+    """From ``dropped``."""
+    line: int
+    """Line in generations.jsonl (for messages)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunData:
+    """A run directory, read and validated."""
+
+    path: Path
+    """The run directory."""
+    config: Mapping[str, Any]
+    """``config.json``."""
+    generations: tuple[GenerationInput, ...]
+    """Generations, in file order."""
+    solutions: Mapping[str, Mapping[str, Any]]
+    """``solutions.jsonl`` records by ``solution_id`` (empty when absent)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalResult:
+    """What ``evaluate_run`` produced."""
+
+    metrics: Mapping[str, Any]
+    """The content of ``metrics.json``."""
+    generations: tuple[GenerationResult, ...]
+    """Per-generation results."""
+    out_dir: Path
+    """Where the files were written."""
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    """Timing and execution statistics."""
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunData:
+    """Read and validate ``config.json``, ``generations.jsonl`` and ``solutions.jsonl``."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise TestgenError(f"{root}: not a run directory (expected config.json and generations.jsonl)")
+    cfg_path = root / "config.json"
+    config: dict[str, Any] = {}
+    if cfg_path.is_file():
+        try:
+            config = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RecordError(str(cfg_path), exc.lineno, f"invalid JSON: {exc.msg}") from None
+        if not isinstance(config, dict):
+            raise RecordError(str(cfg_path), 1, "expected a JSON object")
+    gen_path = root / "generations.jsonl"
+    if not gen_path.is_file():
+        raise TestgenError(f"{gen_path}: missing (is {root} a run directory?)")
+    gens: list[GenerationInput] = []
+    seen: dict[str, int] = {}
+    name = str(gen_path)
+    for line, rec in read_jsonl(gen_path, tolerate_torn_tail=True):
+        task_id = require(rec, "task_id", str, path=name, line=line)
+        gid = rec.get("generation_id")
+        if gid is None:
+            gid = f"{task_id}/{rec.get('solution_id')}/{rec.get('sample_index', line)}"
+        elif not isinstance(gid, str):
+            raise RecordError(name, line, f"expected str, got {type(gid).__name__}", field="generation_id")
+        if gid in seen:
+            raise RecordError(name, line, f"duplicate generation_id {gid!r} (first on line {seen[gid]})",
+                              field="generation_id")
+        seen[gid] = line
+        tests = require(rec, "tests", list, path=name, line=line)
+        for i, t in enumerate(tests):
+            if not isinstance(t, str):
+                raise RecordError(name, line, f"test {i} is {type(t).__name__}, expected str", field="tests")
+        sol = rec.get("solution_id")
+        if sol is not None and not isinstance(sol, str):
+            raise RecordError(name, line, f"expected str or null, got {type(sol).__name__}", field="solution_id")
+        dropped = rec.get("dropped") or {}
+        if not isinstance(dropped, dict):
+            raise RecordError(name, line, f"expected an object, got {type(dropped).__name__}", field="dropped")
+        gens.append(GenerationInput(
+            task_id=task_id, generation_id=gid, solution_id=sol, tests=tuple(tests),
+            dropped_no_entry_point=_int(dropped.get("no_entry_point")),
+            dropped_unparsable=_int(dropped.get("unparsable")), line=line,
+        ))
+    solutions: dict[str, Mapping[str, Any]] = {}
+    sol_path = root / "solutions.jsonl"
+    if sol_path.is_file():
+        for line, rec in read_jsonl(sol_path, tolerate_torn_tail=True):
+            sid = require(rec, "solution_id", str, path=str(sol_path), line=line)
+            require(rec, "task_id", str, path=str(sol_path), line=line)
+            if not isinstance(rec.get("solution"), str):
+                require(rec, "solution", str, path=str(sol_path), line=line)
+            solutions[sid] = rec
+    return RunData(path=root, config=config, generations=tuple(gens), solutions=solutions)
+
+
+def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Mapping[str, Problem], str]:
+    """(name, problems, source) of the dataset whose references are the oracle."""
+    from evaluation.datasets import SPECS, _cache_dir, load_dataset
+
+    run_ds = str(run.config.get("dataset") or "humaneval+")
+    name = opts.reference_dataset
+    path: Path | str | None = opts.dataset_path
+    if name is None:
+        name = run_ds
+        if run_ds == "humaneval":
+            spec = SPECS["humaneval+"]
+            env = os.environ.get(spec.env_var or "")
+            if path is not None or env or (_cache_dir() / spec.file_name).is_file():
+                name = "humaneval+"
+        if path is None and name == run_ds and run.config.get("dataset_path"):
+            cand = Path(str(run.config["dataset_path"]))
+            path = cand if cand.is_file() else None
+    ds = load_dataset(name, path=path)
+    return name, ds.problems, ds.source
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Exec:
+    outcome: Outcome
+    arcs: tuple[Arc, ...] | None
+
+
+class _ExecCache:
+    """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program."""
+
+    def __init__(self, path: Path, *, timeout: float, use: bool) -> None:
+        self.path = path
+        self.timeout = timeout
+        self.tests: dict[tuple[str, str], _Exec] = {}
+        self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
+        self.load_error: dict[str, str] = {}
+        if use and path.is_file():
+            for _, rec in read_jsonl(path, tolerate_torn_tail=True):
+                if rec.get("timeout") != timeout:
+                    continue
+                pid = rec["program"]
+                la = rec.get("load_arcs")
+                self.load_arcs[pid] = None if la is None else tuple(tuple(a) for a in la)  # type: ignore[misc]
+                if rec.get("load_error"):
+                    self.load_error[pid] = rec["load_error"]
+                for tid, oc, arcs in rec["results"]:
+                    self.tests[(pid, tid)] = _Exec(
+                        outcome=Outcome(oc), arcs=None if arcs is None else tuple(tuple(a) for a in arcs))
+        elif path.exists():
+            path.unlink()
+        self._appender: JsonlAppender | None = None
+
+    def has(self, pid: str, tid: str) -> bool:
+        """A usable cached result: arcs present, or a timeout (a killed test reports none)."""
+        ex = self.tests.get((pid, tid))
+        return ex is not None and (ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
+
+    def record(self, pid: str, load_arcs: tuple[Arc, ...] | None, load_error: str,
+               results: Sequence[tuple[str, _Exec]]) -> None:
+        if self._appender is None:
+            self._appender = JsonlAppender(self.path)
+        if pid not in self.load_arcs or self.load_arcs[pid] is None:
+            self.load_arcs[pid] = load_arcs
+        if load_error:
+            self.load_error[pid] = load_error
+        for tid, ex in results:
+            self.tests[(pid, tid)] = ex
+        self._appender.write({
+            "program": pid, "timeout": self.timeout,
+            "load_arcs": None if load_arcs is None else [list(a) for a in load_arcs],
+            "load_error": load_error,
+            "results": [[tid, ex.outcome.value, None if ex.arcs is None else [list(a) for a in ex.arcs]]
+                        for tid, ex in results],
+        })
+
+    def close(self) -> None:
+        if self._appender is not None:
+            self._appender.close()
+
+
+def _run_programs(
+    wanted: Mapping[str, tuple[str, list[str]]],
+    cache: _ExecCache,
+    opts: EvalOptions,
+    progress: ProgressFn | None,
+    stage: str,
+) -> dict[str, int]:
+    """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests)) that is
+    not cached yet, in jobs of ``chunk_size`` tests; results go into ``cache``."""
+    from evaluation.executor import AssertTest, Job, Limits, execute
+
+    jobs: list[Job] = []
+    for pid, (program, tests) in wanted.items():
+        todo = [t for t in dict.fromkeys(tests) if not cache.has(pid, content_id(t))]
+        for start in range(0, len(todo), opts.chunk_size):
+            chunk = todo[start:start + opts.chunk_size]
+            jobs.append(Job(program=program, tests=tuple(AssertTest(source=t) for t in chunk),
+                            measure_coverage=True, tag=(pid, tuple(content_id(t) for t in chunk))))
+    stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0}
+    if progress:
+        progress(stage, 0, len(jobs))
+    if not jobs:
+        return stats
+    limits = Limits(timeout=opts.timeout)
+    done = 0
+    for res in execute(jobs, workers=opts.workers, limits=limits):
+        pid, tids = res.tag
+        load_arcs = getattr(res, "load_arcs", None)
+        pairs = []
+        for tid, tr in zip(tids, res.results):
+            if tr.arcs is None:
+                stats["arcs_missing"] += 1
+            pairs.append((tid, _Exec(outcome=tr.outcome, arcs=None if tr.arcs is None else tuple(map(tuple, tr.arcs)))))
+        cache.record(pid, None if load_arcs is None else tuple(map(tuple, load_arcs)), res.load_error, pairs)  # type: ignore[arg-type]
+        done += 1
+        if progress:
+            progress(stage, done, len(jobs))
+    return stats
+
+
+def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, tests: Sequence[str]) -> CoverageCounts | None:
+    """Coverage.py counts for the union of the load arcs and the tests' arcs; ``None`` if unknown."""
+    if analyzer is None or pid in cache.load_error:
+        return None
+    arcs: set[Arc] = set(cache.load_arcs.get(pid) or ())
+    for t in tests:
+        ex = cache.tests.get((pid, content_id(t)))
+        if ex is not None and ex.arcs is None and ex.outcome is Outcome.TIMEOUT:
+            continue  # killed at the deadline: its arcs are lost (documented in the README)
+        if ex is None or ex.arcs is None:
+            return None
+        arcs.update(ex.arcs)
+    return analyzer.counts(arcs)
+
+
+def _load_verdicts(run: RunData, opts: EvalOptions, dataset: str, problems: Mapping[str, Problem]) -> dict[str, bool]:
+    """Verdict (HumanEval+ "plus") of each solution in the run's prompts."""
+    if opts.verdicts_file is not None:
+        out: dict[str, bool] = {}
+        for line, rec in read_jsonl(opts.verdicts_file):
+            sid = require(rec, "solution_id", str, path=str(opts.verdicts_file), line=line)
+            out[sid] = bool(require(rec, "plus", bool, path=str(opts.verdicts_file), line=line))
+        return out
+    try:
+        from evaluation import evalplus  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise TestgenError(f"HumanEval+ verdicts need evaluation.evalplus ({exc}); pass --verdicts FILE") from None
+    from evaluation.records import Solution
+
+    sols = [
+        Solution(task_id=str(r["task_id"]), solution_id=sid, code=str(r["solution"]),
+                 completion=r.get("completion"), sample_index=_int(r.get("sample_index")), model=str(r.get("model", "")))
+        for sid, r in run.solutions.items() if r["task_id"] in problems
+    ]
+    verdicts = evalplus.evaluate_solutions(dataset, sols, workers=opts.workers)
+    return {sid: v.plus for sid, v in verdicts.items()}
+
+
+def evaluate_run(
+    run_dir: str | os.PathLike[str],
+    opts: EvalOptions | None = None,
+    *,
+    progress: ProgressFn | None = None,
+) -> EvalResult:
+    """Evaluate a run directory; write ``metrics.json`` and ``generations.jsonl`` under the eval dir."""
+    opts = opts or EvalOptions()
+    t0, r0 = time.perf_counter(), _cpu()
+    run = load_run(run_dir)
+    out_dir = opts.out or (run.path / "eval")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    setting = str(run.config.get("setting") or "unknown")
+    backend = str(run.config.get("backend") or "")
+    k = opts.tests_per_generation
+    if backend == "human" and not opts.tests_per_generation_explicit:
+        k = None
+    ref_name, problems, ref_source = _reference_dataset(run, opts)
+    for g in run.generations:
+        if g.task_id not in problems:
+            raise RecordError(str(run.path / "generations.jsonl"), g.line,
+                              f"task {g.task_id!r} is not in the reference dataset {ref_name}", field="task_id")
+
+    kept = {g.generation_id: (g.tests if k is None else g.tests[:k]) for g in run.generations}
+    # 1. reference solutions: every distinct kept test of a task, once.
+    ref_wanted: dict[str, tuple[str, list[str]]] = {}
+    ref_pid: dict[str, str] = {}
+    for g in run.generations:
+        prob = problems[g.task_id]
+        pid = ref_pid.setdefault(g.task_id, "ref:" + content_id(prob.reference_code))
+        ref_wanted.setdefault(pid, (prob.reference_code, []))[1].extend(kept[g.generation_id])
+    cache = _ExecCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
+    try:
+        ref_stats = _run_programs(ref_wanted, cache, opts, progress, "reference")
+        # 2. the prompt's code (Table 6), for self/cross.
+        want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
+        prompt_wanted: dict[str, tuple[str, list[str]]] = {}
+        if want_prompt:
+            for g in run.generations:
+                sol = run.solutions.get(g.solution_id or "")
+                if sol is not None:
+                    code = str(sol["solution"])
+                    prompt_wanted.setdefault("sol:" + content_id(code), (code, []))[1].extend(kept[g.generation_id])
+        prompt_stats = _run_programs(prompt_wanted, cache, opts, progress, "prompt code") if prompt_wanted else {}
+    finally:
+        cache.close()
+
+    analyzers: dict[str, SourceCoverage | None] = {}
+
+    def analyzer(pid: str, source: str) -> SourceCoverage | None:
+        if pid not in analyzers:
+            try:
+                analyzers[pid] = SourceCoverage(source, filename=pid)
+            except SyntaxError:
+                analyzers[pid] = None
+        return analyzers[pid]
+
+    want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
+    verdicts = _load_verdicts(run, opts, ref_name, problems) if want_verdicts else {}
+
+    results: list[GenerationResult] = []
+    for g in run.generations:
+        tests = kept[g.generation_id]
+        prob = problems[g.task_id]
+        pid = ref_pid[g.task_id]
+        outcomes = tuple(_outcome(cache, pid, t) for t in tests)
+        cov = _coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
+        pcov = None
+        sol = run.solutions.get(g.solution_id or "")
+        if want_prompt and sol is not None and tests:
+            code = str(sol["solution"])
+            spid = "sol:" + content_id(code)
+            pcov = _coverage(analyzer(spid, code), cache, spid, tests)
+        results.append(GenerationResult(
+            task_id=g.task_id, generation_id=g.generation_id, solution_id=g.solution_id, tests=tests,
+            canonical=tuple(canonical_test(t, opts.dedup) for t in tests), outcomes=outcomes,
+            coverage=cov, prompt_coverage=pcov,
+            prompt_correct=verdicts.get(g.solution_id) if g.solution_id else None,
+            n_extracted=len(g.tests), dropped_no_entry_point=g.dropped_no_entry_point,
+            dropped_unparsable=g.dropped_unparsable,
+        ))
+
+    positions = k if k is not None else max((r.n for r in results), default=0)
+    metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
+                             prompt_coverage=want_prompt))
+    if verdicts:
+        sols = [s for s in run.solutions if s in verdicts]
+        metrics["code_pass1"] = sum(verdicts[s] for s in sols) / len(sols) if sols else None
+    missing_cov = sum(1 for r in results if r.n and r.coverage is None)
+    wall, cpu = time.perf_counter() - t0, _cpu() - r0
+    metrics["run"] = {
+        "path": str(run.path), "model": run.config.get("model"), "setting": setting, "backend": backend,
+        "dataset": run.config.get("dataset"),
+    }
+    metrics["options"] = {
+        "tests_per_generation": k, "dedup": opts.dedup.value, "empty": opts.empty.value,
+        "coverage_measure": opts.measure.value, "timeout": opts.timeout,
+        "reference_dataset": ref_name, "reference_source": ref_source,
+        "prompt_coverage": want_prompt, "verdicts": bool(verdicts),
+    }
+    metrics["execution"] = {
+        "reference": ref_stats, "prompt_code": prompt_stats,
+        "generations_without_coverage": missing_cov,
+        "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+    }
+    if missing_cov and ref_stats.get("arcs_missing"):
+        metrics["warnings"] = [
+            f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
+            "coverage is unavailable for those generations"
+        ]
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    write_jsonl(out_dir / "generations.jsonl", (generation_record(r, measure=opts.measure) for r in results))
+    return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,
+                      stats={"wall_s": wall, "cpu_s": cpu})
+
+
+def _outcome(cache: _ExecCache, pid: str, test: str) -> Outcome:
+    ex = cache.tests.get((pid, content_id(test)))
+    return Outcome.ERROR if ex is None else ex.outcome
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its waited-for children."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def iter_eval_generations(eval_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Read back ``generations.jsonl`` of an eval directory (used by ``testgen report``)."""
+    for _, rec in read_jsonl(Path(eval_dir) / "generations.jsonl"):
+        yield rec

@@ -1,0 +1,183 @@
+"""``testgen eval`` end to end on hand-built run directories over real HumanEval+ problems.
+
+The run directories follow the contract of the common brief (config.json, generations.jsonl with
+``tests`` lists, solutions.jsonl); the expected numbers are computed by hand from the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from testgen.cli import cli, run_cli
+
+HE0 = "has_close_elements"
+GOOD = [
+    f"assert {HE0}([1.0, 2.0, 3.0], 0.5) == False",
+    f"assert {HE0}([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3) == True",
+    f"assert {HE0}([], 1.0) == False",
+    f"assert {HE0}([1.0, 1.05], 0.1) == True",
+    f"assert {HE0}([0.0, 10.0], 5.0) == False",
+]
+BAD = f"assert {HE0}([1.0, 2.0], 5.0) == False"  # the distance 1.0 < 5.0: the reference says True
+CRASH = f"assert {HE0}(None, 1.0) == False"  # TypeError inside the reference
+TRUNC = "assert truncate_number(3.5) == 0.5"
+
+
+def _write_run(root: Path, generations: list[dict[str, Any]], *, setting: str = "placeholder",
+               solutions: list[dict[str, Any]] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps({
+        "dataset": "humaneval+", "setting": setting, "backend": "fake", "model": "hand",
+    }))
+    with open(root / "generations.jsonl", "w") as fh:
+        for i, g in enumerate(generations):
+            rec = {"generation_id": f"g{i}", "solution_id": None, "dropped": {"no_entry_point": 0, "unparsable": 0}, **g}
+            fh.write(json.dumps(rec) + "\n")
+    if solutions is not None:
+        with open(root / "solutions.jsonl", "w") as fh:
+            for s in solutions:
+                fh.write(json.dumps(s) + "\n")
+    return root
+
+
+@pytest.fixture
+def hep(shared_data: Path) -> Path:
+    return shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"
+
+
+def _eval(run: Path, hep: Path, *extra: str) -> dict[str, Any]:
+    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(hep), "-q", "--workers", "2", *extra])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    metrics: dict[str, Any] = json.loads((run / "eval" / "metrics.json").read_text())
+    return metrics
+
+
+def _gens_out(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "eval" / "generations.jsonl").read_text().splitlines()]
+
+
+def test_hand_computed_run(tmp_path: Path, hep: Path) -> None:
+    gens = [
+        # 5 tests: only the first 3 are kept -> 3/3
+        {"task_id": "HumanEval/0", "tests": GOOD},
+        # duplicates (same AST) and a failing test: P 2/3, P' {GOOD0, BAD} 1/2
+        {"task_id": "HumanEval/0", "tests": [GOOD[0], f"assert {HE0}( [1.0,2.0,3.0], 0.5 )==False", BAD]},
+        # one crashing test: 0/1
+        {"task_id": "HumanEval/0", "tests": [CRASH], "dropped": {"no_entry_point": 2, "unparsable": 1}},
+        # no test at all
+        {"task_id": "HumanEval/2", "tests": [], "dropped": {"no_entry_point": 0, "unparsable": 3}},
+        # another task, one passing test
+        {"task_id": "HumanEval/2", "tests": [TRUNC]},
+    ]
+    run = _write_run(tmp_path / "run", gens)
+    m = _eval(run, hep)
+    assert m["pass_rate"] == pytest.approx((1 + 2 / 3 + 0 + 0 + 1) / 5)
+    assert m["dedup_pass_rate"] == pytest.approx((1 + 1 / 2 + 0 + 0 + 1) / 5)
+    assert m["variants"]["empty_exclude"]["pass_rate"] == pytest.approx((1 + 2 / 3 + 0 + 1) / 4)
+    c = m["counts"]
+    assert (c["generations"], c["tasks"], c["generations_without_tests"]) == (5, 2, 1)
+    assert (c["tests_extracted"], c["tests_kept"]) == (10, 8)
+    assert (c["tests_dropped_no_entry_point"], c["tests_dropped_unparsable"]) == (2, 4)
+    assert c["outcomes"] == {"passed": 6, "failed": 1, "error": 1, "timeout": 0}
+    assert [(r["n"], r["passed"]) for r in m["by_position"]] == [(4, 3), (2, 2), (2, 1)]
+    out = _gens_out(run)
+    assert [g["outcomes"] for g in out][:3] == [["passed"] * 3, ["passed", "passed", "failed"], ["error"]]
+    assert m["options"]["reference_dataset"] == "humaneval+"
+
+    # all five tests of the first generation with -k 5; again 5/5
+    m5 = _eval(run, hep, "-k", "5", "--out", str(run / "eval"))
+    assert _gens_out(run)[0]["n"] == 5 and m5["by_position"][4] == {"position": 5, "n": 1, "passed": 1, "fraction": 1.0}
+
+
+def test_cache_reuses_executions(tmp_path: Path, hep: Path) -> None:
+    run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "tests": GOOD[:3]}])
+    first = _eval(run, hep)
+    assert first["execution"]["reference"]["tests_run"] == 3
+    second = _eval(run, hep)
+    if first["coverage"] is not None:  # results without arcs are re-run until the executor records them
+        assert second["execution"]["reference"]["tests_run"] == 0
+    assert second["pass_rate"] == first["pass_rate"] == 1.0
+    third = _eval(run, hep, "--no-cache")
+    assert third["execution"]["reference"]["tests_run"] == 3
+
+
+def _pytest_cov(work: Path, program: str, tests: list[str]) -> float:
+    """The paper's way, for one generation: pytest with coverage.py (branch) on the test file."""
+    work.mkdir()
+    (work / "solution.py").write_text(program)
+    body = "from solution import *\n\n" + "".join(f"def test_{i}():\n    {t}\n\n" for i, t in enumerate(tests))
+    (work / "test_generation.py").write_text(body)
+    cov = [sys.executable, "-m", "coverage"]
+    subprocess.run(cov + ["run", "--branch", "--include=solution.py", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "test_generation.py"], cwd=work, capture_output=True)
+    subprocess.run(cov + ["json", "-o", "c.json"], cwd=work, check=True, capture_output=True)
+    return float(json.loads((work / "c.json").read_text())["totals"]["percent_covered"]) / 100
+
+
+def test_coverage_equals_pytest_cov(tmp_path: Path, hep: Path) -> None:
+    from evaluation.datasets import load_dataset
+
+    ds = load_dataset("humaneval+", path=hep)
+    gens = [
+        {"task_id": "HumanEval/0", "tests": GOOD[:3]},
+        {"task_id": "HumanEval/0", "tests": [BAD]},
+        {"task_id": "HumanEval/0", "tests": [CRASH, GOOD[1]]},
+        {"task_id": "HumanEval/2", "tests": [TRUNC]},
+        {"task_id": "HumanEval/10", "tests": ["assert make_palindrome('') == ''", "assert make_palindrome('cat') == 'catac'"]},
+    ]
+    run = _write_run(tmp_path / "run", gens)
+    m = _eval(run, hep)
+    if m["coverage"] is None:
+        pytest.skip("the executor in this tree does not return coverage arcs yet (Job.measure_coverage)")
+    for i, (g, out) in enumerate(zip(gens, _gens_out(run))):
+        expected = _pytest_cov(tmp_path / f"w{i}", ds[g["task_id"]].reference_code, g["tests"])
+        assert out["coverage"] == pytest.approx(expected), (g, out["coverage_counts"])
+
+
+def test_self_setting_prompt_coverage_and_split(tmp_path: Path, hep: Path) -> None:
+    from evaluation.datasets import load_dataset
+
+    ref = load_dataset("humaneval+", path=hep)["HumanEval/0"]
+    wrong = ref.prompt + "    return False\n"
+    sols = [
+        {"task_id": "HumanEval/0", "solution_id": "HumanEval/0/hand/0", "solution": ref.reference_code, "sample_index": 0, "model": "hand"},
+        {"task_id": "HumanEval/0", "solution_id": "HumanEval/0/hand/1", "solution": wrong, "sample_index": 1, "model": "hand"},
+    ]
+    gens = [
+        {"task_id": "HumanEval/0", "solution_id": "HumanEval/0/hand/0", "tests": GOOD[:2]},
+        {"task_id": "HumanEval/0", "solution_id": "HumanEval/0/hand/1", "tests": [BAD, GOOD[0]]},
+    ]
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"solution_id": "HumanEval/0/hand/0", "plus": true}\n{"solution_id": "HumanEval/0/hand/1", "plus": false}\n')
+    run = _write_run(tmp_path / "run", gens, setting="self", solutions=sols)
+    m = _eval(run, hep, "--verdicts-file", str(verdicts))
+    split = m["prompt_correctness"]
+    assert split["tasks_mixed"] == 1
+    assert split["correct"]["dedup_pass_rate"] == 1.0 and split["incorrect"]["dedup_pass_rate"] == 0.5
+    assert m["code_pass1"] == 0.5
+    assert m["options"]["prompt_coverage"] is True
+    if m["coverage"] is not None:
+        out = _gens_out(run)
+        # the same tests on the reference itself: equal coverage; `return False` has no branch.
+        assert out[0]["prompt_coverage"] == pytest.approx(out[0]["coverage"])
+        assert out[1]["prompt_coverage"] == 1.0
+
+
+def test_bad_records_name_file_line_field(tmp_path: Path, hep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "tests": GOOD[:1]}])
+    with open(run / "generations.jsonl", "a") as fh:
+        fh.write(json.dumps({"task_id": "HumanEval/0", "generation_id": "x", "tests": "assert 1"}) + "\n")
+    rc = run_cli(cli, ["eval", str(run), "--dataset-path", str(hep), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "generations.jsonl:2" in err and "'tests'" in err
+    run2 = _write_run(tmp_path / "run2", [{"task_id": "HumanEval/999", "tests": GOOD[:1]}])
+    rc = run_cli(cli, ["eval", str(run2), "--dataset-path", str(hep), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "generations.jsonl:1" in err and "HumanEval/999" in err
