@@ -11,14 +11,15 @@ Two modes:
   truncation); it is cut at the first of ``\\nclass``, ``\\ndef``, ``\\n#``, ``\\nif``,
   ``\\nprint`` and stripped; it is kept when it compiles inside a ``try:`` block. The first
   ``limit`` kept pieces (5 in CodeT) are the tests. Strings are byte-for-byte CodeT's.
-* ``"robust"``: for the testing study (Xiong, Guo, Chen, "Can Large Language Models Write Good
-  Property-Based Tests?"... arXiv 2310.05727; prompts end with ``assert <entry_point>(``, the
+* ``"robust"``: for the testing study (Xiong, Guo, Chen, "The Program Testing Ability of Large
+  Language Models for Code", arXiv 2310.05727; prompts end with ``assert <entry_point>(``, the
   first 3 tests are kept). Complete ``assert`` statements are found with :mod:`ast` by parsing
   growing windows of lines from every line that starts with ``assert``:
 
   - code fences: when the text has a fence (```` ``` ````), only fenced code is read (plus, when
-    a ``prefix`` is given, the text before the first fence, which continues the prompt's code);
-    an unclosed last fence runs to the end of the text;
+    a ``prefix`` is given, the text before the first fence, which continues the prompt's code,
+    so a bare fence first closes it); a fence with a language tag (```` ```python ````) always
+    opens a block; an unclosed last fence runs to the end of the text;
   - prose: lines that do not start an ``assert`` are never tests;
   - asserts split across lines (brackets or backslash) are joined by the parser; a bare
     ``assert`` line followed by its expression on the next line (a frequent CodeGen habit,
@@ -34,8 +35,9 @@ Two modes:
   - ``print(f(x) == y)`` and other non-assert checks are NOT tests (they cannot fail): ignored,
     not counted. Only ``assert`` statements are tests, as in the paper.
 
-  A test is the statement's source text (dedented, trailing comments and ``;`` companions cut
-  off), so equal tests compare equal as strings.
+  A test is the statement's source text as the model wrote it (dedented; trailing comments and
+  ``;`` companions cut off; rescued statements joined into one line). :func:`canonical_test`
+  gives a layout-free form (``ast.unparse``) for deduplication.
 """
 
 from __future__ import annotations
@@ -45,7 +47,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CODET_STOP_TOKENS", "Extraction", "ExtractionMode", "extract_tests"]
+__all__ = [
+    "CODET_STOP_TOKENS",
+    "Extraction",
+    "ExtractionMode",
+    "canonical_test",
+    "extract_tests",
+]
 
 ExtractionMode = Literal["codet", "robust"]
 """``codet``: CodeT's released postprocessing; ``robust``: the study's AST-based extraction."""
@@ -58,6 +66,8 @@ _MAX_WINDOW_LINES = 80
 
 _FENCE = re.compile(r"^\s*```")
 _ASSERT_START = re.compile(r"^(\s*)assert(?=[\s(\[\\]|$)")
+_CONTINUATION = re.compile(r"^\s*(==|!=|<=|>=|<|>|\+|/|%|,|(is|in|not|and|or)\s)")
+"""A line that can only continue the previous expression (an operator first)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +84,9 @@ class Extraction:
     """Pieces that do not compile (e.g. a truncated last assert)."""
     dropped_over_limit: int = 0
     """Valid tests beyond ``limit``."""
+    dropped_empty: int = 0
+    """Bare ``assert`` keywords with no expression (e.g. an empty generation after a prompt
+    ending with ``assert ``); robust mode only, CodeT skips them silently."""
 
 
 def extract_tests(
@@ -83,6 +96,7 @@ def extract_tests(
     prefix: str = "",
     limit: int | None = None,
     mode: ExtractionMode = "robust",
+    truncated: bool = False,
 ) -> Extraction:
     """Extract test cases from ``text``.
 
@@ -90,6 +104,10 @@ def extract_tests(
     prompts, ``"assert has_close_elements("`` for the paper's); it is prepended first. In
     ``"codet"`` mode an empty ``prefix`` means ``"assert "``, as CodeT hard-codes it.
     ``limit`` keeps only the first ``limit`` valid tests (3 in the paper, 5 in CodeT).
+    ``truncated`` says the generation was cut by the token limit (``finish_reason ==
+    "length"``): in robust mode a last statement that runs to the very end of the text (no
+    newline after it) may have lost its end (``== 10`` cut to ``== 1``), so it is dropped and
+    counted as unparsable. CodeT's mode ignores it, as CodeT does.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
@@ -98,12 +116,26 @@ def extract_tests(
     if mode == "codet":
         return _extract_codet(text, entry_point=entry_point, prefix=prefix, limit=limit)
     if mode == "robust":
-        return _extract_robust(text, entry_point=entry_point, prefix=prefix, limit=limit)
+        return _extract_robust(
+            text, entry_point=entry_point, prefix=prefix, limit=limit, truncated=truncated
+        )
     raise ValueError(f"unknown extraction mode {mode!r} (expected 'codet' or 'robust')")
 
 
+def canonical_test(test: str) -> str:
+    """``test`` with its layout normalised (``ast.unparse``): ``assert \tf(1)==2`` and
+    ``assert f(1) == 2`` give the same string. Raises ``SyntaxError`` for a non-statement."""
+    return ast.unparse(ast.parse(test.strip()))
+
+
 def _apply_limit(
-    tests: list[str], *, raw: str, limit: int | None, no_entry_point: int, unparsable: int
+    tests: list[str],
+    *,
+    raw: str,
+    limit: int | None,
+    no_entry_point: int,
+    unparsable: int,
+    empty: int = 0,
 ) -> Extraction:
     kept = tests if limit is None else tests[:limit]
     return Extraction(
@@ -112,6 +144,7 @@ def _apply_limit(
         dropped_no_entry_point=no_entry_point,
         dropped_unparsable=unparsable,
         dropped_over_limit=len(tests) - len(kept),
+        dropped_empty=empty,
     )
 
 
@@ -157,36 +190,40 @@ def _extract_codet(text: str, *, entry_point: str, prefix: str, limit: int | Non
         else:
             unparsable += 1
     return _apply_limit(
-        tests, raw=full, limit=limit, no_entry_point=no_entry_point, unparsable=unparsable
+        tests,
+        raw=full,
+        limit=limit,
+        no_entry_point=no_entry_point,
+        unparsable=unparsable,
     )
 
 
 # -------------------------------------------------------------------------------------- robust
 
 
-def _code_regions(full: str, *, has_prefix: bool) -> list[list[str]]:
-    """The line lists that may hold code: fenced blocks when there are fences, else everything."""
+def _code_regions(full: str, *, has_prefix: bool) -> list[tuple[list[str], bool]]:
+    """The line lists that may hold code: fenced blocks when there are fences, else everything.
+
+    Each comes with whether it runs to the end of the text.
+    """
     lines = full.split("\n")
     if not any(_FENCE.match(line) for line in lines):
-        return [lines]
-    regions: list[list[str]] = []
+        return [(lines, True)]
+    regions: list[tuple[list[str], bool]] = []
     current: list[str] = []
-    inside = False
-    first_fence_seen = False
+    # With a prefix the text starts inside the prompt's code, so its first bare fence closes it.
+    inside = has_prefix
     for line in lines:
         if _FENCE.match(line):
+            opens = bool(line.strip().removeprefix("```").strip())  # ```python always opens
             if inside:
-                regions.append(current)
-            elif not first_fence_seen and has_prefix:
-                # The text before the first fence continues the prompt's code.
-                regions.append(current)
-            first_fence_seen = True
+                regions.append((current, False))
             current = []
-            inside = not inside
+            inside = opens or not inside
             continue
         current.append(line)
     if inside:
-        regions.append(current)  # an unclosed last fence runs to the end
+        regions.append((current, True))  # an unclosed last fence runs to the end
     return regions
 
 
@@ -194,14 +231,26 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+def _continued(lines: list[str], index: int) -> bool:
+    """Whether the bare ``assert`` at ``index`` has its expression below it (indented deeper)."""
+    for line in lines[index + 1 :]:
+        if line.strip():
+            return _indent(line) > _indent(lines[index]) and not _ASSERT_START.match(line)
+    return False
+
+
 def _parse_assert_window(window: list[str]) -> tuple[str, list[ast.Assert]] | None:
-    """Parse lines starting with an ``assert`` line; the source (dedented) and its asserts."""
+    """Parse lines starting with an ``assert`` line; the source (dedented) and its asserts.
+
+    The lines are tried as written, then joined into one line: models often break a statement
+    where Python does not allow it (``assert`` alone on its line, ``==`` starting the next).
+    """
     first = window[0].lstrip()
-    source = "\n".join([first, *window[1:]])
-    candidates = [source]
-    if first.rstrip() == "assert" and len(window) > 1:
-        # ``assert`` alone on its line, the expression on the next: join them.
-        candidates.append("\n".join([f"assert {window[1].lstrip()}", *window[2:]]))
+    candidates = ["\n".join([first, *window[1:]])]
+    if len(window) > 1 and all(line.strip() for line in window[1:]):
+        # Joining never crosses a blank line: what follows one is not the statement's end.
+        pieces = (line.strip().removesuffix("\\").rstrip() for line in window)
+        candidates.append(" ".join(piece for piece in pieces if piece))
     for candidate in candidates:
         try:
             module = ast.parse(candidate)
@@ -248,13 +297,19 @@ def _calls_entry_point(node: ast.AST, entry_point: str) -> bool:
     )
 
 
-def _extract_robust(text: str, *, entry_point: str, prefix: str, limit: int | None) -> Extraction:
+def _extract_robust(
+    text: str, *, entry_point: str, prefix: str, limit: int | None, truncated: bool
+) -> Extraction:
     full = f"{prefix}{text}"
+    # With a cut generation, the statement ending on the text's last character is suspect.
+    cut_at_end = truncated and not full.endswith("\n")
+    regions = _code_regions(full, has_prefix=bool(prefix))
     name = entry_point.strip()
     tests: list[str] = []
     no_entry_point = 0
     unparsable = 0
-    for lines in _code_regions(full, has_prefix=bool(prefix)):
+    empty = 0
+    for lines, reaches_end in regions:
         index = 0
         while index < len(lines):
             start = _ASSERT_START.match(lines[index])
@@ -262,20 +317,30 @@ def _extract_robust(text: str, *, entry_point: str, prefix: str, limit: int | No
                 index += 1
                 continue
             column = len(start.group(1))
+            bare = lines[index].strip() == "assert"
             parsed: tuple[str, list[ast.Assert]] | None = None
             end = index + 1
             while True:
                 parsed = _parse_assert_window(lines[index:end])
-                if parsed is not None or end >= len(lines) or end - index >= _MAX_WINDOW_LINES:
+                if end >= len(lines) or end - index >= _MAX_WINDOW_LINES:
                     break
                 following = lines[end]
+                if parsed is not None:
+                    # ``assert f(x)`` then ``== y`` on the next line: the statement goes on.
+                    if not _CONTINUATION.match(following):
+                        break
+                    parsed = None
                 # The next assert at the same or an outer level starts a new statement.
                 if _ASSERT_START.match(following) and _indent(following) <= column:
                     break
                 end += 1
-            if parsed is None:
-                unparsable += 1
+            if parsed is None and bare and not _continued(lines, index):
+                empty += 1
                 index += 1
+                continue
+            if parsed is None or (cut_at_end and reaches_end and end == len(lines)):
+                unparsable += 1
+                index += 1 if parsed is None else end - index
                 continue
             source, statements = parsed
             for statement in statements:
@@ -286,5 +351,10 @@ def _extract_robust(text: str, *, entry_point: str, prefix: str, limit: int | No
                     no_entry_point += 1
             index = end
     return _apply_limit(
-        tests, raw=full, limit=limit, no_entry_point=no_entry_point, unparsable=unparsable
+        tests,
+        raw=full,
+        limit=limit,
+        no_entry_point=no_entry_point,
+        unparsable=unparsable,
+        empty=empty,
     )
