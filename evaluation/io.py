@@ -20,10 +20,10 @@ from evaluation.errors import RecordError
 __all__ = ["read_jsonl", "write_jsonl", "JsonlAppender", "require", "optional", "open_text"]
 
 
-def open_text(path: str | os.PathLike[str], mode: str = "rt") -> IO[str]:
-    """Open a text file, transparently gunzipping ``*.gz``."""
+def open_text(path: str | os.PathLike[str], mode: str = "rt", *, gz: bool | None = None) -> IO[str]:
+    """Open a text file, transparently (de)compressing ``*.gz`` (or as ``gz`` says)."""
     p = str(path)
-    if p.endswith(".gz"):
+    if p.endswith(".gz") if gz is None else gz:
         return gzip.open(p, mode, encoding="utf-8")  # type: ignore[return-value]
     return open(p, mode, encoding="utf-8")
 
@@ -98,16 +98,19 @@ def optional(
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> int:
-    """Write records atomically (temp file + rename); returns the number written."""
+    """Write records atomically (temp file + rename; gzipped for ``*.gz``); returns the count."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
     n = 0
-    with open_text(tmp, "wt") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            n += 1
-    os.replace(tmp, p)
+    try:
+        with open_text(tmp, "wt", gz=p.name.endswith(".gz")) as fh:
+            for rec in records:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                n += 1
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
     return n
 
 
