@@ -16,7 +16,52 @@ import click
 
 from testgen import __version__
 
-__all__ = ["main", "cli", "LazyGroup", "run_cli"]
+__all__ = ["main", "cli", "LazyGroup", "FriendlyCommand", "UserError", "run_cli"]
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    FileNotFoundError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
+"""OS errors that come from a path the user gave; shown without a traceback.
+(:class:`~evaluation.errors.TestgenError` is added lazily, see :func:`_user_errors`.)"""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from evaluation.errors import TestgenError
+
+    return (TestgenError, *USER_ERRORS)
+
+
+class UserError(click.ClickException):
+    """A user mistake turned into a one-line message (exit status 2, no traceback)."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.secho(f"Error: {self.format_message()}", fg="red", err=True)
+        click.echo("(run with --debug for the full traceback)", err=True)
+
+
+def _debug_requested(ctx: click.Context) -> bool:
+    root = ctx.find_root()
+    return bool(isinstance(root.obj, dict) and root.obj.get("debug")) or bool(ctx.params.get("debug"))
+
+
+class FriendlyCommand(click.Command):
+    """A click command that prints user errors as one line; ``--debug`` shows the traceback.
+
+    For stand-alone commands (``rerank``); subcommands of :data:`cli` get this from the group.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _user_errors() as exc:
+            if _debug_requested(ctx):
+                raise
+            raise UserError(str(exc)) from exc
 
 #: subcommand name -> ("module:attr", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -44,11 +89,19 @@ class LazyGroup(click.Group):
             try:
                 cmd: click.Command = getattr(importlib.import_module(module_name), attr)
             except ModuleNotFoundError as exc:
-                if exc.name and exc.name.startswith(module_name.rsplit(".", 1)[0]):
+                if exc.name == module_name:
                     return _unavailable(name, self.lazy[name][1])
                 raise
             return cmd
         return super().get_command(ctx, name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _user_errors() as exc:
+            if _debug_requested(ctx):
+                raise
+            raise UserError(str(exc)) from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(n, self.lazy[n][1]) for n in sorted(self.lazy)]
@@ -64,7 +117,7 @@ def _unavailable(name: str, help_text: str) -> click.Command:
     return cmd
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="testgen", cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="testgen")
 @click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
 @click.pass_context
@@ -78,13 +131,15 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def run_cli(group: click.Command, argv: list[str] | None = None) -> int:
-    """Invoke a click command, turning user errors into a one-line message (exit 2)."""
-    from evaluation.errors import TestgenError
+    """Invoke a click command, turning user errors into a one-line message (exit 2).
 
+    :class:`LazyGroup` and :class:`FriendlyCommand` already convert user errors; this also
+    covers any other click command (and errors raised while parsing options).
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        group.main(args=args, standalone_mode=False)
+        group.main(args=args, prog_name=group.name, standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         return 1
@@ -93,12 +148,14 @@ def run_cli(group: click.Command, argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except (TestgenError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+    except _user_errors() as exc:
         if debug:
             raise
-        click.secho(f"Error: {exc}", fg="red", err=True)
-        click.echo("(run with --debug for the full traceback)", err=True)
-        return 2
+        UserError(str(exc)).show()
+        return UserError.exit_code
+    except BrokenPipeError:
+        # `testgen datasets | head`: the reader went away; not an error worth a traceback.
+        return 1
     return 0
 
 
