@@ -1,25 +1,217 @@
-"""The ``rerank`` command: placeholder until the rerank issue lands."""
+"""The ``rerank`` command: pick the best of many sampled solutions with generated tests.
+
+A thin click layer over :func:`rerank.pipeline.run`; see ``rerank --help`` and the README.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import click
 
 from rerank import __version__
 
-__all__ = ["main", "rerank_cmd"]
+__all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
+
+
+def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``--tests [LABEL=]FILE`` values -> ``(label, path)``; the label defaults to the file name."""
+    out: list[tuple[str, str]] = []
+    for v in values:
+        label, sep, path = v.partition("=")
+        if not sep or Path(v).exists():
+            path, label = v, ""
+        if not label:
+            label = Path(path).name.split(".")[0]
+        if not Path(path).exists():
+            raise click.BadParameter(f"{path} does not exist", param_hint="--tests")
+        out.append((label, path))
+    return tuple(out)
+
+
+def method_specs(
+    names: tuple[str, ...], *, rw_p: float, rw_combine: str, b4_beta0: float, b4_alpha: float
+) -> tuple[Any, ...]:
+    """Expand ``--method`` names (with their options) into :class:`MethodSpec` rows."""
+    from rerank.pipeline import DEFAULT_METHODS, MethodSpec
+
+    chosen = names or tuple(dict.fromkeys(m.reranker for m in DEFAULT_METHODS))
+    specs: list[MethodSpec] = []
+    for name in chosen:
+        if name == "codet-rw":
+            combines = ("paper", "codet") if rw_combine == "both" else (rw_combine,)
+            for c in combines:
+                specs.append(
+                    MethodSpec(
+                        name="codet-rw" if c == "paper" else "codet-rw[codet]",
+                        reranker="codet-rw",
+                        options={"p": rw_p, "combine": c},
+                    )
+                )
+        elif name == "b4":
+            specs.append(MethodSpec(name="b4", reranker="b4", options={"beta_0": b4_beta0, "alpha_xy": b4_alpha}))
+        else:
+            specs.append(MethodSpec(name=name, reranker=name))
+    return tuple(specs)
+
+
+@contextmanager
+def _progress_bars(enabled: bool) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
+    if not enabled:
+        yield lambda _desc: (lambda done, total: None)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    ) as bars:
+
+        def factory(desc: str) -> Callable[[int, int], None]:
+            task = bars.add_task(desc, total=None)
+
+            def update(done: int, total: int) -> None:
+                bars.update(task, completed=done, total=max(total, 1) if total else 1)
+                if total == 0:
+                    bars.update(task, completed=1)
+
+            return update
+
+        yield factory
+
+
+def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int, ...]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    kinds = [k for k in ("base", "plus", "original") if any(k in v for v in summary.values())]
+    for suffix, title in (("", "all tasks"), ("_hard", "hard subset (some but not all samples correct)")):
+        any_row = next(iter(summary.values()))
+        n = {k: int(any_row.get(k + suffix, {}).get("tasks", 0)) for k in kinds}
+        table = Table(title=f"expected pass@k (%), {title}")
+        table.add_column("method")
+        for kind in kinds:
+            for k in ks:
+                table.add_column(f"{kind} @{k}\n({n[kind]} tasks)" if k == ks[0] else f"{kind} @{k}", justify="right")
+        for method, row in summary.items():
+            cells = []
+            for kind in kinds:
+                for k in ks:
+                    v = row.get(kind + suffix, {}).get(f"pass@{k}")
+                    cells.append("-" if v is None or v != v else f"{100 * v:.2f}")
+            table.add_row(escape(method), *cells)
+        console.print(table)
 
 
 @click.command(name="rerank", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rerank")
+@click.option("--samples", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Sampled solutions: our solutions.jsonl, EvalPlus samples, or CodeT's {prompt, samples}.")
+@click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
+              help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
+                   "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
+@click.option("--dataset", default="humaneval+", show_default=True, help="humaneval+, mbpp+ or humaneval.")
+@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
+@click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
+              help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
+@click.option("--method", "methods", multiple=True,
+              help="Reranker to report (repeat). Default: random, codet, codet-rw, mbr-exec, b4.")
+@click.option("--rw-p", default=0.8, show_default=True, type=float, help="RW: the i-th test weighs p^(i-1).")
+@click.option("--rw-combine", default="both", show_default=True, type=click.Choice(["paper", "codet", "both"]),
+              help="RW score: paper = sum of weights + #solutions; codet = weighted tests x sqrt(#solutions).")
+@click.option("--b4-beta0", default=1e5, show_default=True, type=float, help="B4: prior beta_0.")
+@click.option("--b4-alpha", default=1e3, show_default=True, type=float, help="B4: prior alpha_xy.")
+@click.option("--tests-per-generation", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Keep the first N tests of each generation (CodeT: 5).")
+@click.option("--timeout", default=0.1, show_default=True, type=click.FloatRange(min=0.001),
+              help="Seconds per test (CodeT: 0.1).")
+@click.option("--workers", type=click.IntRange(min=1), help="Executor workers (default: CPU count).")
+@click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
+              help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
+@click.option("--evalplus/--no-evalplus", default=True, show_default=True,
+              help="Compute HumanEval+/MBPP+ verdicts (base and plus).")
+@click.option("--ks", default="1,2,10", show_default=True, help="Comma-separated k of pass@k.")
+@click.option("--out", default="rerank-out", show_default=True, type=click.Path(file_okay=False),
+              help="Output directory (summary.json, picks.jsonl, run.json, cache/).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Matrix/verdict cache (default OUT/cache).")
+@click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
 @click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
-def rerank_cmd(debug: bool) -> None:
-    """Pick the best of many sampled solutions using generated tests (CodeT and others)."""
-    raise click.UsageError("not implemented yet")
+def rerank_cmd(
+    samples: str,
+    tests: tuple[str, ...],
+    dataset: str,
+    dataset_path: str | None,
+    prompts: str | None,
+    methods: tuple[str, ...],
+    rw_p: float,
+    rw_combine: str,
+    b4_beta0: float,
+    b4_alpha: float,
+    tests_per_generation: int,
+    timeout: float,
+    workers: int | None,
+    verdicts: str | None,
+    evalplus: bool,
+    ks: str,
+    out: str,
+    cache_dir: str | None,
+    progress: bool,
+    debug: bool,
+) -> None:
+    """Pick the best of many sampled solutions using generated tests (CodeT and others).
+
+    Runs every distinct solution against every distinct generated test in the sandboxed
+    executor (cached in OUT/cache, resumable), ranks with each method, and reports the
+    expected pass@k of the picks on HumanEval+ (base and plus) beside random selection.
+    """
+    from rerank.pipeline import RerankConfig, run
+
+    try:
+        k_values = tuple(int(k) for k in ks.split(",") if k.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {ks!r}", param_hint="--ks") from None
+    if not k_values or min(k_values) < 1:
+        raise click.BadParameter("k must be >= 1", param_hint="--ks")
+    config = RerankConfig(
+        samples=samples,
+        tests=parse_tests_option(tests),
+        dataset=dataset,
+        dataset_path=dataset_path,
+        prompts=prompts,
+        methods=method_specs(methods, rw_p=rw_p, rw_combine=rw_combine, b4_beta0=b4_beta0, b4_alpha=b4_alpha),
+        tests_per_generation=tests_per_generation,
+        timeout=timeout,
+        workers=workers,
+        ks=k_values,
+        verdicts=verdicts,
+        evalplus=evalplus,
+        out=out,
+        cache_dir=cache_dir,
+    )
+    with _progress_bars(progress) as factory:
+        result = run(config, progress=factory)
+    _print_tables(result.summary, k_values)
+    t = result.timings
+    click.echo(
+        f"wrote {out}/summary.json, picks.jsonl, run.json  "
+        f"(matrix {t['matrix']:.1f}s, verdicts {t['verdicts']:.1f}s, scoring {t['scoring']:.1f}s, total {t['total']:.1f}s)",
+        err=True,
+    )
 
 
 def main() -> None:
+    """Console-script entry point."""
     from testgen.cli import run_cli
 
     sys.exit(run_cli(rerank_cmd))

@@ -157,20 +157,25 @@ def codet_rw(
     return _agreement(matrix, matrix.rank_weights(p), "sum" if combine == "paper" else "codet")
 
 
-def mbr_exec(matrix: TaskMatrix) -> Ranking:
+def mbr_exec(matrix: TaskMatrix, *, exclude_errors: bool = True) -> Ranking:
     """MBR-exec (Shi et al., EMNLP 2022) with the hard (0/1) execution loss.
 
     Each solution is run on the inputs of the generated tests (the call ``f(x)`` of
     ``assert f(x) == y``); a solution's score is the number of samples (by occurrence)
     whose outputs equal its own on every input, i.e. the size of its output-equivalence
-    class. Solutions that did not load are not ranked; without any usable input the task
-    falls back to random.
+    class. Solutions that did not load are not ranked; with ``exclude_errors`` neither are
+    solutions that raise (or time out) on every input, whose agreement says nothing (many
+    broken samples fail alike, e.g. a ``NameError`` on a helper cut off by truncation).
+    Without any usable input the task falls back to random.
     """
     if matrix.output_keys is None or not any(matrix.output_keys):
         return Ranking(groups=())
     classes: dict[tuple[str, ...], list[int]] = {}
     for i in np.flatnonzero(matrix.loaded).tolist():
-        classes.setdefault(matrix.output_keys[i], []).append(i)
+        outputs = matrix.output_keys[i]
+        if exclude_errors and all(o.startswith("!") for o in outputs):
+            continue
+        classes.setdefault(outputs, []).append(i)
     return rank_groups(
         [
             (

@@ -1,0 +1,319 @@
+"""The whole ``rerank`` run as a library call: read, build matrices, verdicts, rank, score, write.
+
+:func:`run` is what the CLI and ``bench/bench_rerank.py`` call. It writes into ``out``:
+
+* ``summary.json``: ``{method: {"base"|"plus"|...: {"pass@k": value}}}``, values in [0, 1];
+  the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`),
+  ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the original HumanEval
+  tests), and each with ``_hard`` for the hard subset (some but not all samples correct).
+  With several labelled test sets a method is named ``label:method``.
+* ``picks.jsonl``: per task and method, the chosen solution, its score, the size of its tie
+  group and the expected pass@1 per verdict kind.
+* ``run.json``: the configuration, counts and the time spent in each step.
+* ``cache/``: the outcome matrix and verdict caches (a second run reads them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.datasets import Dataset, load_dataset
+from evaluation.errors import RecordError, TestgenError
+from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
+from evaluation.records import content_id
+from rerank import __version__
+from rerank.build import TaskInputs, build_matrices, prepare_task
+from rerank.inputs import TestSet, read_samples, read_tests
+from rerank.matrix import TaskMatrix
+from rerank.methods import Ranking, bind_reranker
+from rerank.scoring import TaskScore, mean_scores, score_task
+
+__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS"]
+
+ProgressFactory = Callable[[str], Callable[[int, int], None]]
+"""Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodSpec:
+    """One reported method: a registered reranker with bound options."""
+
+    name: str
+    """Name in reports, e.g. ``codet-rw[codet]``."""
+    reranker: str
+    """Registry name."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword options for the reranker."""
+
+
+DEFAULT_METHODS: tuple[MethodSpec, ...] = (
+    MethodSpec(name="random", reranker="random"),
+    MethodSpec(name="codet", reranker="codet"),
+    MethodSpec(name="codet-rw", reranker="codet-rw", options={"p": 0.8, "combine": "paper"}),
+    MethodSpec(name="codet-rw[codet]", reranker="codet-rw", options={"p": 0.8, "combine": "codet"}),
+    MethodSpec(name="mbr-exec", reranker="mbr-exec"),
+    MethodSpec(name="b4", reranker="b4", options={"beta_0": 1e5, "alpha_xy": 1e3}),
+)
+"""Every built-in method with its documented defaults."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankConfig:
+    """Everything a ``rerank`` run depends on."""
+
+    samples: str
+    """Solutions file (ours, EvalPlus samples, or CodeT's)."""
+    tests: tuple[tuple[str, str], ...]
+    """``(label, path)`` of each test generations file."""
+    dataset: str = "humaneval+"
+    """Dataset name (``humaneval+``, ``mbpp+``, ``humaneval``)."""
+    dataset_path: str | None = None
+    """Explicit dataset file."""
+    prompts: str | None = None
+    """CodeT prompt file for matching CodeT-format prompts (found next to the inputs if None)."""
+    methods: tuple[MethodSpec, ...] = DEFAULT_METHODS
+    """Methods to report."""
+    tests_per_generation: int | None = 5
+    """First N tests of each generation (CodeT: 5)."""
+    timeout: float = 0.1
+    """Seconds per test (CodeT: 0.1)."""
+    workers: int | None = None
+    """Executor workers (default: CPU count)."""
+    ks: tuple[int, ...] = (1, 2, 10)
+    """pass@k reported."""
+    verdicts: str | None = None
+    """Optional verdict file scored as ``original`` (CodeT's HumanEval verdicts format:
+    ``task_id, completion, passed``; or ``task_id, solution_id, passed|base``)."""
+    evalplus: bool = True
+    """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``)."""
+    out: str = "rerank-out"
+    """Output directory."""
+    cache_dir: str | None = None
+    """Matrix/verdict cache (default ``OUT/cache``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankResult:
+    """What :func:`run` computed (also written to ``out``)."""
+
+    summary: dict[str, dict[str, dict[str, float]]]
+    """method -> verdict kind -> "pass@k" -> value."""
+    timings: dict[str, float]
+    """Seconds per step: read, matrix, verdicts, scoring, total."""
+    counts: dict[str, int]
+    """Tasks, samples, distinct programs, distinct tests, ..."""
+
+
+def _noop(_: str) -> Callable[[int, int], None]:
+    return lambda done, total: None
+
+
+def _evalplus_verdicts(
+    dataset: Dataset,
+    tasks: Sequence[TaskInputs],
+    cache: Path,
+    workers: int | None,
+    progress: Callable[[int, int], None],
+) -> dict[tuple[str, str], tuple[bool, bool]]:
+    """(task_id, program key) -> (base, plus), cached per dataset file."""
+    from evaluation.evalplus import evaluate_solutions
+
+    path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
+    known: dict[tuple[str, str], tuple[bool, bool]] = {}
+    if path.exists():
+        for _, rec in read_jsonl(path, tolerate_torn_tail=True):
+            known[(rec["t"], rec["p"])] = (bool(rec["base"]), bool(rec["plus"]))
+    todo = []
+    for t in tasks:
+        for key, sol in zip(t.program_keys, t.first_solution):
+            if (t.task_id, key) not in known:
+                todo.append((t.task_id, key, sol))
+    if todo:
+        verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
+        with JsonlAppender(path) as app:
+            for tid, key, sol in todo:
+                v = verdicts.get(sol.solution_id)
+                if v is None:
+                    continue
+                known[(tid, key)] = (v.base, v.plus)
+                app.write({"t": tid, "p": key, "base": v.base, "plus": v.plus})
+    else:
+        progress(1, 1)
+    return known
+
+
+def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, str], bool]:
+    """(task_id, program key) -> passed, from a verdict file keyed by completion or solution id."""
+    by_completion: dict[tuple[str, str], bool] = {}
+    by_id: dict[str, bool] = {}
+    for line, rec in read_jsonl(path):
+        tid = rec.get("task_id")
+        ok = rec.get("passed", rec.get("base"))
+        if not isinstance(tid, str) or not isinstance(ok, bool):
+            raise RecordError(path, line, "need 'task_id' and a boolean 'passed' (or 'base')", field="passed")
+        if isinstance(rec.get("completion"), str):
+            by_completion[(tid, rec["completion"])] = ok
+        if isinstance(rec.get("solution_id"), str):
+            by_id[rec["solution_id"]] = ok
+    out: dict[tuple[str, str], bool] = {}
+    missing = 0
+    for t in tasks:
+        for key, sol in zip(t.program_keys, t.first_solution):
+            v = by_id.get(sol.solution_id)
+            if v is None and sol.completion is not None:
+                v = by_completion.get((t.task_id, sol.completion))
+            if v is None:
+                missing += 1
+                continue
+            out[(t.task_id, key)] = v
+    if missing:
+        raise TestgenError(f"{path}: no verdict for {missing} distinct solutions (matched by solution_id or completion)")
+    return out
+
+
+def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
+    if ranking.empty:
+        return {"solution_id": None, "score": None, "tie_group": 0, "tie_group_samples": 0, "fallback": True}
+    top = ranking.groups[0]
+    best = max(range(len(top.members)), key=lambda i: top.weights[i])
+    return {
+        "solution_id": task.first_solution[top.members[best]].solution_id,
+        "score": top.score,
+        "tie_group": len(top.members),
+        "tie_group_samples": int(sum(task.program_counts[m] for m in top.members)),
+        "fallback": False,
+    }
+
+
+def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankResult:
+    """Run the whole rerank pipeline (see the module docstring for what is written)."""
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    labels = [label for label, _ in config.tests]
+    if len(set(labels)) != len(labels):
+        raise TestgenError(f"--tests labels must be distinct, got {labels}")
+    specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
+    need_outputs = any(m.reranker == "mbr-exec" for m in config.methods)
+
+    t0 = time.perf_counter()
+    dataset = load_dataset(config.dataset, path=config.dataset_path)
+    samples = read_samples(config.samples, dataset=dataset, prompts=config.prompts)
+    test_sets: list[TestSet] = [
+        read_tests(path, dataset=dataset, label=label, limit=config.tests_per_generation, prompts=config.prompts)
+        for label, path in config.tests
+    ]
+    task_ids = [t for t in dataset.problems if t in samples]
+    if not task_ids:
+        raise TestgenError(f"{config.samples}: no solutions for any task of {dataset.name}")
+    prepared: dict[str, list[TaskInputs]] = {
+        ts.label: [
+            prepare_task(t, dataset[t].entry_point, samples[t], ts.tests.get(t, []), outputs=need_outputs)
+            for t in task_ids
+        ]
+        for ts in test_sets
+    }
+    timings["read"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    matrices: dict[str, dict[str, TaskMatrix]] = {}
+    for ts in test_sets:
+        matrices[ts.label] = build_matrices(
+            prepared[ts.label],
+            cache_dir=cache,
+            timeout=config.timeout,
+            workers=config.workers,
+            outputs=need_outputs,
+            progress=progress(f"matrix {ts.label}" if len(test_sets) > 1 else "matrix"),
+        )
+    timings["matrix"] = time.perf_counter() - t0
+
+    # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
+    base_tasks = prepared[test_sets[0].label]
+    kinds: dict[str, dict[tuple[str, str], bool]] = {}
+    t0 = time.perf_counter()
+    if config.evalplus:
+        ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"))
+        kinds["base"] = {k: v[0] for k, v in ep.items()}
+        kinds["plus"] = {k: v[1] for k, v in ep.items()}
+    if config.verdicts:
+        kinds["original"] = _file_verdicts(config.verdicts, base_tasks)
+    timings["verdicts"] = time.perf_counter() - t0
+    if not kinds:
+        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
+
+    t0 = time.perf_counter()
+    summary: dict[str, dict[str, dict[str, float]]] = {}
+    picks: list[dict[str, Any]] = []
+    scoring_bar = progress("scoring")
+    total_steps = len(test_sets) * len(specs)
+    step = 0
+    scoring_bar(0, total_steps)
+    for ts in test_sets:
+        for spec, method in specs:
+            name = spec.name if len(test_sets) == 1 else f"{ts.label}:{spec.name}"
+            per_kind: dict[str, list[TaskScore]] = {k: [] for k in kinds}
+            for task in prepared[ts.label]:
+                m = matrices[ts.label][task.task_id]
+                ranking = method(m)
+                pick = {"task_id": task.task_id, "method": name, "tests": ts.label, **_pick(ranking, task)}
+                expected: dict[str, float] = {}
+                for kind, table in kinds.items():
+                    correct = np.array([table.get((task.task_id, k), False) for k in task.program_keys], np.bool_)
+                    s = score_task(
+                        task_id=task.task_id, ranking=ranking, correct=correct, counts=m.solution_counts, ks=config.ks
+                    )
+                    per_kind[kind].append(s)
+                    expected[kind] = s.pass_at[config.ks[0]]
+                pick[f"expected_pass@{config.ks[0]}"] = expected
+                picks.append(pick)
+            summary[name] = {}
+            for kind, scores in per_kind.items():
+                summary[name][kind] = mean_scores(scores, config.ks)
+                summary[name][f"{kind}_hard"] = mean_scores(scores, config.ks, hard_only=True)
+            step += 1
+            scoring_bar(step, total_steps)
+    timings["scoring"] = time.perf_counter() - t0
+
+    counts = {
+        "tasks": len(task_ids),
+        "samples": sum(len(samples[t]) for t in task_ids),
+        "distinct_programs": sum(len(t.programs) for t in base_tasks),
+    }
+    for ts in test_sets:
+        counts[f"generations[{ts.label}]"] = sum(ts.generations.get(t, 0) for t in task_ids)
+        counts[f"tests[{ts.label}]"] = sum(sum(t.test_counts) for t in prepared[ts.label])
+        counts[f"distinct_tests[{ts.label}]"] = sum(len(t.tests) for t in prepared[ts.label])
+        counts[f"loaded[{ts.label}]"] = sum(int(m.loaded.sum()) for m in matrices[ts.label].values())
+        counts[f"pairs[{ts.label}]"] = sum(m.n_solutions * m.n_tests for m in matrices[ts.label].values())
+    timings["total"] = time.perf_counter() - t_start
+
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+    write_jsonl(out / "picks.jsonl", picks)
+    cfg = asdict(config)
+    cfg["methods"] = [asdict(m) | {"options": dict(m.options)} for m in config.methods]
+    (out / "run.json").write_text(
+        json.dumps(
+            {"rerank_version": __version__, "config": cfg, "dataset_source": dataset.source,
+             "counts": counts, "timings": timings},
+            indent=2,
+        )
+        + "\n"
+    )
+    return RerankResult(summary=summary, timings=timings, counts=counts)
+
+
+def default_cache_dir(out: str | os.PathLike[str]) -> Path:
+    """Where :func:`run` caches matrices and verdicts when no cache dir is given."""
+    return Path(out) / "cache"
