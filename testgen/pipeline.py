@@ -512,7 +512,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                     if len(gens) != len(unit.sample_indices):
                         raise TestgenError(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
                     for j, gen in zip(unit.sample_indices, gens):
-                        rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests)
+                        rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests, n)
                         sink.write(rec)
                         generated += 1
                         tests_total += len(rec["tests"])
@@ -542,9 +542,9 @@ def _generate_checked(backend: Backend, prompts: list[Prompt], sampling: Samplin
 
 
 def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int, gen: Generation,
-                       sampling: Sampling, extract_tests: Any) -> dict[str, Any]:
+                       sampling: Sampling, extract_tests: Any, n_total: int) -> dict[str, Any]:
     p = unit.problem
-    prefix = prompt_prefix(unit.prompt)
+    prefix = gen.prefix if gen.prefix is not None else prompt_prefix(unit.prompt)
     if gen.tests is not None:
         tests = list(gen.tests)
         dropped = dict(gen.dropped or {"no_entry_point": 0, "unparsable": 0})
@@ -572,7 +572,8 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         "prefix": prefix,
         "tests": tests,
         "dropped": dropped,
-        "sampling": sampling.to_json() if gen.tests is None else None,
+        # the run's sampling (n = the run's N), not the request's (which may ask for fewer on resume)
+        "sampling": {**sampling.to_json(), "n": n_total} if gen.tests is None else None,
         "usage": dict(gen.usage) if gen.usage is not None else None,
         "finish_reason": gen.finish_reason,
     }

@@ -126,6 +126,9 @@ class Generation:
     """Token usage of the request that produced it (shared by the request's ``n`` choices)."""
     tests: tuple[str, ...] | None = None
     """Test cases already in final form (the ``human`` backend); ``None``: extract from ``text``."""
+    prefix: str | None = None
+    """The prompt ending this text continues, when it is not the request's own (``replay`` of
+    CodeT's generations, which continue ``assert ``); ``None``: the request's."""
     dropped: Mapping[str, int] | None = None
     """With :attr:`tests`: what was dropped and why (``{"no_entry_point": n, "unparsable": n}``)."""
 

@@ -1,0 +1,181 @@
+"""The ``replay`` backend: generations produced elsewhere, served as if a model wrote them.
+
+Two source formats, recognised per record:
+
+* CodeT's ``{"prompt", "samples"}`` files (Chen et al., "CodeT: Code Generation with Generated
+  Tests", ICLR 2023; github microsoft/CodeT), e.g. the released CodeGen-Mono-16B HumanEval test
+  generations (100 per task, continuing a prompt that ends with ``assert ``) and code samples;
+* our own ``generations.jsonl`` (``task_id``, ``sample_index``, ``prompt``, ``raw``, ``prefix``).
+
+A request is matched to a source record by its exact prompt text (``match=prompt``), or by task
+(``match=task``: CodeT records are assigned to a task by the function they test, i.e. the
+``# check the correctness of <f>`` line or the last ``def`` of their prompt; ours by
+``task_id``), or prompt first and task as the fallback (``auto``, the default). Sample ``k`` of a
+request with ``sample_offset`` ``o`` is the source's sample ``o + k``, so resumes continue where
+they stopped. When the source's prompt ends differently from ours (CodeT's ``assert `` vs the
+paper's ``assert f(``), the generation carries the source's prefix, which extraction uses.
+
+``file`` serves test prompts; ``code_file`` serves the ``self`` setting's code prompts (CodeT's
+``..._code_solution.jsonl.gz``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from evaluation.errors import RecordError, TestgenError
+from evaluation.io import read_jsonl
+from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
+
+__all__ = ["ReplayBackend", "ReplayOptions", "ReplaySource", "load_source"]
+
+_CHECK = re.compile(r"# check the correctness of (\w+)\s*\nassert\s*$")
+_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.M)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayOptions:
+    """Options of the ``replay`` backend."""
+
+    file: str = ""
+    """Source of test generations: a CodeT ``{prompt, samples}`` file or our generations.jsonl."""
+    code_file: str | None = None
+    """Source of code generations for ``--setting self`` (e.g. CodeT's code_solution file)."""
+    match: Literal["auto", "prompt", "task"] = "auto"
+    """How a request finds its source record: exact prompt text, task, or prompt then task."""
+    on_missing: Literal["error", "empty"] = "error"
+    """When the source has no (or too few) samples: stop with an error, or yield empty text."""
+    chat: bool = False
+    """Whether the replayed model was a chat model (``--prompt-style auto``)."""
+
+
+@dataclass(kw_only=True)
+class ReplaySource:
+    """A loaded source file: samples by prompt text and by task key."""
+
+    path: str
+    """The file."""
+    by_prompt: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Prompt text (JSON of chat messages) -> [(sample text, source prefix)] in sample order."""
+    by_task: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Task key (our ``task_id``, or the tested function's name for CodeT) -> samples."""
+    kind: Literal["codet", "testgen", "empty"] = "empty"
+    """Which format the file holds."""
+
+
+def _prompt_key(prompt: str | list[dict[str, str]] | object) -> str:
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False, sort_keys=True)
+
+
+def _codet_function(prompt: str) -> str | None:
+    m = _CHECK.search(prompt)
+    if m:
+        return m.group(1)
+    names = _DEF.findall(prompt)
+    return names[-1] if names else None
+
+
+def load_source(path: str) -> ReplaySource:
+    """Read a CodeT or testgen generations file into a :class:`ReplaySource`."""
+    src = ReplaySource(path=path)
+    ours: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)
+    for line, rec in read_jsonl(path):
+        if "samples" in rec:
+            prompt = rec.get("prompt")
+            samples = rec["samples"]
+            if not isinstance(prompt, str) or not isinstance(samples, list):
+                raise RecordError(path, line, "expected a string prompt and a list of samples", field="samples")
+            prefix = prompt.rsplit("\n", 1)[-1]
+            items = [(str(s), prefix) for s in samples]
+            src.by_prompt.setdefault(prompt, []).extend(items)
+            fn = _codet_function(prompt)
+            if fn is not None:
+                src.by_task.setdefault(fn, []).extend(items)
+            src.kind = "codet"
+        elif "raw" in rec and "task_id" in rec:
+            ours[rec["task_id"]].append(
+                (int(rec.get("sample_index", 0)), _prompt_key(rec.get("prompt", "")), str(rec["raw"]), str(rec.get("prefix", "")))
+            )
+            src.kind = "testgen"
+        else:
+            raise RecordError(path, line, "neither a CodeT {prompt, samples} record nor a testgen generation record")
+    for task_id, recs in ours.items():
+        recs.sort(key=lambda r: r[0])
+        src.by_task[task_id] = [(raw, prefix) for _, _, raw, prefix in recs]
+        for _, key, raw, prefix in recs:
+            src.by_prompt.setdefault(key, []).append((raw, prefix))
+    return src
+
+
+class ReplayBackend(Backend):
+    """Serves samples from files (see the module docstring)."""
+
+    name = "replay"
+    Options = ReplayOptions
+
+    def __init__(self, *, model: str, options: ReplayOptions) -> None:
+        super().__init__(model=model, options=options)
+        if not options.file:
+            raise TestgenError("the replay backend needs --backend-option file=PATH")
+        self._sources: dict[str, ReplaySource] = {}
+        self.matched_by_task = 0
+        """How many requests were matched by task (their prompt text was not in the source)."""
+
+    @property
+    def is_chat(self) -> bool:
+        return bool(self.options.chat)
+
+    def _source(self, purpose: str) -> ReplaySource:
+        path = self.options.file if purpose == "tests" else self.options.code_file
+        if not path:
+            raise TestgenError("the replay backend needs --backend-option code_file=PATH for code prompts (--setting self)")
+        if path not in self._sources:
+            self._sources[path] = load_source(path)
+        return self._sources[path]
+
+    def _samples(self, prompt: Prompt) -> list[tuple[str, str]] | None:
+        src = self._source(prompt.purpose)
+        if self.options.match in ("auto", "prompt"):
+            key = _prompt_key(prompt.to_json())
+            if key in src.by_prompt:
+                return src.by_prompt[key]
+            if self.options.match == "prompt":
+                return None
+        task_key = prompt.task_id
+        if src.kind == "codet" and prompt.problem is not None:
+            task_key = prompt.problem.entry_point
+        found = src.by_task.get(task_key)
+        if found is not None:
+            self.matched_by_task += 1
+        return found
+
+    def generate(
+        self, prompts: Sequence[Prompt], sampling: Sampling, *, on_result: OnResult | None = None
+    ) -> list[list[Generation]]:
+        out: list[list[Generation]] = []
+        for i, prompt in enumerate(prompts):
+            samples = self._samples(prompt) or []
+            want = samples[prompt.sample_offset : prompt.sample_offset + sampling.n]
+            if len(want) < sampling.n:
+                if self.options.on_missing == "error":
+                    src = self._source(prompt.purpose).path
+                    raise TestgenError(
+                        f"replay: {src} has {len(samples)} samples for {prompt.task_id or 'a prompt'}"
+                        f" (matching by {self.options.match}); samples {prompt.sample_offset}.."
+                        f"{prompt.sample_offset + sampling.n - 1} were asked for"
+                    )
+                want = want + [("", "")] * (sampling.n - len(want))
+            our_prefix = prompt.text.rsplit("\n", 1)[-1] if prompt.text is not None else ""
+            gens = [
+                Generation(text=text, finish_reason=None, prefix=None if prefix == our_prefix else prefix)
+                for text, prefix in want
+            ]
+            out.append(gens)
+            if on_result is not None:
+                on_result(i, gens)
+        return out
