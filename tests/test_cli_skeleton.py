@@ -189,3 +189,44 @@ def test_importing_the_packages_pulls_no_heavy_dependency() -> None:
     # ...and the check is able to fail: importing one of them is seen.
     probe = "import sys, json; import numpy; print(json.dumps('numpy' in sys.modules))"
     assert json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _readme_setup_commands() -> list[str]:
+    """The README's set-up block, parsed as .ci/run parses it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- setup:start -->", 1)[1].split("<!-- setup:end -->", 1)[0]
+    body = block.split("```bash\n", 1)[1].split("```", 1)[0]
+    return body.strip().splitlines()
+
+
+def test_readme_setup_block_is_what_ci_runs() -> None:
+    install_and_run, test_command = _readme_setup_commands()
+    assert install_and_run.startswith('pip install -e ".[test]" && testgen ')
+    assert test_command == "python -m pytest -q"
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "<!-- setup:start -->" in ci and 'bash -euo pipefail -c "$INSTALL_AND_RUN"' in ci
+    assert '"$rc" -eq 5' in ci
+    # Every testgen subcommand the README runs exists and accepts its options.
+    for part in install_and_run.split("&&")[1:]:
+        argv = part.split()
+        assert argv[0] == "testgen" and argv[1] in COMMANDS
+        result = CliRunner().invoke(cli, [argv[1], "--help"])
+        assert result.exit_code == 0, result.output
+        for option in (a for a in argv[2:] if a.startswith("--")):
+            assert option in result.output, (argv[1], option)
+
+
+def test_test_extra_pulls_no_heavy_stack() -> None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        pytest.skip("tomllib needs Python 3.11")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    direct = project["dependencies"] + project["optional-dependencies"]["test"]
+    heavy = ("torch", "vllm", "transformers", "tensorflow", "jax", "ray", "evalplus")
+    names = [dep.split(";")[0].split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower() for dep in direct]
+    assert not [n for n in names if n in heavy], names
+    assert "pytest" in names
