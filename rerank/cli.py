@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from rerank import __version__
+from testgen.cli import FriendlyCommand
 
 __all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
 
@@ -114,7 +115,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int
         console.print(table)
 
 
-@click.command(name="rerank", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(name="rerank", cls=FriendlyCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rerank")
 @click.option("--samples", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Sampled solutions: our solutions.jsonl, EvalPlus samples, or CodeT's {prompt, samples}.")
