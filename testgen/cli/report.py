@@ -1,0 +1,53 @@
+"""``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
+CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
+Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["report"]
+
+
+def _parse_pass1(values: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for v in values:
+        model, sep, num = v.rpartition("=")
+        try:
+            x = float(num.rstrip("%"))
+        except ValueError:
+            x = float("nan")
+        if not sep or not model or not (0 <= x <= 100):
+            raise click.BadParameter(f"{v!r}: expected MODEL=VALUE with VALUE a fraction or percent",
+                                     param_hint="--code-pass1")
+        out[model] = x / 100 if (num.endswith("%") or x > 1) else x
+    return out
+
+
+@click.command(name="report")
+@click.argument("run_dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True,
+              help="Directory for report.md, table2.md, table2.csv and the PNG plots.")
+@click.option("--code-pass1", multiple=True, metavar="MODEL=VALUE",
+              help="Code pass@1 of a model for Figure 2 (fraction or percent); default: from self runs' verdicts.")
+def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...]) -> None:
+    """Compare evaluated runs: Table 2 and the paper's plots."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from testgen.report import write_report
+
+    res = write_report(list(run_dirs), out, code_pass1=_parse_pass1(code_pass1))
+    table = Table(title="P' (C), %  (Table 2 shape)")
+    for i, h in enumerate(res["header"]):
+        table.add_column(h, justify="left" if i == 0 else "right")
+    for row in res["rows"]:
+        table.add_row(*row)
+    Console().print(table)
+    for s, f in res["fits"].items():
+        if f.get("pearson_r") is not None:
+            click.echo(f"Figure 2, {s}: Pearson r = {f['pearson_r']:.3f} over {f['n']} models")
+    click.echo(f"wrote {len(res['files'])} files to {out}")

@@ -1,0 +1,277 @@
+"""Tables and plots comparing evaluated runs, in the shapes of Xiong, Guo, Chen (arXiv 2310.05727).
+
+* Table 2: models x settings (oracle, self, cross, placeholder), each cell "P' (C)" in percent;
+  written as Markdown and CSV (with P, P', C and counts as separate numeric columns).
+* Figure 2: test pass rate P' against the model's code pass@1, one point per model and setting,
+  with a least-squares line and Pearson's r per setting.
+* Figure 3: correctness of the 1st, 2nd, 3rd, ... kept test of a generation.
+* Per-task distributions of P' and C (box plots, one box per run).
+
+Input: run directories scored by ``testgen eval`` (``RUN/eval/metrics.json`` and
+``RUN/eval/generations.jsonl``), or those eval directories themselves.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluation.errors import TestgenError
+from evaluation.io import read_jsonl
+
+__all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "write_report", "SETTING_ORDER"]
+
+SETTING_ORDER = ("oracle", "self", "cross", "placeholder")
+"""Column order of Table 2 (other settings follow, alphabetically)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluatedRun:
+    """One run's evaluation, as ``testgen report`` reads it."""
+
+    path: Path
+    """The eval directory."""
+    model: str
+    """Model name (from the run's config)."""
+    setting: str
+    """Setting (oracle/self/cross/placeholder/...)."""
+    metrics: Mapping[str, Any]
+    """``metrics.json``."""
+    per_task: Mapping[str, Mapping[str, float | None]]
+    """task_id -> {"dedup_pass_rate", "coverage"} computed from ``generations.jsonl``."""
+
+    @property
+    def label(self) -> str:
+        """``model/setting``."""
+        return f"{self.model}/{self.setting}"
+
+
+def _per_task(eval_dir: Path, empty: str) -> dict[str, dict[str, float | None]]:
+    vals: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"dedup_pass_rate": [], "coverage": []})
+    path = eval_dir / "generations.jsonl"
+    if not path.is_file():
+        return {}
+    for _, g in read_jsonl(path):
+        task = vals[str(g["task_id"])]
+        if g.get("n"):
+            task["dedup_pass_rate"].append(g["passed_distinct"] / g["n_distinct"])
+            if g.get("coverage") is not None:
+                task["coverage"].append(float(g["coverage"]))
+        elif empty == "zero":
+            task["dedup_pass_rate"].append(0.0)
+            task["coverage"].append(0.0)
+    return {
+        t: {k: (math.fsum(v) / len(v) if v else None) for k, v in d.items()} for t, d in vals.items()
+    }
+
+
+def load_evaluated(path: str | os.PathLike[str]) -> EvaluatedRun:
+    """Read a run directory's ``eval/`` (or an eval directory given directly)."""
+    p = Path(path)
+    eval_dir = p if (p / "metrics.json").is_file() else p / "eval"
+    mfile = eval_dir / "metrics.json"
+    if not mfile.is_file():
+        raise TestgenError(f"{p}: no metrics.json (run 'testgen eval {p}' first)")
+    try:
+        metrics = json.loads(mfile.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TestgenError(f"{mfile}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    run = metrics.get("run") or {}
+    return EvaluatedRun(
+        path=eval_dir, model=str(run.get("model") or p.name), setting=str(run.get("setting") or "unknown"),
+        metrics=metrics, per_task=_per_task(eval_dir, str(metrics.get("empty_generations", "zero"))),
+    )
+
+
+def _settings(runs: Sequence[EvaluatedRun]) -> list[str]:
+    present = {r.setting for r in runs}
+    return [s for s in SETTING_ORDER if s in present] + sorted(present - set(SETTING_ORDER))
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}"
+
+
+def table2_rows(runs: Sequence[EvaluatedRun]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of Table 2: one row per model, cells "P' (C)" in percent."""
+    settings = _settings(runs)
+    models = list(dict.fromkeys(r.model for r in runs))
+    cell: dict[tuple[str, str], EvaluatedRun] = {}
+    for r in runs:
+        if (r.model, r.setting) in cell:
+            raise TestgenError(f"two runs for {r.label}: {cell[(r.model, r.setting)].path} and {r.path}")
+        cell[(r.model, r.setting)] = r
+    rows = []
+    for m in models:
+        row = [m]
+        for s in settings:
+            r = cell.get((m, s))
+            row.append("" if r is None else f"{_pct(r.metrics.get('dedup_pass_rate'))} ({_pct(r.metrics.get('coverage'))})")
+        rows.append(row)
+    return ["model", *settings], rows
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _code_pass1(run: EvaluatedRun, overrides: Mapping[str, float]) -> float | None:
+    if run.model in overrides:
+        return overrides[run.model]
+    v = run.metrics.get("code_pass1")
+    return None if v is None else float(v)
+
+
+def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, float], out: Path) -> dict[str, Any]:
+    """Figure 2; returns the fitted line and Pearson r per setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fits: dict[str, Any] = {}
+    fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=120)
+    markers = "osD^vP*X"
+    for i, s in enumerate(_settings(runs)):
+        pts = [(100 * c, 100 * r.metrics["dedup_pass_rate"], r.model) for r in runs if r.setting == s
+               and (c := _code_pass1(r, overrides)) is not None and r.metrics.get("dedup_pass_rate") is not None]
+        if not pts:
+            continue
+        xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        sc = ax.scatter(xs, ys, marker=markers[i % len(markers)], s=50, label=s, zorder=3)
+        for x, y, name in pts:
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        if len(pts) >= 2 and np.ptp(xs) > 0:
+            slope, icpt = np.polyfit(xs, ys, 1)
+            r = float(np.corrcoef(xs, ys)[0, 1]) if np.ptp(ys) > 0 else float("nan")
+            grid = np.linspace(xs.min(), xs.max(), 50)
+            ax.plot(grid, slope * grid + icpt, color=sc.get_facecolor()[0], linestyle="--",
+                    label=f"{s} fit: r = {r:.2f}")
+            fits[s] = {"slope": float(slope), "intercept": float(icpt), "pearson_r": r, "n": len(pts)}
+        else:
+            fits[s] = {"n": len(pts), "pearson_r": None}
+    ax.set_xlabel("code pass@1 (%), HumanEval+")
+    ax.set_ylabel("test pass rate P' (%)")
+    ax.set_title("Test pass rate vs code pass@1 (one point per model)")
+    ax.grid(alpha=0.3)
+    if fits:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no run has a code pass@1\n(use --code-pass1 MODEL=VALUE)", ha="center",
+                va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return fits
+
+
+def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
+    """Figure 3: grouped bars, correctness of the k-th test per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    k = max((len(r.metrics.get("by_position", [])) for r in runs), default=0)
+    k = min(k, 5)
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(runs) + 3), 4.8), dpi=120)
+    width = 0.8 / max(k, 1)
+    x = np.arange(len(runs))
+    for pos in range(k):
+        vals = []
+        for r in runs:
+            rows = r.metrics.get("by_position", [])
+            f = rows[pos]["fraction"] if pos < len(rows) else None
+            vals.append(np.nan if f is None else 100 * f)
+        bars = ax.bar(x + (pos - (k - 1) / 2) * width, vals, width, label=f"test #{pos + 1}")
+        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
+    ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("tests correct on the reference (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("Correctness by position of the test in its generation")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
+    """Per-task distributions of P' and C, one box per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.6 * len(runs) + 4), 4.8), dpi=120)
+    for ax, key, title in ((axes[0], "dedup_pass_rate", "P' per task"), (axes[1], "coverage", "C per task")):
+        data = [[100 * v[key] for v in r.per_task.values() if v[key] is not None] for r in runs]
+        ax.boxplot([d if d else [float("nan")] for d in data], showmeans=True)
+        ax.set_xticks(range(1, len(runs) + 1), [r.label for r in runs], rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel(f"{title.split()[0]} (%)")
+        ax.set_ylim(-3, 103)
+        ax.set_title(f"{title} (box: quartiles, triangle: mean; {len(runs[0].per_task) if runs else 0} tasks)",
+                     fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def write_report(
+    run_paths: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    code_pass1: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """Write report.md, table2.csv, table2.md and the PNG plots under ``out_dir``.
+
+    Returns ``{"runs", "header", "rows", "fits", "files"}`` for the CLI to print.
+    """
+    if not run_paths:
+        raise TestgenError("no run directory given")
+    runs = [load_evaluated(p) for p in run_paths]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    header, rows = table2_rows(runs)
+    md = _markdown(header, rows)
+    (out / "table2.md").write_text(md, encoding="utf-8")
+    with open(out / "table2.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "setting", "pass_rate", "dedup_pass_rate", "coverage", "prompt_coverage",
+                    "pass_rate_empty_excluded", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
+                    "code_pass1", "generations", "generations_without_tests", "tasks", "eval_dir"])
+        for r in runs:
+            m = r.metrics
+            ex = m.get("variants", {}).get("empty_exclude", {})
+            w.writerow([r.model, r.setting, m.get("pass_rate"), m.get("dedup_pass_rate"), m.get("coverage"),
+                        m.get("prompt_coverage"), ex.get("pass_rate"), ex.get("dedup_pass_rate"), ex.get("coverage"),
+                        _code_pass1(r, code_pass1 or {}), m["counts"]["generations"],
+                        m["counts"]["generations_without_tests"], m["counts"]["tasks"], str(r.path)])
+    fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
+    _plot_by_position(runs, out / "correctness_by_position.png")
+    _plot_per_task(runs, out / "per_task_distribution.png")
+    lines = ["# testgen report", "", "Table 2 shape: P' (C), percent; rows models, columns settings.", "", md]
+    lines.append("Empty generations (no usable test) count as "
+                 + ", ".join(sorted({f"{r.metrics.get('empty_generations', 'zero')}" for r in runs}))
+                 + "; see table2.csv for the other variant.\n")
+    if fits:
+        lines.append("Figure 2 fits: " + "; ".join(
+            f"{s}: r = {f['pearson_r']:.3f} (n = {f['n']})" if f.get("pearson_r") is not None else f"{s}: n = {f['n']}"
+            for s, f in fits.items()) + "\n")
+    for png in ("pass_rate_vs_code_pass1.png", "correctness_by_position.png", "per_task_distribution.png"):
+        lines.append(f"![{png}]({png})\n")
+    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    files = sorted(str(p) for p in out.iterdir() if p.is_file())
+    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "files": files}

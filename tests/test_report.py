@@ -1,0 +1,106 @@
+"""``testgen report``: Table 2 (Markdown, CSV, terminal) and PNG plots from evaluated runs.
+
+One real run (CodeT's raw CodeGen-16B test generations for 4 HumanEval tasks, placeholder
+prompts) is evaluated with ``testgen eval``; copies of its eval directory under other model and
+setting names give the multi-model table and the Figure 2 regression.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from testgen.cli import cli, run_cli
+
+RAW = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
+PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from testgen.evaluate_run import EvalOptions, evaluate_run
+    from testgen.extraction import extract_tests
+
+    prompts = {}
+    with gzip.open(shared_data / PROMPTS, "rt") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            prompts[rec["prompt"]] = rec
+    run = tmp_path_factory.mktemp("codet_run")
+    with gzip.open(shared_data / RAW, "rt") as fh, open(run / "generations.jsonl", "w") as out:
+        for n, line in enumerate(fh):
+            if n == 4:
+                break
+            rec = json.loads(line)
+            task = prompts[rec["prompt"]]
+            for i, raw in enumerate(rec["samples"]):
+                ex = extract_tests(raw, entry_point=task["entry_point"], prefix="assert ", mode="robust")
+                out.write(json.dumps({"task_id": task["task_id"], "generation_id": f"{task['task_id']}/g/{i}",
+                                      "solution_id": None, "tests": list(ex.tests),
+                                      "dropped": {"no_entry_point": ex.dropped_no_entry_point,
+                                                  "unparsable": ex.dropped_unparsable}}) + "\n")
+    (run / "config.json").write_text(json.dumps({"dataset": "humaneval+", "setting": "placeholder",
+                                                 "model": "codegen-16b", "backend": "replay"}))
+    evaluate_run(run, EvalOptions(dataset_path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",
+                                  workers=2))
+    return run
+
+
+def _variant(src: Path, dest: Path, *, model: str, setting: str, **changes: Any) -> Path:
+    dest.mkdir(parents=True)
+    m = json.loads((src / "eval" / "metrics.json").read_text())
+    m["run"].update(model=model, setting=setting)
+    m.update(changes)
+    (dest / "metrics.json").write_text(json.dumps(m))
+    shutil.copy(src / "eval" / "generations.jsonl", dest / "generations.jsonl")
+    return dest
+
+
+def test_report_table_csv_and_plots(evaluated: Path, tmp_path: Path) -> None:
+    real = json.loads((evaluated / "eval" / "metrics.json").read_text())
+    assert real["coverage"] is not None and 0 < real["dedup_pass_rate"] < 1
+    runs = [
+        evaluated,  # a run dir: its eval/ is found
+        _variant(evaluated, tmp_path / "a", model="A", setting="self", dedup_pass_rate=0.40, coverage=0.70, code_pass1=0.20),
+        _variant(evaluated, tmp_path / "b", model="B", setting="self", dedup_pass_rate=0.55, coverage=0.72, code_pass1=0.35),
+        _variant(evaluated, tmp_path / "c", model="C", setting="self", dedup_pass_rate=0.50, coverage=0.75, code_pass1=0.50),
+        _variant(evaluated, tmp_path / "d", model="A", setting="oracle", dedup_pass_rate=0.45, coverage=0.71),
+    ]
+    out = tmp_path / "report"
+    res = CliRunner().invoke(cli, ["report", *map(str, runs), "--out", str(out), "--code-pass1", "codegen-16b=18.5"])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    md = (out / "table2.md").read_text().splitlines()
+    assert md[0] == "| model | oracle | self | placeholder |"
+    pc = f"{100 * real['dedup_pass_rate']:.2f} ({100 * real['coverage']:.2f})"
+    assert md[2] == f"| codegen-16b |  |  | {pc} |"
+    assert md[3] == "| A | 45.00 (71.00) | 40.00 (70.00) |  |"
+    assert "55.00 (72.00)" in res.output  # the terminal table
+    with open(out / "table2.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["model"], r["setting"]) for r in rows][0] == ("codegen-16b", "placeholder")
+    assert float(rows[0]["code_pass1"]) == pytest.approx(0.185)
+    assert float(rows[0]["pass_rate"]) == pytest.approx(real["pass_rate"])
+    r = np.corrcoef([20, 35, 50], [40, 55, 50])[0, 1]
+    assert f"Pearson r = {r:.3f} over 3 models" in res.output
+    for png in ("pass_rate_vs_code_pass1.png", "correctness_by_position.png", "per_task_distribution.png"):
+        data = (out / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_report_errors(evaluated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _variant(evaluated, tmp_path / "a", model="A", setting="self")
+    b = _variant(evaluated, tmp_path / "b", model="A", setting="self")
+    assert run_cli(cli, ["report", str(a), str(b), "--out", str(tmp_path / "o")]) == 2
+    assert "two runs for A/self" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert run_cli(cli, ["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert "testgen eval" in capsys.readouterr().err
+    assert run_cli(cli, ["report", str(a), "--code-pass1", "nonsense", "--out", str(tmp_path / "o")]) == 2
