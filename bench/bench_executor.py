@@ -1,0 +1,196 @@
+"""Benchmark the executor on the real agreement workload of CodeT (Chen et al., 2022,
+"CodeT: Code Generation with Generated Tests", arXiv 2207.10397).
+
+Workload: CodeGen-Mono-16B's HumanEval completions against the tests CodeT extracted from the
+same model's 100 test generations per task (first 5 asserts of each), as recorded by CodeT's
+released code in ``codet/codet_reference_outcomes_codegen16B.jsonl.gz``: per task the distinct
+``tests`` and, per distinct completion, ``result`` (one boolean per test) or ``error`` (the
+solution did not load). Program = CodeT's code-generation prompt + completion. Every
+(solution, test) pair runs with CodeT's 0.1 s per-test timeout (558,829 pairs in full).
+
+Reports wall time, CPU time (self + children, from ``resource.getrusage``), peak RSS summed
+over the parent, workers and their children (sampled with psutil), pairs per second (median
+of ``--repeat`` runs), and agreement with CodeT's booleans, with the disagreements classified.
+
+Usage::
+
+    .venv/bin/python bench/bench_executor.py [--limit-tasks N] [--repeat 3] [--workers 2]
+        [--isolation batch|per_test] [--data ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def load_workload(data: Path, limit_tasks: int | None) -> list[dict[str, Any]]:
+    """Per task: prompt, distinct tests, distinct completions with CodeT's outcomes."""
+    prompts = {}
+    with gzip.open(data / "codet" / "HumanEval_for_code_generation.jsonl.gz", "rt") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            prompts[rec["task_id"]] = rec["prompt"]
+    tasks = []
+    with gzip.open(data / "codet" / "codet_reference_outcomes_codegen16B.jsonl.gz", "rt") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            rec["prompt"] = prompts[rec["task_id"]]
+            tasks.append(rec)
+            if limit_tasks is not None and len(tasks) >= limit_tasks:
+                break
+    return tasks
+
+
+class PeakRss:
+    """Samples the summed RSS of this process and all its descendants in a thread."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = self._psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            try:
+                procs = [me, *me.children(recursive=True)]
+            except self._psutil.Error:
+                procs = [me]
+            for p in procs:
+                try:
+                    total += p.memory_info().rss
+                except self._psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str) -> dict[str, Any]:
+    from evaluation.executor import AssertTest, Job, Limits, execute
+
+    limits = Limits(timeout=0.1, load_timeout=1.0)
+    jobs = []
+    for t, task in enumerate(tasks):
+        tests = tuple(AssertTest(source=s) for s in task["tests"])
+        for s, sol in enumerate(task["solutions"]):
+            jobs.append(Job(program=task["prompt"] + sol["completion"], tests=tests, limits=limits,
+                            isolation=isolation, tag=(t, s)))  # type: ignore[arg-type]
+    pairs = sum(len(j.tests) for j in jobs)
+    r0s, r0c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    results = {}
+    with PeakRss() as rss:
+        for res in execute(jobs, workers=workers):
+            results[res.tag] = res
+    wall = time.perf_counter() - t0
+    r1s, r1c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1s.ru_utime - r0s.ru_utime + r1s.ru_stime - r0s.ru_stime
+           + r1c.ru_utime - r0c.ru_utime + r1c.ru_stime - r0c.ru_stime)
+    return {"wall": wall, "cpu": cpu, "rss": rss.peak, "pairs": pairs, "jobs": len(jobs), "results": results}
+
+
+def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str, Any]:
+    """Compare our outcomes with CodeT's booleans; classify the disagreements."""
+    from evaluation.records import Outcome
+
+    agree = total = 0
+    kinds: Counter[str] = Counter()
+    load_agree = load_total = 0
+    examples: dict[str, list[str]] = {}
+    for t, task in enumerate(tasks):
+        for s, sol in enumerate(task["solutions"]):
+            res = results[(t, s)]
+            codet_error = "error" in sol
+            load_total += 1
+            load_agree += int(codet_error == bool(res.load_error))
+            expected = [False] * len(task["tests"]) if codet_error else sol["result"]
+            for i, (ours, theirs) in enumerate(zip(res.results, expected)):
+                total += 1
+                passed = ours.outcome is Outcome.PASSED
+                if passed == bool(theirs):
+                    agree += 1
+                    continue
+                if ours.outcome is Outcome.TIMEOUT:
+                    kind = "ours timeout, CodeT passed"
+                elif codet_error:
+                    kind = f"CodeT error ({sol['error'][:40]!r}), ours passed"
+                elif passed:
+                    kind = "ours passed, CodeT failed"
+                else:
+                    kind = f"ours {ours.outcome.value}, CodeT passed"
+                kinds[kind] += 1
+                ex = examples.setdefault(kind, [])
+                if len(ex) < 3:
+                    ex.append(f"{task['task_id']} sol{s} test{i}: {task['tests'][i][:80]!r} -> {ours.detail[:80]!r}")
+    return {"agree": agree, "total": total, "pct": 100.0 * agree / max(1, total), "kinds": kinds,
+            "examples": examples, "load_agree": load_agree, "load_total": load_total}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=Path(os.environ.get("TESTGEN_DATA", ROOT.parent / "shared" / "data")))
+    ap.add_argument("--limit-tasks", type=int, default=None, help="only the first N tasks")
+    ap.add_argument("--repeat", type=int, default=3, help="runs; the median is reported")
+    ap.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    ap.add_argument("--isolation", choices=["batch", "per_test"], default="batch")
+    args = ap.parse_args(argv)
+    tasks = load_workload(args.data, args.limit_tasks)
+    runs = []
+    for k in range(args.repeat):
+        run = run_once(tasks, args.workers or os.cpu_count() or 1, args.isolation)
+        runs.append(run)
+        print(f"run {k + 1}: wall {run['wall']:.1f} s, cpu {run['cpu']:.1f} s, peak rss {run['rss'] / 2**20:.0f} MiB, "
+              f"{run['pairs'] / run['wall']:,.0f} pairs/s", flush=True)
+    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    last = runs[-1]
+    agr = agreement(tasks, last["results"])
+    per_run = [agreement(tasks, r["results"])["pct"] for r in runs]
+    print()
+    print(f"workload: {len(tasks)} tasks, {last['jobs']:,} distinct solutions, "
+          f"{sum(len(t['tests']) for t in tasks):,} distinct tests, {last['pairs']:,} pairs; "
+          f"isolation={args.isolation}, workers={args.workers or os.cpu_count()}, timeout 0.1 s/test")
+    print(f"| metric | median of {len(runs)} |")
+    print("|---|---|")
+    print(f"| wall | {med('wall'):.1f} s |")
+    print(f"| CPU (self + children) | {med('cpu'):.1f} s |")
+    print(f"| peak RSS (sum of processes) | {med('rss') / 2**20:.0f} MiB |")
+    print(f"| pairs/s | {last['pairs'] / med('wall'):,.0f} |")
+    print(f"| agreement with CodeT (pairs) | {agr['pct']:.3f}% ({agr['agree']:,}/{agr['total']:,}); "
+          f"per run {', '.join(f'{p:.3f}%' for p in per_run)} |")
+    print(f"| load agreement (CodeT error == our load_error) | {agr['load_agree']:,}/{agr['load_total']:,} |")
+    print("\ndisagreements (last run):")
+    for kind, n in agr["kinds"].most_common():
+        print(f"  {n:6,}  {kind}")
+        for ex in agr["examples"][kind]:
+            print(f"          e.g. {ex}")
+
+
+if __name__ == "__main__":
+    main()
