@@ -1,0 +1,136 @@
+"""The ``vllm`` backend's adapter, tested without a GPU through a stand-in ``vllm`` module;
+the real engine is exercised only where vllm and CUDA are available."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from evaluation.errors import TestgenError, UnknownName
+from testgen.backends import create_backend
+from testgen.backends.base import ChatMessage, Prompt, Sampling
+
+
+@dataclass
+class _Completion:
+    index: int
+    text: str
+    token_ids: list[int]
+    finish_reason: str
+
+
+@dataclass
+class _Output:
+    prompt_token_ids: list[int]
+    outputs: list[_Completion]
+
+
+@dataclass
+class _SamplingParams:
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    seed: int | None = None
+    stop: list[str] | None = None
+
+
+class _Tokenizer:
+    chat_template = "{{ messages }}"
+
+    def apply_chat_template(self, messages: list[dict[str, str]], *, tokenize: bool, add_generation_prompt: bool) -> str:
+        assert tokenize is False and add_generation_prompt is True
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+
+@dataclass
+class _LLM:
+    init: dict[str, Any]
+    calls: list[tuple[list[str], list[_SamplingParams]]] = field(default_factory=list)
+
+    def get_tokenizer(self) -> _Tokenizer:
+        return _Tokenizer()
+
+    def generate(self, prompts: list[str], params: list[_SamplingParams], use_tqdm: bool = True) -> list[_Output]:
+        assert use_tqdm is False
+        self.calls.append((prompts, params))
+        # answer in REVERSED completion order to check the adapter sorts by index
+        return [
+            _Output(prompt_token_ids=[0] * len(p),
+                    outputs=[_Completion(k, f"{p[-9:]}#{k}", [1] * (k + 1), "stop") for k in reversed(range(sp.n))])
+            for p, sp in zip(prompts, params)
+        ]
+
+
+@pytest.fixture()
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    module = types.ModuleType("vllm")
+    module.LLM = lambda **kwargs: _LLM(init=kwargs)  # type: ignore[attr-defined]
+    module.SamplingParams = _SamplingParams  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    return module
+
+
+def test_options_validated_without_vllm() -> None:
+    with pytest.raises(UnknownName, match="did you mean 'tensor_parallel_size'"):
+        create_backend("vllm", model="m", options={"tensor_paralel_size": "2"})
+    with pytest.raises(TestgenError, match="gpu_memory_utilization"):
+        create_backend("vllm", model="m", options={"gpu_memory_utilization": "1.5"})
+    backend = create_backend("vllm", model="m", options={"tensor_parallel_size": "4", "max_model_len": "none"})
+    assert backend.options.tensor_parallel_size == 4 and backend.options.max_model_len is None
+
+
+def test_engine_arguments_and_sampling_mapping(fake_vllm: types.ModuleType) -> None:
+    backend = create_backend("vllm", model="bigcode/starcoder", options={
+        "tensor_parallel_size": "2", "dtype": "bfloat16", "max_model_len": "4096", "chat": "false"})
+    prompts = [Prompt(text="def f(x):\n    pass\nassert f("), Prompt(text="assert g(", sample_offset=5)]
+    seen: list[int] = []
+    out = backend.generate(prompts, Sampling(temperature=0.2, top_p=0.95, max_tokens=300, n=3, seed=10,
+                                             stop=("\ndef ",)), on_result=lambda i, g: seen.append(i))
+    llm = backend.engine()
+    assert llm.init["model"] == "bigcode/starcoder" and llm.init["tensor_parallel_size"] == 2
+    assert llm.init["dtype"] == "bfloat16" and llm.init["max_model_len"] == 4096
+    [(texts, params)] = llm.calls
+    assert texts == [p.text for p in prompts]
+    assert params[0] == _SamplingParams(n=3, temperature=0.2, top_p=0.95, max_tokens=300, seed=10, stop=["\ndef "])
+    assert params[1].seed == 15  # seeds follow the first requested sample: a resume draws fresh ones
+    assert seen == [0, 1]
+    assert [[g.text for g in gens] for gens in out] == [
+        ["assert f(#0", "assert f(#1", "assert f(#2"], ["assert g(#0", "assert g(#1", "assert g(#2"]]
+    assert out[0][2].usage == {"prompt_tokens": len(texts[0]), "completion_tokens": 3}
+    greedy = backend.sampling_params(Sampling(temperature=0.0, top_p=0.5), prompts[0])
+    assert greedy.top_p == 1.0 and greedy.seed is None
+
+
+def test_chat_prompts_use_the_chat_template(fake_vllm: types.ModuleType) -> None:
+    backend = create_backend("vllm", model="m")
+    assert backend.is_chat  # the tokenizer has a chat template
+    chat = Prompt(messages=(ChatMessage(role="system", content="S"), ChatMessage(role="user", content="U")))
+    backend.generate([chat], Sampling())
+    assert backend.engine().calls[0][0] == ["<system>S<user>U<assistant>"]
+
+
+def test_missing_vllm_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    backend = create_backend("vllm", model="m", options={"chat": "false"})
+    with pytest.raises(TestgenError, match="pip install 'testgen\\[vllm\\]'"):
+        backend.generate([Prompt(text="x")], Sampling())
+
+
+def test_real_vllm_engine() -> None:
+    vllm = pytest.importorskip("vllm", reason="vllm is not installed (optional extra 'vllm')")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU: vLLM's engine needs one")
+    model = "sshleifer/tiny-gpt2"
+    backend = create_backend("vllm", model=model, options={"chat": "false", "gpu_memory_utilization": "0.3",
+                                                           "enforce_eager": "true"})
+    try:
+        out = backend.generate([Prompt(text="assert f("), Prompt(text="def g():")], Sampling(n=2, max_tokens=8, seed=0))
+    except Exception as exc:  # model download impossible offline
+        pytest.skip(f"vLLM could not load {model}: {exc}")
+    assert [len(g) for g in out] == [2, 2] and vllm is not None
