@@ -289,33 +289,19 @@ def _solution_record(sol: Solution, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _read_pool(path: str, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
-    try:
-        from evaluation.solutions import read_solutions
-    except ModuleNotFoundError:
-        raise TestgenError("--code-pool needs evaluation.solutions (not available in this build)") from None
+def _read_pool(path: str, dataset: Any, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
+    """The first ``n`` solutions per task of a solutions file (any format ``read_solutions`` reads)."""
+    from evaluation.solutions import read_solutions
+
     by_task: dict[str, list[Solution]] = defaultdict(list)
     wanted = {p.task_id for p in problems}
-    dataset = {p.task_id: p for p in problems}
-    for sol in _call_read_solutions(read_solutions, path, dataset):
+    for sol in read_solutions(path, dataset=dataset).solutions:
         if sol.task_id in wanted:
             by_task[sol.task_id].append(sol)
-    missing = [t for t in wanted if not by_task.get(t)]
+    missing = sorted(t for t in wanted if not by_task.get(t))
     if missing:
-        raise TestgenError(f"--code-pool {path}: no solutions for {len(missing)} task(s), e.g. {sorted(missing)[0]}")
-    return {t: sols[:n] for t, sols in by_task.items()}
-
-
-def _call_read_solutions(read_solutions: Any, path: str, dataset: dict[str, Problem]) -> list[Solution]:
-    import inspect
-
-    params = inspect.signature(read_solutions).parameters
-    kwargs: dict[str, Any] = {}
-    if "problems" in params:
-        kwargs["problems"] = dataset
-    elif "dataset" in params:
-        kwargs["dataset"] = dataset
-    return list(read_solutions(path, **kwargs))
+        raise TestgenError(f"--code-pool {path}: no solutions for {len(missing)} task(s), e.g. {missing[0]}")
+    return {t: sorted(sols, key=lambda s: s.sample_index)[:n] for t, sols in by_task.items()}
 
 
 class _Progress:
@@ -452,7 +438,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
         elif config.setting is Setting.CROSS:
             assert config.code_pool is not None
-            pool = _read_pool(config.code_pool, problems, n)
+            pool = _read_pool(config.code_pool, ds, problems, n)
             for p in problems:
                 sols = []
                 for j, s in enumerate(pool[p.task_id]):
