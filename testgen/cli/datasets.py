@@ -45,13 +45,14 @@ def dataset_rows(
         spec = SPECS.get(name)
         version = spec.version if spec else ""
         try:
-            if spec is not None:
-                # Locate first so a missing file is reported without a download attempt.
-                located = locate_dataset(name, dataset_path, allow_download=allow_download)
-                path = str(located.path)
+            if spec is None:  # a plugin dataset: its loader finds its own file
+                dataset = load_dataset(name, path=dataset_path)
+                found_by = dataset.found_by.value if dataset.found_by else "plugin"
             else:
-                path = dataset_path
-            dataset = load_dataset(name, path=path)
+                # Locate first, so a missing file is reported without a download attempt.
+                located = locate_dataset(name, dataset_path, allow_download=allow_download)
+                dataset = load_dataset(name, path=located.path)
+                found_by = located.found_by.value + (f" ({located.detail})" if located.detail else "")
         except DatasetNotFound as exc:
             if dataset_path is not None:
                 raise
@@ -59,9 +60,6 @@ def dataset_rows(
                 DatasetRow(name=name, version=version, problems=None, found_by=None, path=None, error=str(exc))
             )
             continue
-        found_by = dataset.found_by.value if dataset.found_by else "plugin"
-        if spec is not None:
-            found_by = located.found_by.value + (f" ({located.detail})" if located.detail else "")
         rows.append(
             DatasetRow(
                 name=name,
@@ -100,7 +98,9 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
         if not Path(dataset_path).expanduser().is_file():
             raise DatasetNotFound(f"--dataset-path {dataset_path} is not a file")
         if len(names) != 1:
-            raise click.UsageError("--dataset-path needs exactly one dataset name, e.g. 'testgen datasets mbpp+ --dataset-path FILE'")
+            raise click.UsageError(
+                "--dataset-path needs exactly one dataset name, e.g. 'testgen datasets mbpp+ --dataset-path FILE'"
+            )
     for name in names:
         DATASETS.get(name)  # unknown name: error with did-you-mean
     rows = dataset_rows(list(names) or DATASETS.names(), dataset_path=dataset_path, allow_download=download)
@@ -108,20 +108,20 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
         for row in rows:
             click.echo(json.dumps(row.__dict__))
         return
-    header = ("dataset", "version", "problems", "found by", "path")
-    table = [header] + [
-        (
+    header = ["dataset", "version", "problems", "found by", "path"]
+    table: list[list[str]] = [header] + [
+        [
             r.name,
             r.version,
             "-" if r.problems is None else str(r.problems),
             r.found_by or "NOT FOUND",
             r.path or "-",
-        )
+        ]
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    for row in table:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(header) - 1)]
+    for cells in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)) + "  " + cells[-1])
     for r in rows:
         if r.error:
             click.echo("")
