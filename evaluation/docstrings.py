@@ -62,6 +62,12 @@ class DocstringSpan:
     """Character column of the closing delimiter on ``last_line``."""
 
 
+def _lines(source: str) -> list[str]:
+    """``source`` cut after each ``\n`` (ast's line numbering; ``str.splitlines`` also cuts at
+    form feeds and U+2028, which would shift the numbers)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", source)
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -103,7 +109,7 @@ def find_docstring(source: str, entry_point: str | None) -> DocstringSpan | None
     node = _target_docstring_node(tree, entry_point)
     if node is None or node.end_lineno is None or node.end_col_offset is None:
         return None
-    lines = source.splitlines(keepends=True)
+    lines = _lines(source)
     first, last = node.lineno - 1, node.end_lineno - 1
     opening = lines[first][_char_col(lines[first], node.col_offset):]
     match = re.match(r"[rRuU]?(\"\"\"|''')", opening)
@@ -224,7 +230,7 @@ def strip_examples(prompt: str, entry_point: str | None = None) -> str:
     span = find_docstring(prompt, entry_point)
     if span is None or span.first_line == span.last_line:
         return prompt
-    lines = prompt.splitlines(keepends=True)
+    lines = _lines(prompt)
     closing = lines[span.last_line]
     head, tail = closing[: span.closing_col], closing[span.closing_col :]
     body = lines[span.first_line + 1 : span.last_line]

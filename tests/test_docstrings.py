@@ -137,3 +137,8 @@ def test_only_the_entry_point_docstring_is_touched() -> None:
     out = strip_examples(prompt, "f")
     assert out.startswith('def helper(x):\n    """>>> helper(1)\n    1\n    """\n')
     assert out.endswith('def f(x):\n    """Call helper.\n    """\n')
+
+
+def test_form_feed_and_line_separator_do_not_shift_lines() -> None:
+    prompt = 'import os\x0c\ndef f(x):\n    """Say \u2028hi.\n    >>> f(1)\n    1\n    """\n'
+    assert strip_examples(prompt, "f") == 'import os\x0c\ndef f(x):\n    """Say \u2028hi.\n    """\n'
