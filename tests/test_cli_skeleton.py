@@ -97,7 +97,7 @@ def test_datasets_json_with_explicit_path(shared_data: Path, no_data_env: Path) 
 
 
 def test_friendly_error_without_traceback() -> None:
-    result = _runner().invoke(cli, ["datasets", "mbpp+", "--dataset-path", "/nope"])
+    result = _runner().invoke(cli, ["datasets", "--dataset-path", "/nope"])
     assert result.exit_code == 2
     assert result.stderr == (
         "Error: --dataset-path /nope is not a file\n(run with --debug for the full traceback)\n"
