@@ -3,7 +3,7 @@
 Xiong, Guo, Chen (arXiv 2310.05727): for every problem, N test generations, each with one
 implementation in the prompt (the :class:`~testgen.settings.Setting`). Generation ``j`` of a
 task has ``sample_index`` ``j`` (0..N-1) in every setting; in ``oracle`` and ``placeholder``
-all N share one ``solution_id``, in ``self`` and ``cross`` generation ``j`` is conditioned on the
+all N share one ``solution_id`` (``null`` for placeholder), in ``self`` and ``cross`` generation ``j`` is conditioned on the
 task's ``j``-th solution.
 
 What is written (the run-directory contract, README "Data formats"):
@@ -148,7 +148,7 @@ class _Unit:
     """Test generations to make for one (task, solution): one prompt, several samples."""
 
     problem: Problem
-    solution_id: str
+    solution_id: str | None
     prompt: Prompt
     prompt_hash: str
     sample_indices: tuple[int, ...]
@@ -472,14 +472,16 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             p = problem_by_id[task_id]
             for sol, copies in sols:
                 indices = list(range(copies)) if copies > 1 or config.setting in (Setting.ORACLE, Setting.PLACEHOLDER) else [sol.sample_index]
-                missing = [j for j in indices if generation_key(task_id, sol.solution_id, j) not in done]
+                # the contract records placeholder generations with solution_id null
+                shown_id = None if config.setting is Setting.PLACEHOLDER else sol.solution_id
+                missing = [j for j in indices if generation_key(task_id, shown_id, j) not in done]
                 skipped += len(indices) - len(missing)
                 if not missing:
                     continue
                 prompt = render(tests_tpl, p, code=sol.code, purpose="tests", num_tests=num_tests,
                                 keep_examples=config.keep_examples)
                 for run_ in _runs(missing):
-                    units.append(_Unit(problem=p, solution_id=sol.solution_id,
+                    units.append(_Unit(problem=p, solution_id=shown_id,
                                        prompt=replace(prompt, sample_offset=run_[0]),
                                        prompt_hash=_prompt_hash(prompt), sample_indices=run_))
 

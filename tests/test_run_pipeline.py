@@ -47,8 +47,8 @@ def test_settings_records(setting: str, tmp_path: Path) -> None:
         assert recs[1]["prompt"].count("fake sample 1") == 1  # generation j shows solution j
         assert all(s["solution"].startswith(s["solution"][:20]) and s["completion"] for s in sols)
     else:
-        kind = "reference" if setting == "oracle" else "placeholder"
-        assert {r["solution_id"] for r in recs[:3]} == {f"HumanEval/0/{kind}/0"} and len(sols) == 2
+        shown = "HumanEval/0/reference/0" if setting == "oracle" else None  # placeholder: null
+        assert {r["solution_id"] for r in recs[:3]} == {shown} and len(sols) == 2
         assert len({r["prompt_hash"] for r in recs[:3]}) == 1
         assert ("    pass\n\n# Check" in recs[0]["prompt"]) == (setting == "placeholder")
     config = json.loads((tmp_path / "config.json").read_text())
@@ -81,14 +81,15 @@ def test_chat_style(tmp_path: Path) -> None:
     assert sols[0]["solution"].startswith("def has_close_elements(") and sols[0]["completion"] is None
 
 
-def test_resume_rules(tmp_path: Path) -> None:
-    base = RunConfig(dataset="humaneval", setting=Setting.ORACLE, backend="fake", n=2, limit=2)
+@pytest.mark.parametrize("setting", [Setting.ORACLE, Setting.PLACEHOLDER])
+def test_resume_rules(setting: Setting, tmp_path: Path) -> None:
+    base = RunConfig(dataset="humaneval", setting=setting, backend="fake", n=2, limit=2)
     run(base, out=tmp_path)
-    bigger = RunConfig(dataset="humaneval", setting=Setting.ORACLE, backend="fake", n=2, limit=3,
+    bigger = RunConfig(dataset="humaneval", setting=setting, backend="fake", n=2, limit=3,
                        backend_options={"delay": "0"})  # limit and runtime options may change
     s = run(bigger, out=tmp_path)
     assert (s.generated, s.skipped) == (2, 4)
-    hotter = RunConfig(dataset="humaneval", setting=Setting.ORACLE, backend="fake", n=5, limit=2,
+    hotter = RunConfig(dataset="humaneval", setting=setting, backend="fake", n=5, limit=2,
                        prompt_style=PromptStyle.CHAT)
     with pytest.raises(TestgenError, match=r"different configuration \(n, prompt_style, .*sampling.n"):
         run(hotter, out=tmp_path)
