@@ -6,12 +6,14 @@ completion); multiplicities and test positions are kept for the rerankers. One j
 distinct program: the program is loaded once and the tests run against it, each with its
 own deadline (0.1 s per test in CodeT; ``timeout``).
 
-With ``outputs=True`` the same job also calls the entry point on the distinct inputs of
-the tests (``f(x)`` in ``assert f(x) == y`` when every argument is a literal), and the
-returned values are kept as hashes for MBR-exec (Shi et al., EMNLP 2022).
+With ``outputs=True`` the executor also returns, per test, the value of the checked
+expression (``f(x)`` in ``assert f(x) == y``; it evaluates that in the child and compares
+in the parent anyway), kept as hashes for MBR-exec (Shi et al., EMNLP 2022): the test
+inputs are the generated tests themselves, so no extra execution is needed. For a test of
+another shape the "output" is its outcome.
 
 Cache: ``CACHE/matrix-<hash of the execution settings>.jsonl``, one line per (task,
-program, test set, input set), appended as each job finishes, so a killed run resumes
+program, test set, outputs flag), appended as each job finishes, so a killed run resumes
 and another method or a second run reads the matrix in seconds. Also
 :func:`matrices_from_codet_outcomes` builds matrices from the outcomes CodeT's own code
 computed (a check of the scoring independent of our executor).
@@ -19,7 +21,6 @@ computed (a check of the scoring independent of our executor).
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -38,11 +39,10 @@ __all__ = [
     "prepare_task",
     "build_matrices",
     "matrices_from_codet_outcomes",
-    "call_of_assert",
     "CACHE_VERSION",
 ]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bumped when the meaning of cached lines changes."""
 
 _CODE = {Outcome.PASSED: "P", Outcome.FAILED: "F", Outcome.ERROR: "E", Outcome.TIMEOUT: "T"}
@@ -55,7 +55,7 @@ class TaskInputs:
     task_id: str
     """The task."""
     entry_point: str
-    """Function under test (for output calls)."""
+    """Function under test."""
     programs: tuple[str, ...]
     """Distinct complete programs, in order of first occurrence."""
     program_keys: tuple[str, ...]
@@ -72,44 +72,14 @@ class TaskInputs:
     """Occurrences of each distinct test."""
     test_positions: tuple[tuple[int, ...], ...]
     """Position of each occurrence within its generation."""
-    calls: tuple[tuple[Any, ...], ...]
-    """Distinct argument tuples of the entry-point calls found in the tests (for MBR-exec)."""
 
     @property
     def tests_key(self) -> str:
         """Hash of the ordered distinct tests (a cache key)."""
         return content_id("\x00".join(self.tests))
 
-    @property
-    def calls_key(self) -> str:
-        """Hash of the ordered distinct calls (a cache key)."""
-        return content_id(repr(self.calls)) if self.calls else ""
 
-
-def call_of_assert(source: str, entry_point: str) -> tuple[Any, ...] | None:
-    """The literal positional arguments of the first ``entry_point(...)`` call in a test.
-
-    ``None`` when the test does not parse, calls the entry point with keywords or
-    non-literal arguments, or never calls it.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry_point:
-            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-                return None
-            try:
-                return tuple(ast.literal_eval(a) for a in node.args)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                return None
-    return None
-
-
-def prepare_task(
-    task_id: str, entry_point: str, solutions: list[Solution], tests: list[TestCase], *, outputs: bool
-) -> TaskInputs:
+def prepare_task(task_id: str, entry_point: str, solutions: list[Solution], tests: list[TestCase]) -> TaskInputs:
     """Deduplicate a task's solutions and tests (keeping counts and positions)."""
     prog_index: dict[str, int] = {}
     programs: list[str] = []
@@ -138,17 +108,6 @@ def prepare_task(
         else:
             tcounts[j] += 1
             positions[j].append(t.position)
-    calls: list[tuple[Any, ...]] = []
-    if outputs:
-        seen: set[str] = set()
-        for src in srcs:
-            args = call_of_assert(src, entry_point)
-            if args is None:
-                continue
-            key = repr(args)
-            if key not in seen:
-                seen.add(key)
-                calls.append(args)
     return TaskInputs(
         task_id=task_id,
         entry_point=entry_point,
@@ -160,16 +119,15 @@ def prepare_task(
         test_keys=tuple(content_id(t) for t in srcs),
         test_counts=tuple(tcounts),
         test_positions=tuple(tuple(p) for p in positions),
-        calls=tuple(calls),
     )
 
 
 def _value_key(result: Any) -> str:
-    if result.outcome is Outcome.PASSED:
+    if result.outcome in (Outcome.PASSED, Outcome.FAILED):
         try:
-            return content_id(repr(result.value))
+            return _CODE[result.outcome] + content_id(repr(result.value))
         except Exception:  # noqa: BLE001 - a value whose repr fails still has a type
-            return "!repr:" + type(result.value).__name__
+            return _CODE[result.outcome] + "repr:" + type(result.value).__name__
     kind = result.detail.split(":", 1)[0] if result.detail else ""
     return f"!{result.outcome.value}:{kind}"
 
@@ -222,7 +180,7 @@ def build_matrices(
     ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
     A program that fails to load is recorded as not loaded (CodeT: not ranked).
     """
-    from evaluation.executor import AssertTest, CallTest, Job, Limits, execute
+    from evaluation.executor import AssertTest, Job, Limits, execute
 
     task_list = list(tasks)
     cache = _cache_path(Path(cache_dir), timeout, load_timeout, memory_mb)
@@ -231,24 +189,15 @@ def build_matrices(
         for _, rec in read_jsonl(cache, tolerate_torn_tail=True):
             done[(rec["t"], rec["p"], rec["k"], rec["c"])] = (rec["o"], tuple(rec["v"]))
     jobs: list[Job] = []
+    flag = "v" if outputs else ""
     for task in task_list:
-        calls_key = task.calls_key if outputs else ""
-        if not task.tests and not calls_key:
+        if not task.tests:
             continue
+        tests = tuple(AssertTest(source=t) for t in task.tests)
         for prog, key in zip(task.programs, task.program_keys):
-            if (task.task_id, key, task.tests_key, calls_key) in done:
+            if (task.task_id, key, task.tests_key, flag) in done:
                 continue
-            tests: list[AssertTest | CallTest] = [AssertTest(source=t) for t in task.tests]
-            if calls_key:
-                tests += [CallTest(entry_point=task.entry_point, args=a) for a in task.calls]
-            jobs.append(
-                Job(
-                    program=prog,
-                    tests=tuple(tests),
-                    want_values=bool(calls_key),
-                    tag=(task.task_id, key, task.tests_key, calls_key, len(task.tests)),
-                )
-            )
+            jobs.append(Job(program=prog, tests=tests, want_values=outputs, tag=(task.task_id, key, task.tests_key)))
     total = len(jobs)
     if progress:
         progress(0, total)
@@ -256,24 +205,23 @@ def build_matrices(
         limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb)
         with JsonlAppender(cache) as app:
             for n_done, res in enumerate(execute(jobs, workers=workers, limits=limits), start=1):
-                tid, key, tkey, ckey, n_tests = res.tag
+                tid, key, tkey = res.tag
                 if res.load_error:
                     codes, values = "L", ()
                 else:
-                    codes = "".join(_CODE[r.outcome] for r in res.results[:n_tests])
-                    values = tuple(_value_key(r) for r in res.results[n_tests:])
-                done[(tid, key, tkey, ckey)] = (codes, values)
-                app.write({"t": tid, "p": key, "k": tkey, "c": ckey, "o": codes, "v": list(values)})
+                    codes = "".join(_CODE[r.outcome] for r in res.results)
+                    values = tuple(_value_key(r) for r in res.results) if outputs else ()
+                done[(tid, key, tkey, flag)] = (codes, values)
+                app.write({"t": tid, "p": key, "k": tkey, "c": flag, "o": codes, "v": list(values)})
                 if progress:
                     progress(n_done, total)
     out: dict[str, TaskMatrix] = {}
     for task in task_list:
-        calls_key = task.calls_key if outputs else ""
         rows: dict[str, tuple[str, tuple[str, ...]]] = {}
         for key in task.program_keys:
-            # Without tests (and calls) nothing runs: CodeT skips such solutions, so they
-            # count as not loaded and the task falls back to random.
-            rows[key] = done.get((task.task_id, key, task.tests_key, calls_key), ("L", ()))
+            # Without tests nothing runs: CodeT skips such solutions, so they count as not
+            # loaded and the task falls back to random.
+            rows[key] = done.get((task.task_id, key, task.tests_key, flag), ("L", ()))
         out[task.task_id] = _matrix(task, rows, outputs)
     return out
 

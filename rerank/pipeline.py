@@ -219,7 +219,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
         raise TestgenError(f"{config.samples}: no solutions for any task of {dataset.name}")
     prepared: dict[str, list[TaskInputs]] = {
         ts.label: [
-            prepare_task(t, dataset[t].entry_point, samples[t], ts.tests.get(t, []), outputs=need_outputs)
+            prepare_task(t, dataset[t].entry_point, samples[t], ts.tests.get(t, []))
             for t in task_ids
         ]
         for ts in test_sets

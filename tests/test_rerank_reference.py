@@ -31,7 +31,7 @@ def reference(shared_data: Path):  # type: ignore[no-untyped-def]
     ds = load_dataset("humaneval+", path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz")
     sols = read_samples(codet / SOLUTIONS, dataset=ds)
     tests = read_tests(codet / TESTS, dataset=ds, limit=5)
-    tasks = [prepare_task(t, ds[t].entry_point, sols[t], tests.tests.get(t, []), outputs=False) for t in sols]
+    tasks = [prepare_task(t, ds[t].entry_point, sols[t], tests.tests.get(t, [])) for t in sols]
     mats = matrices_from_codet_outcomes(codet / "codet_reference_outcomes_codegen16B.jsonl.gz", tasks)
     verdicts = {
         (r["task_id"], r["completion"]): bool(r["passed"])
