@@ -142,3 +142,11 @@ def test_kill_and_resume_loses_nothing_duplicates_nothing(tmp_path: Path) -> Non
         assert after[: len(before)] == before  # the saved generations were kept as they were
         # the resumed run asked only for what was missing
         assert sum(b["n"] for b in server.bodies[mark:]) == 120 - len(before)
+
+
+def test_n_per_request_chunks_get_distinct_seeds(server: FakeOpenAIServer) -> None:
+    backend = _backend(server, n_per_request=2)
+    [gens] = backend.generate([Prompt(text="assert f(", sample_offset=10)], Sampling(n=5, seed=100))
+    assert len(gens) == 5
+    assert sorted((b["n"], b["seed"]) for b in server.bodies) == [(1, 114), (2, 110), (2, 112)]
+    assert len({g.text for g in gens}) > 2  # chunks are not copies of each other

@@ -133,7 +133,8 @@ class OpenAIBackend(Backend):
             self._client = None
 
     # one request, with our own retries
-    def _request(self, prompt: Prompt, sampling: Sampling, n: int) -> list[Generation]:
+    def _request(self, prompt: Prompt, sampling: Sampling, n: int, first: int = 0) -> list[Generation]:
+        """Samples ``first .. first + n - 1`` (relative to the prompt's offset) in one request."""
         import openai
 
         client = self.client()
@@ -145,7 +146,8 @@ class OpenAIBackend(Backend):
             "n": n,
         }
         if sampling.seed is not None:
-            common["seed"] = sampling.seed
+            # distinct seeds for the chunks of one prompt (and for a resumed run's later samples)
+            common["seed"] = sampling.seed + prompt.sample_offset + first
         if sampling.stop:
             common["stop"] = list(sampling.stop[:_MAX_STOP])
         attempt = 0
@@ -171,7 +173,10 @@ class OpenAIBackend(Backend):
                 time.sleep(delay)
                 attempt += 1
         if len(texts) != n:
-            raise TestgenError(f"openai backend: asked for n={n} choices, the server returned {len(texts)}")
+            raise TestgenError(
+                f"openai backend: asked for n={n} choices, the server returned {len(texts)}"
+                " (if it does not support n, use -o n_per_request=1)"
+            )
         usage = None
         if getattr(resp, "usage", None) is not None:
             u = resp.usage
@@ -191,40 +196,59 @@ class OpenAIBackend(Backend):
         self, prompts: Sequence[Prompt], sampling: Sampling, *, on_result: OnResult | None = None
     ) -> list[list[Generation]]:
         per = self.options.n_per_request or sampling.n
-        chunks = [min(per, sampling.n - s) for s in range(0, sampling.n, per)]
+        starts = list(range(0, sampling.n, per))
+        chunks = [min(per, sampling.n - s) for s in starts]
         results: list[list[list[Generation]] | None] = [None] * len(prompts)
         parts: list[list[list[Generation] | None]] = [[None] * len(chunks) for _ in prompts]
         left = [len(chunks)] * len(prompts)
-        failure: BaseException | None = None
         with ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="openai") as pool:
             futures: dict[Future[list[Generation]], tuple[int, int]] = {}
             for i, prompt in enumerate(prompts):
                 for c, k in enumerate(chunks):
-                    futures[pool.submit(self._request, prompt, sampling, k)] = (i, c)
+                    futures[pool.submit(self._request, prompt, sampling, k, starts[c])] = (i, c)
             pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    i, c = futures[fut]
-                    if fut.cancelled():
-                        continue
-                    exc = fut.exception()
-                    if exc is not None:
-                        if failure is None:
-                            failure = exc
-                            for p in pending:
-                                p.cancel()
-                        continue
-                    parts[i][c] = fut.result()
-                    left[i] -= 1
-                    if left[i] == 0:
-                        gens = [g for part in parts[i] for g in (part or [])]
-                        results[i] = [gens]
-                        if on_result is not None:
-                            on_result(i, gens)
+            try:
+                self._collect(futures, pending, parts, left, results, on_result)
+            except BaseException:
+                # Ctrl-C, or a failure in on_result: drop the queued requests instead of
+                # waiting for all of them (those in flight finish and are discarded)
+                for p in pending:
+                    p.cancel()
+                raise
+        return [r[0] if r else [] for r in results]
+
+    @staticmethod
+    def _collect(
+        futures: dict[Future[list[Generation]], tuple[int, int]],
+        pending: set[Future[list[Generation]]],
+        parts: list[list[list[Generation] | None]],
+        left: list[int],
+        results: list[list[list[Generation]] | None],
+        on_result: OnResult | None,
+    ) -> None:
+        failure: BaseException | None = None
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                i, c = futures[fut]
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    if failure is None:
+                        failure = exc
+                        for p in pending:
+                            p.cancel()
+                    continue
+                parts[i][c] = fut.result()
+                left[i] -= 1
+                if left[i] == 0:
+                    gens = [g for part in parts[i] for g in (part or [])]
+                    results[i] = [gens]
+                    if on_result is not None:
+                        on_result(i, gens)
         if failure is not None:
             raise failure
-        return [r[0] if r else [] for r in results]
 
 
 def _classify(exc: Exception) -> tuple[str | None, float | None]:
