@@ -121,26 +121,34 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
     from evaluation.records import Outcome
 
     agree = total = 0
+    res_agree = res_total = 0
+    outcomes: Counter[str] = Counter()
+    children = restarts = 0
     kinds: Counter[str] = Counter()
     load_agree = load_total = 0
     examples: dict[str, list[str]] = {}
     for t, task in enumerate(tasks):
         for s, sol in enumerate(task["solutions"]):
             res = results[(t, s)]
+            children += res.stats.get("children", 0)
+            restarts += res.stats.get("restarts", 0)
+            outcomes.update(r.outcome.value for r in res.results)
             codet_error = "error" in sol
             load_total += 1
             load_agree += int(codet_error == bool(res.load_error))
             expected = [False] * len(task["tests"]) if codet_error else sol["result"]
             for i, (ours, theirs) in enumerate(zip(res.results, expected)):
                 total += 1
+                res_total += int(not codet_error)
                 passed = ours.outcome is Outcome.PASSED
                 if passed == bool(theirs):
                     agree += 1
+                    res_agree += int(not codet_error)
                     continue
                 if ours.outcome is Outcome.TIMEOUT:
                     kind = "ours timeout, CodeT passed"
                 elif codet_error:
-                    kind = f"CodeT error ({sol['error'][:40]!r}), ours passed"
+                    kind = f"CodeT harness fault: did not load ({sol['error'][:45]!r}), ours loaded and passed"
                 elif passed:
                     kind = "ours passed, CodeT failed"
                 else:
@@ -150,7 +158,9 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
                 if len(ex) < 3:
                     ex.append(f"{task['task_id']} sol{s} test{i}: {task['tests'][i][:80]!r} -> {ours.detail[:80]!r}")
     return {"agree": agree, "total": total, "pct": 100.0 * agree / max(1, total), "kinds": kinds,
-            "examples": examples, "load_agree": load_agree, "load_total": load_total}
+            "examples": examples, "load_agree": load_agree, "load_total": load_total,
+            "res_agree": res_agree, "res_total": res_total, "res_pct": 100.0 * res_agree / max(1, res_total),
+            "outcomes": outcomes, "children": children, "restarts": restarts}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -182,8 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| CPU (self + children) | {med('cpu'):.1f} s |")
     print(f"| peak RSS (sum of processes) | {med('rss') / 2**20:.0f} MiB |")
     print(f"| pairs/s | {last['pairs'] / med('wall'):,.0f} |")
-    print(f"| agreement with CodeT (pairs) | {agr['pct']:.3f}% ({agr['agree']:,}/{agr['total']:,}); "
-          f"per run {', '.join(f'{p:.3f}%' for p in per_run)} |")
+    print(f"| agreement with CodeT, all pairs (CodeT error = not passed) | {agr['pct']:.3f}% "
+          f"({agr['agree']:,}/{agr['total']:,}); per run {', '.join(f'{p:.3f}%' for p in per_run)} |")
+    print(f"| agreement on the pairs CodeT has a `result` for | {agr['res_pct']:.4f}% "
+          f"({agr['res_agree']:,}/{agr['res_total']:,}) |")
+    print(f"| our outcomes | {', '.join(f'{k} {v:,}' for k, v in sorted(agr['outcomes'].items()))} |")
+    print(f"| children forked (restarts after a kill/crash) | {agr['children']:,} ({agr['restarts']:,}) |")
     print(f"| load agreement (CodeT error == our load_error) | {agr['load_agree']:,}/{agr['load_total']:,} |")
     print("\ndisagreements (last run):")
     for kind, n in agr["kinds"].most_common():

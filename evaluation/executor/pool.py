@@ -82,10 +82,12 @@ class _WorkerProc:
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = root
-        env["PYTHONHASHSEED"] = "0"
+        # A minimal environment: no API keys or tokens of the caller reach untrusted code, no
+        # PYTHONOPTIMIZE (asserts must run); a fixed hash seed makes set/dict order of str
+        # deterministic across runs and workers.
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONPATH": root,
+               "PYTHONHASHSEED": "0"}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,

@@ -112,6 +112,15 @@ class Prepared:
     """Landlock ABI version of the kernel (0: unavailable)."""
     landlock_read_paths: tuple[str, ...] = ()
     """Directories and files the children may read."""
+    landlock_ruleset_fd: int = -1
+    """Ruleset built once in the worker (read paths + the worker's scratch dir); each child
+    only calls ``landlock_restrict_self`` on it."""
+    libc: Any = None
+    """ctypes handle on libc, opened once."""
+    seccomp_prog: Any = None
+    """ctypes buffer holding the BPF; each child patches its pid into its own copy."""
+    seccomp_fprog: Any = None
+    """``struct sock_fprog`` pointing at :attr:`seccomp_prog`."""
 
 
 def _libc() -> Any:
@@ -189,9 +198,21 @@ def _landlock_read_paths() -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
-def prepare() -> Prepared:
-    """Probe and prepare every mechanism; called once in each worker at start. Never raises."""
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def prepare(*, scratch: str) -> Prepared:
+    """Probe and prepare every mechanism; called once in each worker at start. Never raises.
+
+    ``scratch`` is the worker's private scratch directory, the only place children may write.
+    """
     prepared = Prepared()
+    prepared.libc = _libc()
+    try:
+        prepared.libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE: resolves and warms the ctypes call path
+    except Exception:  # noqa: BLE001
+        pass
     try:
         libc = _libc()
         user, net = _unshare_namespaces(libc)
@@ -202,6 +223,9 @@ def prepare() -> Prepared:
     prepared.mechanisms["network_namespace"] = net
     try:
         prepared.seccomp_bpf, prepared.seccomp_pid_slots = _compile_seccomp()
+        prepared.seccomp_prog = ctypes.create_string_buffer(prepared.seccomp_bpf, len(prepared.seccomp_bpf))
+        prepared.seccomp_fprog = _SockFprog(len(prepared.seccomp_bpf) // 8,
+                                            ctypes.cast(prepared.seccomp_prog, ctypes.c_void_p))
         prepared.mechanisms["seccomp"] = Mechanism(
             name="seccomp", active=True,
             detail=f"BPF filter of {len(prepared.seccomp_bpf) // 8} instructions: no fork/exec/"
@@ -215,6 +239,7 @@ def prepare() -> Prepared:
             raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
         prepared.landlock_abi = abi
         prepared.landlock_read_paths = _landlock_read_paths()
+        prepared.landlock_ruleset_fd = _landlock_ruleset(libc, prepared, scratch)
         extra = (", no TCP" if abi >= 4 else "") + (", signals/abstract sockets scoped" if abi >= 6 else "")
         prepared.mechanisms["landlock"] = Mechanism(
             name="landlock", active=True,
@@ -237,7 +262,7 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def _landlock(libc: Any, prepared: Prepared, scratch: str) -> None:
+def _landlock_ruleset(libc: Any, prepared: Prepared, scratch: str) -> int:
     abi = prepared.landlock_abi
     handled_fs = _fs_rights(abi)
     handled_net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
@@ -267,37 +292,22 @@ def _landlock(libc: Any, prepared: Prepared, scratch: str) -> None:
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
             finally:
                 os.close(fd)
-        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) < 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    finally:
+    except BaseException:
         os.close(ruleset)
+        raise
+    return int(ruleset)
 
 
-def _seccomp(libc: Any, prepared: Prepared) -> None:
-    assert prepared.seccomp_bpf is not None
-    bpf = bytearray(prepared.seccomp_bpf)
-    pid = struct.pack("<I", os.getpid())
-    for off in prepared.seccomp_pid_slots:
-        bpf[off:off + 4] = pid
-    prog_buf = ctypes.create_string_buffer(bytes(bpf), len(bpf))
-
-    class _SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = _SockFprog(len(bpf) // 8, ctypes.cast(prog_buf, ctypes.c_void_p))
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
-
-
-def apply_in_child(prepared: Prepared, *, scratch: str, memory_mb: int, cpu_seconds: int,
-                   file_size_mb: int, max_files: int) -> list[str]:
-    """Apply every prepared mechanism to the calling (freshly forked) child.
+def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file_size_mb: int,
+                   max_files: int) -> list[str]:
+    """Apply every prepared mechanism to the calling (freshly forked) child: a handful of
+    syscalls, everything else was prepared in the worker.
 
     Returns the names of mechanisms that failed here (the child still runs, less isolated).
     Order matters: rlimits and Landlock first, seccomp last (it forbids what the others need).
     """
     failed: list[str] = []
-    libc = _libc()
+    libc = prepared.libc
     libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     try:
@@ -310,15 +320,19 @@ def apply_in_child(prepared: Prepared, *, scratch: str, memory_mb: int, cpu_seco
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (OSError, ValueError):
         failed.append("rlimits")
-    if prepared.mechanisms.get("landlock", Mechanism(name="landlock", active=False, detail="")).active:
-        try:
-            _landlock(libc, prepared, scratch)
-        except OSError:
+    if prepared.landlock_ruleset_fd >= 0:
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, prepared.landlock_ruleset_fd, ctypes.c_uint32(0)) < 0:
             failed.append("landlock")
-    if prepared.seccomp_bpf is not None:
         try:
-            _seccomp(libc, prepared)
+            os.close(prepared.landlock_ruleset_fd)
         except OSError:
+            pass
+    if prepared.seccomp_prog is not None:
+        pid = struct.pack("<I", os.getpid())
+        base = ctypes.addressof(prepared.seccomp_prog)
+        for off in prepared.seccomp_pid_slots:
+            ctypes.memmove(base + off, pid, 4)
+        if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prepared.seccomp_fprog), 0, 0) != 0:
             failed.append("seccomp")
     return failed
 

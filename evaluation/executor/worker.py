@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import gc
 import marshal
 import os
 import select
@@ -181,19 +182,18 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         devnull = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        if wfd > 3:
-            os.closerange(3, wfd)
-        os.closerange(wfd + 1, 65536)
-        os.chdir(scratch)
-        os.environ.clear()
-        os.environ.update({"TMPDIR": scratch, "HOME": scratch, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
-        import tempfile
-
-        tempfile.tempdir = scratch
+        keep = sorted({wfd, prep.landlock_ruleset_fd} - {-1})
+        low = 3
+        for fd in keep:
+            if fd > low:
+                os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, 65536)
+        os.chdir(scratch)  # the environment was made minimal (TMPDIR=HOME=scratch) by the worker
         limits = unit["limits"]
         timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits
         cpu = int(load_timeout + timeout * max(1, len(order)) + 2)
-        failed = sandbox.apply_in_child(prep, scratch=scratch, memory_mb=memory_mb, cpu_seconds=cpu,
+        failed = sandbox.apply_in_child(prep, memory_mb=memory_mb, cpu_seconds=cpu,
                                         file_size_mb=file_size_mb, max_files=max_files)
         if failed:
             send(("W", failed))
@@ -299,11 +299,16 @@ class _Worker:
     """The worker's state: the sandbox preparation and a cache of compiled tests."""
 
     def __init__(self) -> None:
-        self.prep = sandbox.prepare()
         import tempfile
 
         self.scratch = tempfile.mkdtemp(prefix="testgen-exec-")
         os.chmod(self.scratch, 0o700)
+        self.prep = sandbox.prepare(scratch=self.scratch)
+        # Children inherit a minimal environment (no secrets of the caller's), prepared once.
+        os.environ.clear()
+        os.environ.update({"TMPDIR": self.scratch, "HOME": self.scratch, "PATH": "/usr/bin:/bin",
+                           "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"})
+        tempfile.tempdir = self.scratch
         self.cache: dict[str, tuple[int, Any, Any]] = {}
         self.coverage_imported = False
 
@@ -348,6 +353,7 @@ class _Worker:
         max_frame = value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
         self.clean_scratch()
         rfd, wfd = os.pipe()
+        gc.freeze()  # children then leave the worker's objects alone: fewer copy-on-write faults
         pid = os.fork()
         if pid == 0:
             os.close(rfd)
