@@ -114,7 +114,7 @@ def main() -> None:
     ap.add_argument("--limit-tasks", type=int, default=None)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=1, help="repetitions (median reported)")
-    ap.add_argument("--timeout", type=float, default=1.0)
+    ap.add_argument("--timeout", type=float, default=5.0)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("HUMANEVAL_OVERRIDE_PATH", str(DATA / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"))

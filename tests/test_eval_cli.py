@@ -180,3 +180,22 @@ def test_bad_records_name_file_line_field(tmp_path: Path, hep: Path, capsys: pyt
     rc = run_cli(cli, ["eval", str(run2), "--dataset-path", str(hep), "-q"])
     err = capsys.readouterr().err
     assert rc == 2 and "generations.jsonl:1" in err and "HumanEval/999" in err
+
+
+def test_default_job_human_tests(tmp_path: Path, hep: Path) -> None:
+    """The README's default job on 5 tasks: HumanEval's human tests pass on the references, and
+    reach the same coverage as pytest + coverage.py on the same tests."""
+    from evaluation.datasets import load_dataset
+
+    run = tmp_path / "human"
+    res = CliRunner().invoke(cli, ["run", "--dataset", "humaneval", "--backend", "human", "--setting", "oracle",
+                                   "--out", str(run), "--limit", "5"])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    m = _eval(run, hep)
+    assert m["options"]["tests_per_generation"] is None  # the human backend: all tests kept
+    assert m["options"]["reference_dataset"] == "humaneval+"
+    assert m["pass_rate"] == 1.0 and m["counts"]["generations"] == 5
+    ds = load_dataset("humaneval+", path=hep)
+    for i, g in enumerate(_gens_out(run)[:2]):
+        assert g["n"] == len(g["tests"]) > 3
+        assert g["coverage"] == pytest.approx(_pytest_cov(tmp_path / f"w{i}", ds[g["task_id"]].reference_code, g["tests"]))

@@ -39,7 +39,8 @@ def _pct(x: Any) -> str:
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="File of the reference dataset.")
 @click.option("--workers", type=int, default=None, help="Executor workers (default: one per core).")
-@click.option("--timeout", type=float, default=1.0, show_default=True, help="Seconds per test.")
+@click.option("--timeout", type=float, default=5.0, show_default=True,
+              help="Seconds per test (coverage tracing slows tight loops ~8x).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
