@@ -440,7 +440,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             assert config.code_pool is not None
             pool = _read_pool(config.code_pool, ds, problems, n)
             for p in problems:
-                sols = []
+                sols: list[tuple[Solution, int]] = []
                 for j, s in enumerate(pool[p.task_id]):
                     shown = implementation_code(p, s.code, keep_examples=config.keep_examples)
                     sols.append((replace(s, code=shown, sample_index=j), 1))
@@ -460,8 +460,8 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                              model=rec.get("model", ""))
                 )
             for p in problems:
-                sols = sorted(by_task[p.task_id], key=lambda s: s.sample_index)[:n]
-                plan[p.task_id] = [(s, 1) for s in sols]
+                own = sorted(by_task[p.task_id], key=lambda s: s.sample_index)[:n]
+                plan[p.task_id] = [(s, 1) for s in own]
 
         # 2. the test generations still to make
         done = _existing_keys(gens_path)

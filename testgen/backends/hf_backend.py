@@ -76,7 +76,7 @@ class HFBackend(Backend):
             tok.pad_token = tok.eos_token
         lm = AutoModelForCausalLM.from_pretrained(self.model, dtype=dtype, trust_remote_code=opts.trust_remote_code)
         lm.to(device)
-        lm.eval()
+        lm.train(False)  # inference mode (dropout off)
         self._tok, self._lm, self._device = tok, lm, device
 
     @property
