@@ -68,7 +68,7 @@ __all__ = [
     "GROUND_TRUTH_VERSION",
 ]
 
-GROUND_TRUTH_VERSION = "evalplus-0.3.1/1"
+GROUND_TRUTH_VERSION = "evalplus-0.3.1/2"
 """Part of the cache key: bump when the ground-truth computation changes."""
 
 MBPP_OUTPUT_NOT_NONE_TASKS = ("check_str", "text_match_three", "text_starta_endb")
@@ -80,7 +80,6 @@ MBPP_OUTPUT_SET_EQ_TASKS = (
 )
 """EvalPlus 0.3.1: MBPP+ entry points whose list output is compared as a set."""
 
-_NOT_NONE_WRAPPER = "__testgen_evalplus_not_none__"
 
 
 class Status(str, enum.Enum):
@@ -337,20 +336,58 @@ def _file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) -> tuple[str, str]:
-    """The program to load and the function to call for it.
+_CALL_WRAPPER = "__testgen_evalplus_call__"
 
-    For the MBPP+ "not None" tasks the output (a ``re.Match``) is not plain data; a wrapper
-    appended to the program reduces it in the child, exactly to what EvalPlus then compares.
+
+def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) -> tuple[str, str]:
+    """The program to load and the function each :class:`CallTest` calls.
+
+    A wrapper appended to the program calls the entry point and returns its output pickled,
+    so any executor transports it as bytes and the parent rebuilds it type-exactly (tuples stay
+    tuples, sets stay sets, ``nan`` and big ints survive) with :func:`_load_output`, which
+    accepts plain data only. This is not a way to forge a verdict: whatever the child sends,
+    the parent compares the decoded value itself. For the MBPP+ "not None" tasks the output (a
+    ``re.Match``) is first reduced to a bool, to exactly what EvalPlus then compares.
     """
     if kind == "mbpp" and entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
         if reference:
-            body = f"    return {entry_point}(*args) is not None\n"
+            call = f"    r = {entry_point}(*args) is not None\n"
         else:
-            body = (f"    r = {entry_point}(*args)\n"
-                    "    return r if isinstance(r, bool) else (r is not None)\n")
-        return program + f"\n\ndef {_NOT_NONE_WRAPPER}(*args):\n" + body, _NOT_NONE_WRAPPER
-    return program, entry_point
+            call = (f"    r = {entry_point}(*args)\n"
+                    "    r = r if isinstance(r, bool) else (r is not None)\n")
+    else:
+        call = f"    r = {entry_point}(*args)\n"
+    wrapper = (f"\n\ndef {_CALL_WRAPPER}(*args):\n{call}"
+               "    import pickle\n"
+               "    return pickle.dumps(r, 4)\n")
+    return program + wrapper, _CALL_WRAPPER
+
+
+_PLAIN_CLASSES = {("builtins", "complex"), ("builtins", "set"), ("builtins", "frozenset"),
+                  ("builtins", "bytearray")}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: no class other than a few builtin value types is resolved."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _PLAIN_CLASSES:
+            import builtins
+
+            return getattr(builtins, name)
+        raise pickle.UnpicklingError(f"not plain data: {module}.{name}")
+
+
+def _load_output(value: Any) -> Any:
+    """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data."""
+    if not isinstance(value, (bytes, bytearray)):
+        raise ValueError(f"expected the pickled output, got {type(value).__name__}")
+    import io
+
+    try:
+        return _PlainUnpickler(io.BytesIO(value)).load()
+    except Exception as exc:  # noqa: BLE001 - anything undecodable is a wrong output
+        raise ValueError(f"output is not plain data: {exc}") from None
 
 
 def _execute(jobs: list[Any], *, workers: int | None) -> Iterable[Any]:
@@ -378,11 +415,14 @@ def ground_truth(
     t0 = time.perf_counter()
     digest = _file_sha256(dataset.source)
     cache = Path(cache_dir) if cache_dir is not None else _cache_dir()
-    cache_file = cache / "evalplus" / f"{dataset.name.replace('+', 'plus')}-{digest[:32]}.pkl"
+    # The task list is part of the key: a caller may hand over a subset of the file's tasks.
+    tasks_key = hashlib.sha256("\n".join(dataset.problems).encode()).hexdigest()[:12]
+    cache_file = cache / "evalplus" / f"{dataset.name.replace('+', 'plus')}-{digest[:32]}-{tasks_key}.pkl"
     if cache_file.is_file() and not refresh:
         with open(cache_file, "rb") as fh:
             stored = pickle.load(fh)
-        if stored.get("version") == GROUND_TRUTH_VERSION and stored.get("sha256") == digest:
+        if stored.get("version") == GROUND_TRUTH_VERSION and stored.get("sha256") == digest \
+                and list(stored["tasks"]) == list(dataset.problems):
             return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest,
                                tasks=stored["tasks"], from_cache=True,
                                seconds=time.perf_counter() - t0)
@@ -421,7 +461,7 @@ def ground_truth(
                     skipped.append(f"{name} {i}: {r.outcome.value}: {r.detail}")
                     continue
                 kept_in.append(inp)
-                kept_out.append(r.value)
+                kept_out.append(_load_output(r.value))
                 kept_t.append(r.duration)
             split[name] = (kept_in, kept_out, kept_t)
         tasks[prob.task_id] = TaskTruth(
@@ -472,10 +512,15 @@ class _Progress:
         self.done = True
 
 
+_CHUNKS = (2, 16, 64, 256)
+
+
 def _chunk_size(round_index: int) -> int:
-    # Geometric growth bounds the work wasted on a program that starts timing out after
-    # passing many inputs (each timed-out input costs its limit) while keeping rounds few.
-    return min(16 << round_index, 256)
+    # The executor runs every test of a job even after one timed out (in a fresh child), so
+    # a job must not be much longer than the run of inputs a program is known to pass: a
+    # short first job catches programs that fail or hang at once, and geometric growth
+    # bounds the work wasted on one that starts timing out later, while keeping rounds few.
+    return _CHUNKS[min(round_index, len(_CHUNKS) - 1)]
 
 
 def evaluate_solutions(
@@ -595,7 +640,12 @@ def _absorb(st: _Progress, res: Any, start: int, kind: str) -> None:
             return
         expected = (tt.base_expected if split == "base" else tt.plus_expected)[i]
         inp = (tt.base_inputs if split == "base" else tt.plus_inputs)[i]
-        ok, st.atol[split] = check_output(kind, tt.entry_point, inp, r.value, expected, st.atol[split])
+        try:
+            value = _load_output(r.value)
+        except ValueError as exc:
+            st.fail(split, Status.FAIL, f"{split} input {i}: {exc}"[:500])
+            return
+        ok, st.atol[split] = check_output(kind, tt.entry_point, inp, value, expected, st.atol[split])
         if not ok:
             st.fail(split, Status.FAIL, f"{split} input {i}: wrong output")
             return
@@ -643,17 +693,23 @@ def evaluate_solutions_evalplus(
         ep_he.HUMANEVAL_OVERRIDE_PATH = dataset.source
         problems = ep_he.get_human_eval_plus(err_incomplete=False)
         digest = ep_he.get_human_eval_plus_hash()
-        expected = get_groundtruth(problems, digest, [])
+        not_none: Sequence[str] = []
     else:
         ep_mbpp.MBPP_OVERRIDE_PATH = dataset.source
         problems = ep_mbpp.get_mbpp_plus(err_incomplete=False)
         digest = ep_mbpp.get_mbpp_plus_hash()
-        expected = get_groundtruth(problems, digest, NOT_NONE)
+        not_none = NOT_NONE
 
     by_program: dict[tuple[str, str], list[Solution]] = {}
     for sol in solutions:
-        if sol.task_id in problems:
+        if sol.task_id in problems and sol.task_id in dataset.problems:
             by_program.setdefault((sol.task_id, sol.code), []).append(sol)
+    needed = {t: problems[t] for t in problems if t in dataset.problems}
+    if len(needed) < len(problems):
+        # A subset: EvalPlus's own ground-truth code on those tasks only, cached under a
+        # key of its own so the full file's cache entry is never replaced by a partial one.
+        digest = f"{digest}-{hashlib.sha256(chr(10).join(needed).encode()).hexdigest()[:12]}"
+    expected = get_groundtruth(needed, digest, not_none)
     verdicts: dict[str, Verdict] = {}
     n_workers = workers or max(1, (os.cpu_count() or 2) // 2)
     with cf.ProcessPoolExecutor(max_workers=n_workers) as pool:

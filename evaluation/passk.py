@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["pass_at_k", "PassAtK", "pass_at_k_table", "mean_pass_at_k", "DEFAULT_KS"]
+from evaluation.records import Verdict
+
+__all__ = ["pass_at_k", "PassAtK", "pass_at_k_table", "mean_pass_at_k", "verdict_pass_at_k", "DEFAULT_KS"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 10, 100)
 """The k values reported by default (those with ``k <= n`` for every task)."""
@@ -76,3 +78,24 @@ def mean_pass_at_k(ns: Sequence[int], cs: Sequence[int], k: int) -> float:
     if len(ns) != len(cs) or not ns:
         raise ValueError("mean_pass_at_k: need equally long, non-empty sequences")
     return sum(pass_at_k(n, c, k) for n, c in zip(ns, cs)) / len(ns)
+
+
+def verdict_pass_at_k(
+    verdicts: Iterable[Verdict], *, ks: Iterable[int] = DEFAULT_KS
+) -> dict[str, dict[int, PassAtK]]:
+    """pass@k on ``"base"`` and ``"plus"`` from per-sample verdicts (every sample counted once).
+
+    ``n`` of a task is its number of verdicts (duplicates included, as sampled), ``c`` the
+    number correct on that split.
+    """
+    base: dict[str, list[int]] = {}
+    for v in verdicts:
+        n_c = base.setdefault(v.task_id, [0, 0, 0])
+        n_c[0] += 1
+        n_c[1] += int(v.base)
+        n_c[2] += int(v.plus)
+    ks = tuple(ks)
+    return {
+        "base": pass_at_k_table({t: (n, cb) for t, (n, cb, _cp) in base.items()}, ks=ks),
+        "plus": pass_at_k_table({t: (n, cp) for t, (n, _cb, cp) in base.items()}, ks=ks),
+    }

@@ -1,0 +1,146 @@
+"""``testgen evaluate``: HumanEval+/MBPP+ verdicts and pass@k of a file of sampled solutions.
+
+A thin layer over :func:`evaluation.solutions.read_solutions`,
+:func:`evaluation.evalplus.evaluate_solutions` (ours, in our sandboxed executor) or
+:func:`evaluation.evalplus.evaluate_solutions_evalplus` (the installed ``evalplus`` 0.3.1, to
+check ours against), and :func:`evaluation.passk.verdict_pass_at_k`. EvalPlus: Liu et al.,
+NeurIPS 2023, arXiv 2305.01210.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["evaluate", "verdict_record", "default_out_path"]
+
+
+def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
+    """The JSONL record written per sample."""
+    return {
+        "task_id": verdict.task_id,
+        "solution_id": verdict.solution_id,
+        "model": solution.model,
+        "sample_index": solution.sample_index,
+        "base": verdict.base,
+        "plus": verdict.plus,
+        "base_status": verdict.extra.get("base_status"),
+        "plus_status": verdict.extra.get("plus_status"),
+        "base_detail": verdict.base_detail,
+        "plus_detail": verdict.plus_detail,
+    }
+
+
+def default_out_path(samples: str) -> Path:
+    """``<samples file name without extensions>.verdicts.jsonl`` in the current directory."""
+    from evaluation.solutions import model_name_from_path
+
+    return Path(f"{model_name_from_path(samples)}.verdicts.jsonl")
+
+
+@click.command(name="evaluate")
+@click.option("--dataset", "dataset_name", type=click.Choice(["humaneval+", "mbpp+"]),
+              default="humaneval+", show_default=True, help="Dataset whose base and plus inputs judge.")
+@click.option("--samples", required=True, type=click.Path(exists=True),
+              help="Solutions: our/EvalPlus samples JSONL (task_id + solution|completion), "
+                   "CodeT's {prompt, samples} JSONL(.gz), or an EvalPlus samples folder.")
+@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Dataset file (default: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / cache).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Parallel workers (default: one per core).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Per-sample verdicts JSONL (default: ./<samples name>.verdicts.jsonl).")
+@click.option("--evaluator", type=click.Choice(["ours", "evalplus"]), default="ours", show_default=True,
+              help="'evalplus' runs the installed evalplus 0.3.1 instead (pip install 'testgen[evalplus]').")
+@click.option("--model", default=None, help="Model name used in solution ids (default: from the records or file name).")
+@click.option("--codet-prompts", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="CodeT's HumanEval_for_code_generation.jsonl(.gz): extra prompt texts to match CodeT files.")
+@click.option("--min-time-limit", type=float, default=1.0, show_default=True,
+              help="Per-input time limit floor, seconds (EvalPlus's min_time_limit).")
+@click.option("--gt-time-limit-factor", type=float, default=4.0, show_default=True,
+              help="Per-input limit = factor x the reference's time (EvalPlus's gt_time_limit_factor).")
+def evaluate(
+    dataset_name: str,
+    samples: str,
+    dataset_path: str | None,
+    workers: int | None,
+    out: str | None,
+    evaluator: str,
+    model: str | None,
+    codet_prompts: str | None,
+    min_time_limit: float,
+    gt_time_limit_factor: float,
+) -> None:
+    """Judge sampled solutions on HumanEval+/MBPP+ and print pass@1/10/100 (base and plus)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from evaluation.datasets import load_dataset
+    from evaluation.evalplus import (
+        TimeLimits,
+        evaluate_solutions,
+        evaluate_solutions_evalplus,
+        ground_truth,
+    )
+    from evaluation.io import write_jsonl
+    from evaluation.passk import verdict_pass_at_k
+    from evaluation.solutions import read_solutions
+
+    console = Console(stderr=True)
+    t0 = time.perf_counter()
+    dataset = load_dataset(dataset_name, path=dataset_path)
+    found = read_solutions(samples, dataset=dataset, model=model, codet_prompts=codet_prompts)
+    for line in found.unmatched:
+        console.print(f"[yellow]unmatched prompt[/] {line}")
+    if found.unknown_tasks:
+        console.print(f"[yellow]{len(found.unknown_tasks)} task(s) not in {dataset_name}, skipped:[/] "
+                      + ", ".join(found.unknown_tasks[:10]) + (" ..." if len(found.unknown_tasks) > 10 else ""))
+    present = set(found.tasks())
+    missing = [t for t in dataset.problems if t not in present]
+    if missing:
+        console.print(f"[yellow]{len(missing)} of {len(dataset)} tasks have no solution[/] "
+                      f"(evaluating the {len(dataset) - len(missing)} present): "
+                      + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    sols = [s for s in found.solutions if s.task_id in dataset.problems]
+    if not sols:
+        raise click.ClickException(f"{samples}: no solution of a {dataset_name} task")
+    limits = TimeLimits(min_time_limit=min_time_limit, gt_time_limit_factor=gt_time_limit_factor)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        if evaluator == "ours":
+            gt_task = bar.add_task("ground truth", total=None)
+            truth = ground_truth(dataset, workers=workers)
+            bar.remove_task(gt_task)
+            console.print(f"ground truth: {'cache' if truth.from_cache else 'computed'} "
+                          f"({truth.seconds:.1f}s)")
+            task = bar.add_task("distinct programs", total=None)
+            verdicts = evaluate_solutions(
+                dataset, sols, workers=workers, time_limits=limits, truth=truth,
+                progress=lambda done, total: bar.update(task, completed=done, total=total))
+        else:
+            task = bar.add_task("evalplus", total=None)
+            verdicts = evaluate_solutions_evalplus(
+                dataset, sols, workers=workers, time_limits=limits,
+                progress=lambda done, total: bar.update(task, completed=done, total=total))
+    elapsed = time.perf_counter() - t0
+
+    out_path = Path(out) if out else default_out_path(samples)
+    write_jsonl(out_path, (verdict_record(verdicts[s.solution_id], s) for s in sols))
+    table_data = verdict_pass_at_k(verdicts[s.solution_id] for s in sols)
+    ks = sorted(set(table_data["base"]) | set(table_data["plus"]))
+    distinct = len({(s.task_id, s.code) for s in sols})
+    table = Table(title=f"{dataset_name} ({dataset.version}), {len(present & set(dataset.problems))} tasks, "
+                        f"{len(sols)} samples ({distinct} distinct), evaluator: {evaluator}")
+    table.add_column("tests")
+    for k in ks:
+        table.add_column(f"pass@{k}", justify="right")
+    for split, label in (("base", "base (original tests)"), ("plus", "plus (base + extra)")):
+        table.add_row(label, *(f"{100 * table_data[split][k].value:.1f}" for k in ks))
+    Console().print(table)
+    console.print(f"verdicts: {out_path}   ({elapsed:.1f}s)")

@@ -1,0 +1,160 @@
+"""Tests of the HumanEval+/MBPP+ evaluator (evaluation.evalplus): EvalPlus 0.3.1's output
+comparison, MBPP+ input deserialization, ground truth and its cache, hostile solutions."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from evaluation.datasets import Dataset, load_dataset
+from evaluation.errors import TestgenError
+from evaluation.evalplus import (
+    TimeLimits,
+    check_output,
+    dataset_kind,
+    deserialize_inputs,
+    evaluate_solutions,
+    ground_truth,
+)
+from evaluation.records import Solution
+
+HE = "humaneval"
+
+
+def test_exact_comparison_keeps_types() -> None:
+    assert check_output(HE, "f", [], [1, 2], [1, 2], 0.0) == (True, 0.0)
+    assert check_output(HE, "f", [], (1, 2), [1, 2], 0.0)[0] is False  # tuple is not a list
+    assert check_output(HE, "f", [], True, 1, 0.0)[0] is True  # Python's == : True == 1
+    assert check_output(HE, "f", [], None, 0, 0.0)[0] is False
+    assert check_output(HE, "f", [], {1: "a"}, {1: "a"}, 0.0)[0] is True
+
+
+def test_floats_get_a_tolerance_that_sticks_for_the_split() -> None:
+    ok, atol = check_output(HE, "f", [], 0.1 + 0.2, 0.3, 0.0)
+    assert ok and atol == 1e-6
+    # EvalPlus keeps the raised atol for later inputs of the same split: a near-equal list
+    # of ints then passes through np.allclose ...
+    assert check_output(HE, "f", [], [1, 2.0000000001], [1, 2], atol)[0] is True
+    # ... which it would not with a fresh (zero) tolerance.
+    assert check_output(HE, "f", [], [1, 2.0000000001], [1, 2], 0.0)[0] is False
+    # the allclose branch requires identical types and lengths
+    assert check_output(HE, "f", [], 1, 1.0000001, 0.0)[0] is False
+    assert check_output(HE, "f", [], [0.3], [0.3, 0.1], 0.0)[0] is False
+    assert check_output(HE, "f", [], math.nan, math.nan, 0.0)[0] is False
+    assert check_output(HE, "f", [], 0.30001, 0.3, 1e-4)[0] is True
+
+
+def test_find_zero_is_judged_by_the_polynomial() -> None:
+    xs = [-6, 11, -6, 1]  # (x-1)(x-2)(x-3)
+    assert check_output(HE, "find_zero", [xs], 1.0, 2.0, 1e-4)[0] is True  # another root is fine
+    assert check_output(HE, "find_zero", [xs], 1.5, 1.0, 1e-4)[0] is False
+    assert check_output(HE, "find_zero", [xs], "1.0", 1.0, 1e-4)[0] is False
+    assert check_output(HE, "find_zero", [xs], 1e308, 1.0, 1e-4)[0] is False  # overflow
+
+
+def test_mbpp_special_oracles() -> None:
+    assert check_output("mbpp", "similar_elements", [], (5, 4), (4, 5), 0.0)[0] is True
+    assert check_output("mbpp", "similar_elements", [], (5, 3), (4, 5), 0.0)[0] is False
+    assert check_output("mbpp", "check_str", [], True, True, 0.0)[0] is True
+    assert check_output("mbpp", "check_str", [], False, True, 0.0)[0] is False
+    assert check_output("mbpp", "are_equivalent", [], False, True, 0.0)[0] is True
+    assert check_output("mbpp", "sum_div", [], 0, 7, 0.0)[0] is True
+    assert check_output("mbpp", "digit_distance_nums", [123, 7], 7, 6, 0.0)[0] is True  # 1+2+4
+    assert check_output("mbpp", "surface_Area", [3, 4], 35, 34, 1.0)[0] is True  # round(34.63)
+    assert check_output("mbpp", "surface_Area", [3, 4], 30, 34, 1.0)[0] is False
+
+
+def test_dataset_kind() -> None:
+    assert dataset_kind("humaneval+") == "humaneval" and dataset_kind("mbpp+") == "mbpp"
+    with pytest.raises(TestgenError, match="base and plus"):
+        dataset_kind("humaneval")
+
+
+def test_mbpp_inputs_deserialized_as_evalplus_does(shared_data: Path) -> None:
+    mbpp_data = pytest.importorskip("evalplus.data.mbpp")
+    ds = load_dataset("mbpp+", path=shared_data / "mbppplus/MbppPlus-v0.2.0.jsonl.gz")
+    assert len(ds) == 378
+    changed = 0
+    for prob in ds:
+        for raw in (prob.base_inputs, prob.plus_inputs):
+            ours = deserialize_inputs("mbpp", prob.task_id, raw)
+            theirs = mbpp_data.mbpp_deserialize_inputs(prob.task_id, list(raw))
+            assert repr(ours) == repr(list(theirs)), prob.task_id
+            changed += repr(ours) != repr(list(raw))
+    assert changed > 50  # the tuple/set/complex conversions really happen
+
+
+@pytest.fixture(scope="module")
+def add_only(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, Path]:
+    full = load_dataset("humaneval+", path=shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz")
+    sub = Dataset(name=full.name, version=full.version, source=full.source,
+                  problems={t: full[t] for t in ("HumanEval/53", "HumanEval/155")})
+    return sub, tmp_path_factory.mktemp("gt-cache")
+
+
+def test_ground_truth_is_cached_and_matches_the_reference(add_only: tuple[Dataset, Path]) -> None:
+    ds, cache = add_only
+    first = ground_truth(ds, cache_dir=cache, workers=2)
+    assert not first.from_cache
+    add = first.tasks["HumanEval/53"]
+    assert len(add.base_inputs) == 105 and len(add.plus_inputs) == 866 and add.skipped == ()
+    assert all(out == a + b for (a, b), out in zip(add.base_inputs + add.plus_inputs,
+                                                    add.base_expected + add.plus_expected))
+    # even_odd_count returns a tuple: the type survives the trip from the child
+    assert all(type(out) is tuple for out in first.tasks["HumanEval/155"].plus_expected)
+    second = ground_truth(ds, cache_dir=cache)
+    assert second.from_cache and second.tasks == first.tasks
+
+
+HOSTILE_BODIES = {
+    "always_equal": "    class E:\n        def __eq__(s, o): return True\n"
+                    "        def __ne__(s, o): return False\n    return E()\n",
+    "always_equal_int": "    class E(int):\n        def __eq__(s, o): return True\n    return E(0)\n",
+    "sys_exit": "    import sys; sys.exit(0)\n",
+    "os_exit": "    import os; os._exit(0)\n",
+    "raise_system_exit": "    raise SystemExit(0)\n",
+    "keyboard_interrupt": "    raise KeyboardInterrupt\n",
+    "patched_builtins": "    import builtins\n    builtins.isinstance = lambda *a: True\n"
+                        "    builtins.type = lambda *a: int\n    return None\n",
+    "infinite_loop": "    while True:\n        pass\n",
+    "str_answer": "    return str(x + y)\n",
+}
+
+
+def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> None:
+    ds, cache = add_only
+    truth = ground_truth(ds, cache_dir=cache)
+    prompt = ds["HumanEval/53"].prompt
+    sols = [Solution(task_id="HumanEval/53", solution_id=name, code=prompt + body)
+            for name, body in HOSTILE_BODIES.items()]
+    sols.append(Solution(task_id="HumanEval/53", solution_id="exit_at_load",
+                         code="import sys\nsys.exit(0)\n" + prompt + "    return x + y\n"))
+    sols.append(Solution(task_id="HumanEval/53", solution_id="correct", code=prompt + "    return x + y\n"))
+    sols.append(Solution(task_id="HumanEval/53", solution_id="correct_again", code=prompt + "    return x + y\n"))
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth,
+                                  time_limits=TimeLimits(min_time_limit=0.5))
+    assert verdicts["correct"].base and verdicts["correct"].plus
+    assert verdicts["correct_again"].extra["duplicates"] == 2
+    for sol in sols[:-2]:
+        v = verdicts[sol.solution_id]
+        assert not v.base and not v.plus, (sol.solution_id, v)
+        assert v.base_detail, sol.solution_id
+    assert "wrong output" in verdicts["str_answer"].base_detail
+
+
+def test_plus_only_failure_and_unknown_tasks(add_only: tuple[Dataset, Path]) -> None:
+    ds, cache = add_only
+    truth = ground_truth(ds, cache_dir=cache)
+    prob = ds["HumanEval/53"]
+    base_args = {tuple(a) for a in truth.tasks["HumanEval/53"].base_inputs}
+    # correct on every base input, wrong elsewhere: passes base, fails plus
+    table = ", ".join(f"{a!r}: {a[0] + a[1]!r}" for a in sorted(base_args))
+    code = prob.prompt + f"    return {{{table}}}.get((x, y), -1)\n"
+    sols = [Solution(task_id="HumanEval/53", solution_id="memorized", code=code),
+            Solution(task_id="HumanEval/999", solution_id="elsewhere", code="x = 1\n")]
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth)
+    assert set(verdicts) == {"memorized"}
+    v = verdicts["memorized"]
+    assert v.base and not v.plus and v.plus_detail.startswith("plus input 0: wrong output")

@@ -1,0 +1,50 @@
+"""Our verdicts against evalplus 0.3.1's own checker on a fixed subset of real data.
+
+CodeT's CodeGen-16B HumanEval samples (the first few of each of 10 tasks chosen for their
+comparison rules: floats with and without ``atol``, ``find_zero``, tuples, ``None``, 100+ base
+inputs) are judged twice: by :func:`evaluation.evalplus.evaluate_solutions` in our executor and
+by evalplus's ``check_correctness``/``untrusted_check`` on evalplus's own ground truth. No
+verdict is stored in this repository: both sides are computed here. The full comparison on all
+16,400 samples is ``bench/compare_evalplus.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluation.datasets import Dataset, load_dataset
+from evaluation.evalplus import evaluate_solutions, evaluate_solutions_evalplus, ground_truth
+from evaluation.solutions import read_solutions
+
+TASKS = ("HumanEval/0", "HumanEval/2", "HumanEval/4", "HumanEval/12", "HumanEval/32",
+         "HumanEval/53", "HumanEval/101", "HumanEval/124", "HumanEval/151", "HumanEval/155")
+SAMPLES_PER_TASK = 12
+CODET_SOLUTIONS = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
+
+
+def test_verdicts_identical_to_evalplus_on_a_subset(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("evalplus.evaluate")
+    monkeypatch.setattr("evalplus.evaluate.CACHE_DIR", str(tmp_path / "evalplus-cache"))
+    full = load_dataset("humaneval+", path=shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz")
+    subset = Dataset(name=full.name, version=full.version, source=full.source,
+                     problems={t: full[t] for t in TASKS})
+    found = read_solutions(shared_data / CODET_SOLUTIONS, dataset=full, model="codegen16b")
+    sols = [s for s in found.solutions if s.task_id in TASKS and s.sample_index < SAMPLES_PER_TASK]
+    assert len(sols) == len(TASKS) * SAMPLES_PER_TASK
+
+    truth = ground_truth(subset, cache_dir=tmp_path / "ours-cache", workers=2)
+    ours = evaluate_solutions(subset, sols, workers=2, truth=truth)
+    theirs = evaluate_solutions_evalplus(subset, sols, workers=2)
+
+    assert set(ours) == set(theirs) == {s.solution_id for s in sols}
+    disagree = [(sid, ours[sid].base, ours[sid].plus, theirs[sid].base, theirs[sid].plus,
+                 ours[sid].base_detail or ours[sid].plus_detail)
+                for sid in ours if (ours[sid].base, ours[sid].plus) != (theirs[sid].base, theirs[sid].plus)]
+    assert disagree == []
+    # the subset is not trivial: it has passes, base failures and plus-only failures
+    outcomes = {(v.base, v.plus) for v in ours.values()}
+    assert outcomes == {(True, True), (True, False), (False, False)}
