@@ -29,11 +29,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import JsonlAppender, read_jsonl, require, write_jsonl
-from evaluation.records import Outcome, Problem, content_id
+from evaluation.records import Outcome, content_id
 from testgen.coverage import Arc, CoverageCounts, CoverageMeasure, SourceCoverage
 from testgen.metrics import (
     DedupKey,
@@ -43,6 +43,9 @@ from testgen.metrics import (
     generation_record,
     summarize,
 )
+
+if TYPE_CHECKING:
+    from evaluation.datasets import Dataset
 
 __all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
 
@@ -199,8 +202,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     return RunData(path=root, config=config, generations=tuple(gens), solutions=solutions)
 
 
-def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Mapping[str, Problem], str]:
-    """(name, problems, source) of the dataset whose references are the oracle.
+def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
+    """(name, dataset) of the dataset whose references are the oracle.
 
     Default: the run's dataset, except that a ``humaneval`` run is judged against the corrected
     HumanEval+ references when that file can be found without a download (explicit path,
@@ -223,8 +226,7 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Mapping[st
         elif path is None and run.config.get("dataset_path"):
             cand = Path(str(run.config["dataset_path"]))
             path = cand if cand.is_file() else None
-    ds = load_dataset(name, path=path)
-    return name, ds.problems, ds.source
+    return name, load_dataset(name, path=path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,7 +343,7 @@ def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, test
     return analyzer.counts(arcs)
 
 
-def _load_verdicts(run: RunData, opts: EvalOptions, dataset: str, problems: Mapping[str, Problem]) -> dict[str, bool]:
+def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
     """Verdict (HumanEval+ "plus") of each solution in the run's prompts."""
     if opts.verdicts_file is not None:
         out: dict[str, bool] = {}
@@ -349,17 +351,19 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: str, problems: Mapp
             sid = require(rec, "solution_id", str, path=str(opts.verdicts_file), line=line)
             out[sid] = bool(require(rec, "plus", bool, path=str(opts.verdicts_file), line=line))
         return out
-    try:
-        from evaluation import evalplus  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise TestgenError(f"HumanEval+ verdicts need evaluation.evalplus ({exc}); pass --verdicts FILE") from None
+    from evaluation import evalplus
     from evaluation.records import Solution
 
     sols = [
         Solution(task_id=str(r["task_id"]), solution_id=sid, code=str(r["solution"]),
                  completion=r.get("completion"), sample_index=_int(r.get("sample_index")), model=str(r.get("model", "")))
-        for sid, r in run.solutions.items() if r["task_id"] in problems
+        for sid, r in run.solutions.items() if r["task_id"] in dataset.problems
     ]
+    tasks = {s.task_id for s in sols}
+    if len(tasks) < len(dataset.problems):  # ground truth only for the tasks needed (cached per task set)
+        from dataclasses import replace
+
+        dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in tasks})
     verdicts = evalplus.evaluate_solutions(dataset, sols, workers=opts.workers)
     return {sid: v.plus for sid, v in verdicts.items()}
 
@@ -381,7 +385,8 @@ def evaluate_run(
     k = opts.tests_per_generation
     if backend == "human" and not opts.tests_per_generation_explicit:
         k = None
-    ref_name, problems, ref_source = _reference_dataset(run, opts)
+    ref_name, ref_ds = _reference_dataset(run, opts)
+    problems, ref_source = ref_ds.problems, ref_ds.source
     for g in run.generations:
         if g.task_id not in problems:
             raise RecordError(str(run.path / "generations.jsonl"), g.line,
@@ -422,7 +427,7 @@ def evaluate_run(
         return analyzers[pid]
 
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
-    verdicts = _load_verdicts(run, opts, ref_name, problems) if want_verdicts else {}
+    verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
 
     results: list[GenerationResult] = []
     for g in run.generations:

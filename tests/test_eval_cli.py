@@ -199,3 +199,23 @@ def test_default_job_human_tests(tmp_path: Path, hep: Path) -> None:
     for i, g in enumerate(_gens_out(run)[:2]):
         assert g["n"] == len(g["tests"]) > 3
         assert g["coverage"] == pytest.approx(_pytest_cov(tmp_path / f"w{i}", ds[g["task_id"]].reference_code, g["tests"]))
+
+
+def test_self_setting_judged_by_our_evaluator(tmp_path: Path, hep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --verdicts-file the prompt's code is judged on HumanEval+ by evaluation.evalplus."""
+    from evaluation.datasets import load_dataset
+
+    monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
+    ref = load_dataset("humaneval+", path=hep)["HumanEval/0"]
+    sols = [
+        {"task_id": "HumanEval/0", "solution_id": "s/0", "solution": ref.reference_code},
+        {"task_id": "HumanEval/0", "solution_id": "s/1", "solution": ref.prompt + "    return False\n"},
+        {"task_id": "HumanEval/0", "solution_id": "s/2", "solution": ref.prompt + "    return True\n"},
+    ]
+    gens = [{"task_id": "HumanEval/0", "solution_id": f"s/{i}", "tests": [GOOD[i]]} for i in range(3)]
+    run = _write_run(tmp_path / "run", gens, setting="self", solutions=sols)
+    m = _eval(run, hep)
+    assert m["options"]["verdicts"] is True
+    assert m["code_pass1"] == pytest.approx(1 / 3)
+    assert [g["prompt_correct"] for g in _gens_out(run)] == [True, False, False]
+    assert m["prompt_correctness"]["correct"]["generations"] == 1
