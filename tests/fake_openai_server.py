@@ -106,6 +106,7 @@ class FakeOpenAIServer:
                         server.faults_injected += 1
                     server.bodies.append(body)
                 if fault == "slow":
+                    body["_slow"] = True  # answered too late: the client has given up on it
                     time.sleep(server.slow_seconds)
                 elif isinstance(fault, int):
                     msg = "rate limited" if fault == 429 else "server error"
@@ -143,6 +144,7 @@ class FakeOpenAIServer:
                 with server.lock:
                     server.served += 1
                     server.served_choices += n
+                    body["_answered"] = True
                 self._send(200, payload)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)

@@ -118,10 +118,12 @@ def _records(path: Path) -> list[dict]:
 
 
 def test_kill_and_resume_loses_nothing_duplicates_nothing(tmp_path: Path) -> None:
-    with FakeOpenAIServer(delay=0.05) as server:
+    with FakeOpenAIServer(delay=0.05, slow_seconds=1.0) as server:
+        server.faults = [429, None, 500, "slow", None, 503, None, None, 429]
         out = tmp_path / "run"
         cmd = [str(Path(sys.executable).parent / "testgen"), "run", "--dataset", "humaneval", "--backend", "openai",
                "--model", "fake-model", "--base-url", server.base_url, "-o", "concurrency=2",
+               "-o", "timeout=0.5", "-o", "backoff_base=0.05",
                "--setting", "oracle", "-n", "3", "--limit", "40", "--out", str(out), "--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": ""}
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
@@ -132,6 +134,8 @@ def test_kill_and_resume_loses_nothing_duplicates_nothing(tmp_path: Path) -> Non
         proc.wait()
         before = _records(out / "generations.jsonl")
         assert 30 <= len(before) < 120, "the run was not killed mid-way"
+        assert server.faults_injected == 5  # the errors and the slow answer happened before the kill
+        server.faults = [500, "slow", 429]  # and some more during the resumed run
         time.sleep(0.5)  # requests the killed client left in flight finish on the server side
         mark = len(server.bodies)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -141,7 +145,10 @@ def test_kill_and_resume_loses_nothing_duplicates_nothing(tmp_path: Path) -> Non
         assert len(keys) == len(set(keys)) == 40 * 3  # nothing lost, nothing duplicated
         assert after[: len(before)] == before  # the saved generations were kept as they were
         # the resumed run asked only for what was missing
-        assert sum(b["n"] for b in server.bodies[mark:]) == 120 - len(before)
+        # (retried requests are sent again: count the requests that were answered)
+        answered = [b for b in server.bodies[mark:] if b.get("_answered") and not b.get("_slow")]
+        assert sum(b["n"] for b in answered) == 120 - len(before)
+        assert server.faults_injected == 8
 
 
 def test_n_per_request_chunks_get_distinct_seeds(server: FakeOpenAIServer) -> None:
