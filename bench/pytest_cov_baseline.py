@@ -38,7 +38,8 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def pytest_cov(work: Path, program: str, tests: list[str], *, timeout: float) -> tuple[float | None, str]:
+def pytest_cov(work: Path, program: str, tests: list[str], *, timeout: float,
+               assert_plain: bool = False) -> tuple[float | None, str]:
     """Coverage (fraction) of ``program`` by ``tests`` measured the paper's way; (None, why) on failure."""
     work.mkdir(parents=True)
     (work / "solution.py").write_text(program)
@@ -46,17 +47,18 @@ def pytest_cov(work: Path, program: str, tests: list[str], *, timeout: float) ->
         f"def test_{i}():\n" + "".join(f"    {ln}\n" for ln in t.splitlines()) + "\n\n" for i, t in enumerate(tests)
     )
     (work / "test_generation.py").write_text(body)
+    plain = ["--assert=plain"] if assert_plain else []
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": str(work / ".coverage")}
     try:
         import pytest_cov  # noqa: F401
 
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cov=solution", "--cov-branch",
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plain, "--cov=solution", "--cov-branch",
                "--cov-report=json:cov.json", "test_generation.py"]
         subprocess.run(cmd, cwd=work, capture_output=True, timeout=timeout, env=env)
     except ImportError:
         cov = [sys.executable, "-m", "coverage"]
         subprocess.run(cov + ["run", "--branch", "--include=solution.py", "-m", "pytest", "-q", "-p",
-                              "no:cacheprovider", "test_generation.py"], cwd=work, capture_output=True,
+                              "no:cacheprovider", *plain, "test_generation.py"], cwd=work, capture_output=True,
                        timeout=timeout, env=env)
         subprocess.run(cov + ["json", "-o", "cov.json"], cwd=work, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -79,6 +81,10 @@ def main() -> None:
                     default=Path(os.environ.get("TESTGEN_DATA") or ROOT.parent / "shared" / "data")
                     / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz")
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
+    ap.add_argument("--assert-plain", action="store_true",
+                    help="pytest --assert=plain: no assertion rewriting (which evaluates calls in an assert "
+                         "before plain names, unlike Python)")
+    ap.add_argument("--ids", nargs="*", default=None, help="only these generation ids (instead of a sample)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from evaluation.datasets import load_dataset
@@ -88,13 +94,16 @@ def main() -> None:
     ours = [json.loads(line) for line in (eval_dir / "generations.jsonl").read_text().splitlines()]
     with_tests = [g for g in ours if g["n"] > 0]
     sample = random.Random(args.seed).sample(with_tests, min(args.sample, len(with_tests)))
+    if args.ids is not None:
+        sample = [g for g in with_tests if g["generation_id"] in set(args.ids)]
     ds = load_dataset(metrics["options"]["reference_dataset"], path=args.dataset_path)
     root = Path(tempfile.mkdtemp(prefix="pytest_cov_baseline_"))
     rows: list[dict[str, Any]] = []
     c0, t0 = _children_cpu(), time.perf_counter()
     for i, g in enumerate(sample):
         s = time.perf_counter()
-        cov, why = pytest_cov(root / str(i), ds[g["task_id"]].reference_code, g["tests"], timeout=args.timeout)
+        cov, why = pytest_cov(root / str(i), ds[g["task_id"]].reference_code, g["tests"], timeout=args.timeout,
+                             assert_plain=args.assert_plain)
         rows.append({"generation_id": g["generation_id"], "ours": g["coverage"], "baseline": cov, "why": why,
                      "seconds": time.perf_counter() - s})
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
