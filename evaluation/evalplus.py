@@ -34,7 +34,10 @@ Differences from EvalPlus, by design
     is always true, or a patched builtin, cannot pass (EvalPlus compares inside the untrusted
     process and can be fooled). Identical programs run once. The time limits are checked on
     the run time the executor measures per call (EvalPlus's SIGALRM measures the same span);
-    the time to load the program is not counted against the split cap.
+    the time to load the program is not counted against the split cap. A program is loaded
+    afresh for each job (a run of 2, 16, 64, then 256 inputs, never spanning base and plus), so
+    global state a program mutates carries over between its calls within a job only; EvalPlus
+    keeps one process per split.
 """
 
 from __future__ import annotations
@@ -602,6 +605,9 @@ def _next_job(st: _Progress, index: int, size: int, cfg: TimeLimits) -> Any:
     from evaluation.executor import CallTest, Job, Limits
 
     chunk = st.steps[st.cursor: st.cursor + size]
+    # EvalPlus runs base and plus in separate processes: never let one job (one loaded
+    # program, whose global state carries from call to call) span both.
+    chunk = [step for step in chunk if step[0] == chunk[0][0]]
     tests = []
     longest = 0.0
     for split, i in chunk:
