@@ -226,7 +226,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         tests = unit["tests"]
         for i in order:
             kind, code, extra = prepared_tests[i]
-            if cov is not None:
+            if cov is not None and not hasattr(cov, "_collector"):
                 cov.switch_context(f"t{i}")
             g = dict(ns)
             g["__builtins__"] = pristine
@@ -287,12 +287,39 @@ def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:
 
 
 def _arcs(cov: Any, filename: str, context: str) -> Any:
+    """Arcs recorded since the last call (the load, or one test), then forgotten.
+
+    Fast path: read the collector's in-memory arc sets and unpack them exactly as coverage.py's
+    ``Collector.flush_data`` does (its C tracer packs each arc into one int), then clear them;
+    about 10x cheaper than a context switch and an SQL query per test. Falls back to dynamic
+    contexts and ``CoverageData.arcs`` if coverage.py's internals differ.
+    """
     if cov is None:
         return None
+    collector = getattr(cov, "_collector", None)
+    data = getattr(collector, "data", None)
+    core = getattr(collector, "core", None)
+    if isinstance(data, dict) and core is not None and hasattr(collector, "_clear_data"):
+        arcs = set()
+        for values in list(data.values()):
+            if getattr(core, "packed_arcs", False):
+                for packed in list(values):
+                    l1 = packed & 0xFFFFFFF
+                    l2 = (packed & (0xFFFFFFF << 28)) >> 28
+                    if packed & (1 << 56):
+                        l1 *= -1
+                    if packed & (1 << 57):
+                        l2 *= -1
+                    arcs.add((l1, l2))
+            else:
+                arcs.update(values)
+        collector._clear_data()
+        return tuple(sorted(arcs))
+    cov.switch_context(context + "/end")
     data = cov.get_data()
     data.set_query_contexts([context])
-    arcs = data.arcs(os.path.realpath(filename)) or data.arcs(filename) or []
-    return tuple(sorted(arcs))
+    found = data.arcs(os.path.realpath(filename)) or data.arcs(filename) or []
+    return tuple(sorted(found))
 
 
 class _Worker:
