@@ -345,7 +345,7 @@ class _Progress:
         if self._progress is None or task is None:
             return
         self._progress.advance(task, amount)
-        t = self._progress.tasks[task] if isinstance(task, int) else None
+        t = next((x for x in self._progress.tasks if x.id == task), None)
         speed = t.speed if t is not None else None
         if speed:
             self._progress.update(task, rate=f"{speed:.2f}/s")

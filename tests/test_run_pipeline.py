@@ -117,6 +117,10 @@ def test_cli_errors_and_options(tmp_path: Path) -> None:
                               "-n", "2", "--out", str(tmp_path / "e")])
     assert res.exit_code == 0, res.output
     assert {r["task_id"] for r in _records(tmp_path / "e" / "generations.jsonl")} == {"HumanEval/7"}
+    res = runner.invoke(cli, ["run", "--dataset", "humaneval", "--backend", "fake", "-n", "2", "--limit", "3",
+                              "--out", str(tmp_path / "f"), "--progress"])
+    assert res.exit_code == 0, res.output
+    assert "tests (oracle)" in res.output and "6/6" in res.output and "/s" in res.output and "ETA" in res.output
 
 
 def test_kill_during_self_solutions_and_resume(tmp_path: Path) -> None:
