@@ -543,7 +543,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
         tests = list(ex.tests)
         dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
-                   "empty": getattr(ex, "dropped_empty", 0)}
+                   "empty": ex.dropped_empty}
         prompt_json = unit.prompt.to_json()
         prompt_hash = unit.prompt_hash
     return {

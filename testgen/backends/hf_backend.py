@@ -74,7 +74,14 @@ class HFBackend(Backend):
         tok.padding_side = "left"
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
-        lm = AutoModelForCausalLM.from_pretrained(self.model, dtype=dtype, trust_remote_code=opts.trust_remote_code)
+        import transformers
+
+        # transformers >= 4.56 names the argument ``dtype``; older releases ``torch_dtype``
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        dtype_arg = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+        lm = AutoModelForCausalLM.from_pretrained(
+            self.model, trust_remote_code=opts.trust_remote_code, **{dtype_arg: dtype}
+        )
         lm.to(device)
         lm.train(False)  # inference mode (dropout off)
         self._tok, self._lm, self._device = tok, lm, device
