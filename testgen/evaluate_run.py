@@ -328,11 +328,12 @@ def _run_programs(
     return stats
 
 
-def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, tests: Sequence[str]) -> CoverageCounts | None:
+def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, tests: Sequence[str], *,
+              with_load: bool = True) -> CoverageCounts | None:
     """Coverage.py counts for the union of the load arcs and the tests' arcs; ``None`` if unknown."""
     if analyzer is None or pid in cache.load_error:
         return None
-    arcs: set[Arc] = set(cache.load_arcs.get(pid) or ())
+    arcs: set[Arc] = set(cache.load_arcs.get(pid) or ()) if with_load else set()
     for t in tests:
         ex = cache.tests.get((pid, content_id(t)))
         if ex is not None and ex.arcs is None and ex.outcome is Outcome.TIMEOUT:
@@ -436,6 +437,8 @@ def evaluate_run(
         pid = ref_pid[g.task_id]
         outcomes = tuple(_outcome(cache, pid, t) for t in tests)
         cov = _coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
+        cov_tests = (_coverage(analyzer(pid, prob.reference_code), cache, pid, tests, with_load=False)
+                     if tests else None)
         pcov = None
         sol = run.solutions.get(g.solution_id or "")
         if want_prompt and sol is not None and tests:
@@ -445,7 +448,7 @@ def evaluate_run(
         results.append(GenerationResult(
             task_id=g.task_id, generation_id=g.generation_id, solution_id=g.solution_id, tests=tests,
             canonical=tuple(canonical_test(t, opts.dedup) for t in tests), outcomes=outcomes,
-            coverage=cov, prompt_coverage=pcov,
+            coverage=cov, prompt_coverage=pcov, coverage_tests_only=cov_tests,
             prompt_correct=verdicts.get(g.solution_id) if g.solution_id else None,
             n_extracted=len(g.tests), dropped_no_entry_point=g.dropped_no_entry_point,
             dropped_unparsable=g.dropped_unparsable,

@@ -99,6 +99,9 @@ class GenerationResult:
     """Branch coverage of the reference reached by all kept tests; ``None`` when not measured."""
     prompt_coverage: CoverageCounts | None = None
     """The same on the code that was in the prompt (Table 6); ``None`` when not measured."""
+    coverage_tests_only: CoverageCounts | None = None
+    """Coverage of the reference by the tests' own arcs, without what loading the program ran
+    (``def`` lines, imports): a variant, as if coverage started after the import."""
     prompt_correct: bool | None = None
     """Whether the prompt's code is correct on HumanEval+ (plus); ``None`` when unknown."""
     n_extracted: int = 0
@@ -164,8 +167,16 @@ def dedup_pass_rate(gens: Sequence[GenerationResult], *, empty: EmptyPolicy = Em
 def _coverage_of(g: GenerationResult, *, on: str, measure: CoverageMeasure) -> float | None:
     if not g.outcomes:
         return None
-    counts = g.coverage if on == "reference" else g.prompt_coverage
+    counts = _counts_of(g, on)
     return None if counts is None else counts.fraction(measure)
+
+
+def _counts_of(g: GenerationResult, on: str) -> CoverageCounts | None:
+    if on == "reference":
+        return g.coverage
+    if on == "tests_only":
+        return g.coverage_tests_only
+    return g.prompt_coverage
 
 
 def coverage_rate(
@@ -175,14 +186,15 @@ def coverage_rate(
     empty: EmptyPolicy = EmptyPolicy.ZERO,
     on: str = "reference",
 ) -> float | None:
-    """C = mean over generations of c_ij; ``on="prompt"`` measures on the prompt's code (Table 6).
+    """C = mean over generations of c_ij; ``on="prompt"`` measures on the prompt's code (Table 6),
+    ``on="tests_only"`` leaves out the arcs run while loading the program.
 
     Generations whose coverage was not measured (``None`` counts, e.g. the prompt's code did not
     load) are left out; generations without tests follow ``empty``.
     """
     vals: list[float | None] = []
     for g in gens:
-        if g.outcomes and (g.coverage if on == "reference" else g.prompt_coverage) is None:
+        if g.outcomes and _counts_of(g, on) is None:
             continue
         vals.append(_coverage_of(g, on=on, measure=measure))
     if not any(v is not None for v in vals):
@@ -306,6 +318,7 @@ def summarize(
                 for m in CoverageMeasure
                 if m is not measure
             },
+            "coverage_tests_only": coverage_rate(gens, measure=measure, empty=empty, on="tests_only"),
         },
         "by_position": by_position(gens, positions=positions),
         "counts": {

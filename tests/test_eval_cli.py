@@ -135,6 +135,8 @@ def test_coverage_equals_pytest_cov(tmp_path: Path, hep: Path) -> None:
     run = _write_run(tmp_path / "run", gens)
     m = _eval(run, hep)
     assert m["coverage"] is not None and m["execution"]["generations_without_coverage"] == 0
+    # without the arcs run at import (def line, imports) the figure can only drop
+    assert 0 < m["variants"]["coverage_tests_only"] < m["coverage"]
     for i, (g, out) in enumerate(zip(gens, _gens_out(run))):
         expected = _pytest_cov(tmp_path / f"w{i}", ds[g["task_id"]].reference_code, g["tests"])
         assert out["coverage"] == pytest.approx(expected), (g, out["coverage_counts"])
