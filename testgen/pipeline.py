@@ -126,6 +126,8 @@ class RunSummary:
     """``self``: solutions sampled by this invocation."""
     tests: int = 0
     """Tests extracted from this invocation's generations."""
+    short_tasks: tuple[str, ...] = ()
+    """Tasks with fewer than ``n`` solutions to show (``cross``: the pool is smaller)."""
 
 
 def _slug(text: str) -> str:
@@ -508,7 +510,8 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
 
                 _generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
 
-    return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped,
+    short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
+    return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
                       solutions_generated=summary_solutions, tests=tests_total)
 
 

@@ -151,3 +151,18 @@ def test_kill_during_self_solutions_and_resume(tmp_path: Path) -> None:
         (key(s), s["solution"]) for s in _records(tmp_path / "clean" / "solutions.jsonl"))
     assert sorted((key(g), g["tests"]) for g in gens) == sorted(
         (key(g), g["tests"]) for g in _records(tmp_path / "clean" / "generations.jsonl"))
+
+
+def test_cross_pool_smaller_than_n_is_reported(tmp_path: Path) -> None:
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(
+        json.dumps({"task_id": "HumanEval/0", "solution": "def has_close_elements(a, b):\n    return False\n"}) + "\n"
+        + "".join(json.dumps({"task_id": "HumanEval/1", "solution": f"def separate_paren_groups(s):\n    return {k}\n"}) + "\n"
+                  for k in range(3))
+    )
+    cfg = RunConfig(dataset="humaneval", setting=Setting.CROSS, backend="fake", n=2, limit=2, code_pool=str(pool))
+    summary = run(cfg, out=tmp_path / "run")
+    assert summary.generated == 3 and summary.short_tasks == ("HumanEval/0",)
+    recs = _records(tmp_path / "run" / "generations.jsonl")
+    assert [(r["task_id"], r["sample_index"]) for r in recs] == [("HumanEval/0", 0), ("HumanEval/1", 0), ("HumanEval/1", 1)]
+    assert "return 1" in recs[2]["prompt"]  # the pool's second solution for HumanEval/1

@@ -120,3 +120,9 @@ def run(
     if summary.solutions_generated:
         msg += f"; {summary.solutions_generated} solutions sampled"
     click.echo(msg)
+    if summary.short_tasks:
+        click.echo(
+            f"warning: {len(summary.short_tasks)} task(s) have fewer than {n} solutions to show"
+            f" (e.g. {summary.short_tasks[0]}): fewer generations were made for them",
+            err=True,
+        )
