@@ -221,3 +221,20 @@ def test_self_setting_judged_by_our_evaluator(tmp_path: Path, hep: Path, monkeyp
     assert m["code_pass1"] == pytest.approx(1 / 3)
     assert [g["prompt_correct"] for g in _gens_out(run)] == [True, False, False]
     assert m["prompt_correctness"]["correct"]["generations"] == 1
+
+
+def test_resume_after_interruption(tmp_path: Path, hep: Path) -> None:
+    """A killed eval keeps what it had executed (one JSONL line per finished job, the last line
+    possibly torn); the next eval executes only the rest and gives the same figures."""
+    gens = [{"task_id": "HumanEval/0", "tests": GOOD[:3]}, {"task_id": "HumanEval/2", "tests": [TRUNC]}]
+    run = _write_run(tmp_path / "run", gens)
+    full = _eval(run, hep)
+    cache = run / "eval" / "executions.jsonl"
+    lines = cache.read_text().splitlines(keepends=True)
+    assert len(lines) == 2
+    kept = json.loads(lines[0])
+    cache.write_text(lines[0] + lines[1][: len(lines[1]) // 2])  # as if killed mid-write
+    resumed = _eval(run, hep)
+    assert resumed["execution"]["reference"]["tests_run"] == 4 - len(kept["results"])
+    for key in ("pass_rate", "dedup_pass_rate", "coverage"):
+        assert resumed[key] == full[key]
