@@ -477,11 +477,17 @@ def evaluate_run(
         "generations_without_coverage": missing_cov,
         "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
     }
+    warnings = []
     if missing_cov and ref_stats.get("arcs_missing"):
-        metrics["warnings"] = [
-            f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
-            "coverage is unavailable for those generations"
-        ]
+        warnings.append(f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
+                        "coverage is unavailable for those generations")
+    ref_load_errors = {t: cache.load_error[pid] for t, pid in ref_pid.items() if pid in cache.load_error}
+    if ref_load_errors:
+        metrics["execution"]["reference_load_errors"] = ref_load_errors
+        warnings.append(f"the reference solution did not load for {len(ref_load_errors)} tasks "
+                        f"(e.g. {next(iter(ref_load_errors))}): their tests count as errors")
+    if warnings:
+        metrics["warnings"] = warnings
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     write_jsonl(out_dir / "generations.jsonl", (generation_record(r, measure=opts.measure) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,

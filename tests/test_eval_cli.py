@@ -238,3 +238,20 @@ def test_resume_after_interruption(tmp_path: Path, hep: Path) -> None:
     assert resumed["execution"]["reference"]["tests_run"] == 4 - len(kept["results"])
     for key in ("pass_rate", "dedup_pass_rate", "coverage"):
         assert resumed[key] == full[key]
+
+
+def test_reference_that_does_not_load_is_reported(tmp_path: Path, hep: Path) -> None:
+    import gzip
+
+    with gzip.open(hep, "rt") as fh:
+        rec = json.loads(fh.readline())
+    rec["canonical_solution"] += "\nraise RuntimeError('broken reference')\n"
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(rec) + "\n")
+    run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "tests": GOOD[:2]}])
+    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(broken), "-q"])
+    assert res.exit_code == 0, res.output
+    m = json.loads((run / "eval" / "metrics.json").read_text())
+    assert m["pass_rate"] == 0.0 and m["counts"]["outcomes"]["error"] == 2
+    assert "broken reference" in m["execution"]["reference_load_errors"]["HumanEval/0"]
+    assert m["coverage"] is None and "did not load" in res.output
