@@ -26,7 +26,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -503,9 +503,3 @@ def _cpu() -> float:
     """CPU seconds of this process and its waited-for children."""
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
-
-
-def iter_eval_generations(eval_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Read back ``generations.jsonl`` of an eval directory (used by ``testgen report``)."""
-    for _, rec in read_jsonl(Path(eval_dir) / "generations.jsonl"):
-        yield rec
