@@ -177,3 +177,41 @@ def test_agreement_with_codet_on_real_data(shared_data: Path) -> None:
     assert agr["total"] == sum(len(t["tests"]) * len(t["solutions"]) for t in tasks)
     assert agr["pct"] >= 99.5, agr["kinds"]
     assert agr["load_agree"] == agr["load_total"]
+
+
+def test_job_without_tests_still_reports_load(ex: Executor) -> None:
+    ok, bad = list(sorted(ex.run([Job(program="x = 1\n", tests=()), Job(program="raise ValueError('no')\n", tests=())]),
+                          key=lambda r: r.index))
+    assert ok.results == () and ok.load_error == ""
+    assert bad.results == () and "ValueError: no" in bad.load_error
+
+
+def test_closing_the_stream_early_stops_the_workers() -> None:
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    jobs = [Job(program=f"def f():\n    return {i}\n", tests=(AssertTest(source=f"assert f() == {i}"),)) for i in range(50)]
+    stream = execute(jobs, workers=2)
+    first = next(stream)
+    assert first.results[0].outcome is P
+    assert {p.pid for p in psutil.Process().children(recursive=True)} - before  # its workers
+    stream.close()
+    assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
+
+
+def test_a_worker_killed_from_outside_is_replaced_and_its_job_rerun() -> None:
+    import os
+    import signal
+    import threading
+
+    with Executor(workers=1) as executor:
+        executor.isolation  # start the worker
+        pid = executor._procs[0].proc.pid  # noqa: SLF001
+        killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+        killer.start()
+        prog = "import time\ndef f():\n    time.sleep(1.5)\n    return 1\n"
+        [res] = list(executor.run([Job(program=prog, tests=(AssertTest(source="assert f() == 1"),),
+                                       limits=Limits(timeout=5.0))]))
+        killer.join()
+        assert res.results[0].outcome is P
+        assert executor._procs[0].proc.pid != pid  # noqa: SLF001
