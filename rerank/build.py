@@ -12,6 +12,14 @@ in the parent anyway), kept as hashes for MBR-exec (Shi et al., EMNLP 2022): the
 inputs are the generated tests themselves, so no extra execution is needed. For a test of
 another shape the "output" is its outcome.
 
+CodeT's harness packs all of a task's tests into one ``def check():`` function, each inside
+``try: with time_limit(...)``. A test that compiles at module level (CodeT's validity check)
+but not inside a function (``from m import *``, from a truncated generation) makes that
+whole program a SyntaxError, so CodeT records *every* solution of the task as failing to run
+and the task falls back to random. With ``codet_packing=True`` (the default, for parity)
+such a task's solutions are marked not loaded, as in CodeT, without running them; with
+``False`` the task is executed normally.
+
 Cache: ``CACHE/matrix-<hash of the execution settings>.jsonl``, one line per (task,
 program, test set, outputs flag), appended as each job finishes, so a killed run resumes
 and another method or a second run reads the matrix in seconds. Also
@@ -39,6 +47,7 @@ __all__ = [
     "prepare_task",
     "build_matrices",
     "matrices_from_codet_outcomes",
+    "codet_packing_compiles",
     "CACHE_VERSION",
 ]
 
@@ -122,6 +131,24 @@ def prepare_task(task_id: str, entry_point: str, solutions: list[Solution], test
     )
 
 
+def codet_packing_compiles(tests: tuple[str, ...] | list[str], timeout: float = 0.1) -> bool:
+    """Whether CodeT's ``_pack_test_cases`` program for these tests compiles (compile only)."""
+    pad4, pad8, pad12 = " " * 4, " " * 8, " " * 12
+    body = "def check():\n    pass_result = []\n"
+    for tc in tests:
+        lines = tc.strip().replace("\n", f"\n{pad12}")
+        body += (
+            f"\n{pad4}try:\n{pad8}with time_limit({timeout}):\n{pad12}{lines}"
+            f"\n{pad12}pass_result.append(True)\n{pad4}except Exception as e:\n{pad8}pass_result.append(False)\n"
+        )
+    body += "\n    return pass_result\n"
+    try:
+        compile(body, "<codet-check>", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def _value_key(result: Any) -> str:
     if result.outcome in (Outcome.PASSED, Outcome.FAILED):
         try:
@@ -173,12 +200,14 @@ def build_matrices(
     memory_mb: int = 2048,
     workers: int | None = None,
     outputs: bool = False,
+    codet_packing: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, TaskMatrix]:
     """Run every distinct program against its task's distinct tests (cached, resumable).
 
     ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
-    A program that fails to load is recorded as not loaded (CodeT: not ranked).
+    A program that fails to load is recorded as not loaded (CodeT: not ranked); so is every
+    program of a task whose tests CodeT could not pack (``codet_packing``, see above).
     """
     from evaluation.executor import AssertTest, Job, Limits, execute
 
@@ -190,8 +219,9 @@ def build_matrices(
             done[(rec["t"], rec["p"], rec["k"], rec["c"])] = (rec["o"], tuple(rec["v"]))
     jobs: list[Job] = []
     flag = "v" if outputs else ""
+    unpackable = {t.task_id for t in task_list if codet_packing and t.tests and not codet_packing_compiles(t.tests)}
     for task in task_list:
-        if not task.tests:
+        if not task.tests or task.task_id in unpackable:
             continue
         tests = tuple(AssertTest(source=t) for t in task.tests)
         for prog, key in zip(task.programs, task.program_keys):
@@ -221,7 +251,9 @@ def build_matrices(
         for key in task.program_keys:
             # Without tests nothing runs: CodeT skips such solutions, so they count as not
             # loaded and the task falls back to random.
-            rows[key] = done.get((task.task_id, key, task.tests_key, flag), ("L", ()))
+            rows[key] = ("L", ()) if task.task_id in unpackable else done.get(
+                (task.task_id, key, task.tests_key, flag), ("L", ())
+            )
         out[task.task_id] = _matrix(task, rows, outputs)
     return out
 

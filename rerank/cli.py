@@ -137,6 +137,9 @@ def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int
               help="Keep the first N tests of each generation (CodeT: 5).")
 @click.option("--timeout", default=0.1, show_default=True, type=click.FloatRange(min=0.001),
               help="Seconds per test (CodeT: 0.1).")
+@click.option("--codet-packing/--no-codet-packing", default=True, show_default=True,
+              help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
+                   "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
 @click.option("--workers", type=click.IntRange(min=1), help="Executor workers (default: CPU count).")
 @click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
               help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
@@ -161,6 +164,7 @@ def rerank_cmd(
     b4_alpha: float,
     tests_per_generation: int,
     timeout: float,
+    codet_packing: bool,
     workers: int | None,
     verdicts: str | None,
     evalplus: bool,
@@ -193,6 +197,7 @@ def rerank_cmd(
         methods=method_specs(methods, rw_p=rw_p, rw_combine=rw_combine, b4_beta0=b4_beta0, b4_alpha=b4_alpha),
         tests_per_generation=tests_per_generation,
         timeout=timeout,
+        codet_packing=codet_packing,
         workers=workers,
         ks=k_values,
         verdicts=verdicts,

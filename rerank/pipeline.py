@@ -30,7 +30,7 @@ from evaluation.errors import RecordError, TestgenError
 from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
 from evaluation.records import content_id
 from rerank import __version__
-from rerank.build import TaskInputs, build_matrices, prepare_task
+from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task
 from rerank.inputs import TestSet, read_samples, read_tests
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, bind_reranker
@@ -85,6 +85,9 @@ class RerankConfig:
     """First N tests of each generation (CodeT: 5)."""
     timeout: float = 0.1
     """Seconds per test (CodeT: 0.1)."""
+    codet_packing: bool = True
+    """Mark a task's solutions not loaded when CodeT's harness could not compile its packed
+    tests (CodeT parity; see :mod:`rerank.build`)."""
     workers: int | None = None
     """Executor workers (default: CPU count)."""
     ks: tuple[int, ...] = (1, 2, 10)
@@ -235,6 +238,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
             timeout=config.timeout,
             workers=config.workers,
             outputs=need_outputs,
+            codet_packing=config.codet_packing,
             progress=progress(f"matrix {ts.label}" if len(test_sets) > 1 else "matrix"),
         )
     timings["matrix"] = time.perf_counter() - t0
@@ -297,6 +301,9 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
         counts[f"distinct_tests[{ts.label}]"] = sum(len(t.tests) for t in prepared[ts.label])
         counts[f"loaded[{ts.label}]"] = sum(int(m.loaded.sum()) for m in matrices[ts.label].values())
         counts[f"pairs[{ts.label}]"] = sum(m.n_solutions * m.n_tests for m in matrices[ts.label].values())
+        counts[f"codet_unpackable_tasks[{ts.label}]"] = sum(
+            1 for t in prepared[ts.label] if t.tests and not codet_packing_compiles(t.tests)
+        )
     timings["total"] = time.perf_counter() - t_start
 
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
