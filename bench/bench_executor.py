@@ -92,7 +92,8 @@ class PeakRss:
         self._thread.join()
 
 
-def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str, timeout: float = 0.1) -> dict[str, Any]:
+def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str, timeout: float = 0.1,
+             exclude: set[tuple[str, int, int]] | None = None) -> dict[str, Any]:
     from evaluation.executor import AssertTest, Job, Limits, execute
 
     limits = Limits(timeout=timeout, load_timeout=1.0)
@@ -100,7 +101,10 @@ def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str, timeout:
     for t, task in enumerate(tasks):
         tests = tuple(AssertTest(source=s) for s in task["tests"])
         for s, sol in enumerate(task["solutions"]):
-            jobs.append(Job(program=task["prompt"] + sol["completion"], tests=tests, limits=limits,
+            mine = tests
+            if exclude:
+                mine = tuple(x for i, x in enumerate(tests) if (task["task_id"], s, i) not in exclude)
+            jobs.append(Job(program=task["prompt"] + sol["completion"], tests=mine, limits=limits,
                             isolation=isolation, tag=(t, s)))  # type: ignore[arg-type]
     pairs = sum(len(j.tests) for j in jobs)
     r0s, r0c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -171,21 +175,43 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     ap.add_argument("--isolation", choices=["batch", "per_test"], default="batch")
     ap.add_argument("--timeout", type=float, default=0.1, help="per-test timeout (CodeT: 0.1 s)")
+    ap.add_argument("--save-timeouts", type=Path, default=None,
+                    help="write the (task, solution, test) pairs that timed out in the last run (JSON)")
+    ap.add_argument("--exclude-pairs", type=Path, default=None,
+                    help="leave out these pairs (a --save-timeouts file): measures the work besides timeouts; "
+                         "agreement is then not computed")
     args = ap.parse_args(argv)
     tasks = load_workload(args.data, args.limit_tasks)
+    exclude = None
+    if args.exclude_pairs is not None:
+        exclude = {tuple(x) for x in json.loads(args.exclude_pairs.read_text())}
     runs = []
     per_run = []
     for k in range(args.repeat):
         if runs:
             runs[-1]["results"] = None  # keep only the last run's results alive (memory, GC time)
-        run = run_once(tasks, args.workers or os.cpu_count() or 1, args.isolation, args.timeout)
+        run = run_once(tasks, args.workers or os.cpu_count() or 1, args.isolation, args.timeout, exclude)
         runs.append(run)
+        if exclude is not None:
+            print(f"run {k + 1}: wall {run['wall']:.1f} s, cpu {run['cpu']:.1f} s, peak rss {run['rss'] / 2**20:.0f} MiB, "
+                  f"{run['pairs']:,} pairs, {run['pairs'] / run['wall']:,.0f} pairs/s", flush=True)
+            continue
         per_run.append(agreement(tasks, run["results"])["pct"])
         print(f"run {k + 1}: wall {run['wall']:.1f} s, cpu {run['cpu']:.1f} s, peak rss {run['rss'] / 2**20:.0f} MiB, "
               f"{run['pairs'] / run['wall']:,.0f} pairs/s, agreement {per_run[-1]:.3f}%", flush=True)
     med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
     last = runs[-1]
+    if exclude is not None:
+        print(f"without the {len(exclude):,} excluded pairs: median of {len(runs)}: wall {med('wall'):.1f} s, "
+              f"CPU {med('cpu'):.1f} s, peak RSS {med('rss') / 2**20:.0f} MiB, {last['pairs'] / med('wall'):,.0f} pairs/s")
+        return
     agr = agreement(tasks, last["results"])
+    if args.save_timeouts is not None:
+        from evaluation.records import Outcome
+
+        pairs = [(tasks[t]["task_id"], s, i) for (t, s), res in last["results"].items()
+                 for i, r in enumerate(res.results) if r.outcome is Outcome.TIMEOUT]
+        args.save_timeouts.write_text(json.dumps(pairs))
     print()
     print(f"workload: {len(tasks)} tasks, {last['jobs']:,} distinct solutions, "
           f"{sum(len(t['tests']) for t in tasks):,} distinct tests, {last['pairs']:,} pairs; "
