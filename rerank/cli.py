@@ -27,7 +27,7 @@ def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         if not sep or Path(v).exists():
             path, label = v, ""
         if not label:
-            label = Path(path).name.split(".")[0]
+            label = Path(path).name.removesuffix(".gz").removesuffix(".jsonl")
         if not Path(path).exists():
             raise click.BadParameter(f"{path} does not exist", param_hint="--tests")
         out.append((label, path))

@@ -63,6 +63,10 @@ class TestSet:
     """task_id -> number of generations read."""
 
 
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(".gz").removesuffix(".jsonl")
+
+
 def _prompt_index(dataset: Dataset, extra_files: Iterable[Path]) -> dict[str, str]:
     """Map prompt text (several spellings) -> task_id."""
     index: dict[str, str] = {}
@@ -219,4 +223,4 @@ def read_tests(
             )
     if not gens:
         raise TestgenError(f"{p}: no test generations found")
-    return TestSet(label=label or p.name.split(".")[0], path=str(p), tests=tests, generations=gens)
+    return TestSet(label=label or _stem(p), path=str(p), tests=tests, generations=gens)
