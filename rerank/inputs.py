@@ -4,7 +4,8 @@ Solutions (``--samples``):
 
 * ours (``RUN/solutions.jsonl``): ``{"task_id", "solution_id", "solution", "completion"?, ...}``;
 * EvalPlus samples: ``{"task_id", "solution"}`` or ``{"task_id", "completion"}`` (the
-  completion is appended to the dataset's prompt);
+  completion is appended to the dataset's prompt); these two are read by
+  :func:`evaluation.solutions.read_solutions`;
 * CodeT's ``{"prompt", "samples": [completion, ...]}`` (Chen et al., ICLR 2023,
   github.com/microsoft/CodeT): matched to tasks by the prompt text, the only format joined
   that way; each completion is cut at CodeT's stop tokens, as its ``solution_extract`` does.
@@ -104,13 +105,18 @@ def read_samples(
     *,
     dataset: Dataset,
     prompts: str | os.PathLike[str] | None = None,
-    model: str = "sample",
+    model: str | None = None,
 ) -> dict[str, list[Solution]]:
     """Read sampled solutions (any of the three formats) into task_id -> solutions."""
     p = Path(path)
     first = _first_record(p)
     out: dict[str, list[Solution]] = {}
     if first is not None and "samples" in first and "task_id" not in first:
+        # CodeT's format is read here, not by evaluation.solutions: CodeT parity needs its
+        # stop-token cut of each completion (solution_extract).
+        from evaluation.solutions import model_name_from_path
+
+        model = model or model_name_from_path(p)
         index = _prompt_index(dataset, _codet_prompt_files(p, prompts))
         for line, rec in read_jsonl(p):
             prompt = require(rec, "prompt", str, path=str(p), line=line)
@@ -138,30 +144,15 @@ def read_samples(
                     )
                 )
         return out
-    for line, rec in read_jsonl(p):
-        tid = require(rec, "task_id", str, path=str(p), line=line)
-        if tid not in dataset.problems:
-            raise RecordError(str(p), line, f"task {tid!r} is not in {dataset.name}", field="task_id")
-        sols = out.setdefault(tid, [])
-        idx = int(rec.get("sample_index", len(sols)))  # type: ignore[call-overload]
-        completion = rec.get("completion")
-        if isinstance(rec.get("solution"), str):
-            code = str(rec["solution"])
-        elif isinstance(completion, str):
-            code = dataset[tid].prompt + completion
-        else:
-            raise RecordError(str(p), line, "needs 'solution' or 'completion' (a string)", field="solution")
-        sid = rec.get("solution_id")
-        sols.append(
-            Solution(
-                task_id=tid,
-                solution_id=str(sid) if isinstance(sid, str) else f"{tid}/{rec.get('model') or model}/{len(sols)}",
-                code=code,
-                completion=completion if isinstance(completion, str) else None,
-                sample_index=idx,
-                model=str(rec.get("model") or model),
-            )
-        )
+    # Our solutions.jsonl and EvalPlus samples: the shared reader (evaluation.solutions).
+    from evaluation.solutions import read_solutions
+
+    file = read_solutions(p, dataset=dataset)
+    if file.unknown_tasks:
+        shown = ", ".join(file.unknown_tasks[:5])
+        raise TestgenError(f"{p}: {len(file.unknown_tasks)} task(s) not in {dataset.name}: {shown}")
+    for sol in file.solutions:
+        out.setdefault(sol.task_id, []).append(sol)
     return out
 
 
