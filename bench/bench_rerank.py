@@ -14,6 +14,7 @@ verdicts and scoring from ``run.json``; then one warm rerun on the same caches.
 Usage (the exact command of the README's figures)::
 
     .venv/bin/python bench/bench_rerank.py --repeats 3 --workers 2
+    .venv/bin/python bench/bench_rerank.py --repeats 1 --workers 2 --no-evalplus   # matrix + scoring
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _data_dir() -> Path:
     return Path(env) if env else ROOT.parent / "shared" / "data"
 
 
-def _command(out: Path, workers: int, data: Path) -> list[str]:
+def _command(out: Path, workers: int, data: Path, evalplus: bool) -> list[str]:
     codet = data / "codet"
     return [
         str(Path(sys.executable).with_name("rerank")),
@@ -48,6 +49,7 @@ def _command(out: Path, workers: int, data: Path) -> list[str]:
         "--workers", str(workers),
         "--out", str(out),
         "--no-progress",
+        "--evalplus" if evalplus else "--no-evalplus",
     ]
 
 
@@ -87,6 +89,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--no-evalplus", action="store_true",
+                    help="skip the HumanEval+ verdicts (measure execution of the matrix and scoring only)")
     args = ap.parse_args()
     data = _data_dir()
     runs = []
@@ -95,7 +99,7 @@ def main() -> None:
             out = Path(tmp) / f"cold{i}"
             env = dict(os.environ, TESTGEN_CACHE=str(Path(tmp) / f"gt{i}"), TESTGEN_DATA=str(data))
             before = os.times()
-            fig = _measure(_command(out, args.workers, data), env)
+            fig = _measure(_command(out, args.workers, data, not args.no_evalplus), env)
             after = os.times()
             fig["cpu"] = max(
                 (after.children_user - before.children_user) + (after.children_system - before.children_system),
@@ -110,7 +114,7 @@ def main() -> None:
         out = Path(tmp) / "cold0"
         env = dict(os.environ, TESTGEN_CACHE=str(Path(tmp) / "gt0"), TESTGEN_DATA=str(data))
         before = os.times()
-        warm = _measure(_command(out, args.workers, data), env)
+        warm = _measure(_command(out, args.workers, data, not args.no_evalplus), env)
         after = os.times()
         warm["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         warm_t = json.loads((out / "run.json").read_text())["timings"]
@@ -121,7 +125,9 @@ def main() -> None:
 
     print()
     print(f"rerank on CodeT CodeGen-16B HumanEval (164 x 100 x 100), workers={args.workers}, "
-          f"cpus={os.cpu_count()}, median of {args.repeats} cold runs")
+          f"cpus={os.cpu_count()}, median of {args.repeats} cold runs"
+          + (", without HumanEval+ verdicts" if args.no_evalplus else ""))
+    print(f"load average at the end: {os.getloadavg()}")
     print(f"{'':28s}{'wall s':>9s}{'CPU s':>9s}{'peak MB':>9s}{'matrix s':>10s}{'verdicts s':>11s}{'scoring s':>10s}")
     print(f"{'rerank, cold caches':28s}{med('wall'):9.1f}{med('cpu'):9.1f}{med('peak_mb'):9.0f}"
           f"{med('t_matrix'):10.1f}{med('t_verdicts'):11.1f}{med('t_scoring'):10.1f}")
