@@ -35,9 +35,9 @@ Differences from EvalPlus, by design
     process and can be fooled). Identical programs run once. The time limits are checked on
     the run time the executor measures per call (EvalPlus's SIGALRM measures the same span);
     the time to load the program is not counted against the split cap. A program is loaded
-    afresh for each job (a run of 2, 16, 64, then 256 inputs, never spanning base and plus), so
+    afresh for each job (a run of inputs, never spanning base and plus), so
     global state a program mutates carries over between its calls within a job only; EvalPlus
-    keeps one process per split.
+    keeps one process per split. (Jobs: 16 inputs, then 256, then 1024.)
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ __all__ = [
     "GROUND_TRUTH_VERSION",
 ]
 
-GROUND_TRUTH_VERSION = "evalplus-0.3.1/2"
+GROUND_TRUTH_VERSION = "evalplus-0.3.1/3"
 """Part of the cache key: bump when the ground-truth computation changes."""
 
 MBPP_OUTPUT_NOT_NONE_TASKS = ("check_str", "text_match_three", "text_starta_endb")
@@ -345,25 +345,56 @@ _CALL_WRAPPER = "__testgen_evalplus_call__"
 def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) -> tuple[str, str]:
     """The program to load and the function each :class:`CallTest` calls.
 
-    A wrapper appended to the program calls the entry point and returns its output pickled,
-    so any executor transports it as bytes and the parent rebuilds it type-exactly (tuples stay
-    tuples, sets stay sets, ``nan`` and big ints survive) with :func:`_load_output`, which
-    accepts plain data only. This is not a way to forge a verdict: whatever the child sends,
-    the parent compares the decoded value itself. For the MBPP+ "not None" tasks the output (a
-    ``re.Match``) is first reduced to a bool, to exactly what EvalPlus then compares.
+    A wrapper appended to the program is called as ``wrapper(time_limit, *inputs)``. It
+    calls the entry point under a SIGALRM time limit, as EvalPlus's ``time_limit`` does, and
+    returns the output pickled, so any executor transports it as bytes and the parent
+    rebuilds it type-exactly (tuples stay tuples, sets stay sets, ``nan`` and big ints
+    survive) with :func:`_load_output`, which accepts plain data only. Once a call has raised
+    (or timed out), later calls in the same child return ``b""`` at once: EvalPlus stops a
+    split at its first failure, and the executor would otherwise run every remaining input
+    (not for the reference, whose inputs are all needed). None of this can forge a verdict: whatever the child sends, the parent decodes and
+    compares itself, and ``b""`` is never a correct output. For the MBPP+ "not None" tasks
+    the output (a ``re.Match``) is first reduced to a bool, to exactly what EvalPlus compares.
     """
     if kind == "mbpp" and entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
         if reference:
-            call = f"    r = {entry_point}(*args) is not None\n"
+            call = f"        r = {entry_point}(*args) is not None\n"
         else:
-            call = (f"    r = {entry_point}(*args)\n"
-                    "    r = r if isinstance(r, bool) else (r is not None)\n")
+            call = (f"        r = {entry_point}(*args)\n"
+                    "        r = r if isinstance(r, bool) else (r is not None)\n")
     else:
-        call = f"    r = {entry_point}(*args)\n"
-    wrapper = (f"\n\ndef {_CALL_WRAPPER}(*args):\n{call}"
-               "    import pickle\n"
-               "    return pickle.dumps(r, 4)\n")
+        call = f"        r = {entry_point}(*args)\n"
+    wrapper = (
+        f"\n\n{_STATE} = [False]\n\n\n"
+        f"def {_CALL_WRAPPER}(time_limit, *args):\n"
+        "    import pickle, signal\n"
+        f"    state = {_STATE}\n"
+        "    if state[0]:\n"
+        "        return b''\n"
+        f"    state[0] = {not reference}\n"
+        "    def on_alarm(signum, frame):\n"
+        "        raise TimeoutError('time limit')\n"
+        "    try:\n"
+        "        signal.signal(signal.SIGALRM, on_alarm)\n"
+        "        signal.setitimer(signal.ITIMER_REAL, time_limit)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    try:\n"
+        f"{call}"
+        "    finally:\n"
+        "        try:\n"
+        "            signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "    out = pickle.dumps(r, 4)\n"
+        "    state[0] = False\n"
+        "    return out\n"
+    )
     return program + wrapper, _CALL_WRAPPER
+
+
+_STATE = "__testgen_evalplus_failed__"
+_GT_LIMIT = 120.0  # seconds for one reference call: generous, the reference is trusted to finish
 
 
 _PLAIN_CLASSES = {("builtins", "complex"), ("builtins", "set"), ("builtins", "frozenset"),
@@ -393,7 +424,9 @@ def _load_output(value: Any) -> Any:
         raise ValueError(f"output is not plain data: {exc}") from None
 
 
-def _execute(jobs: list[Any], *, workers: int | None) -> Iterable[Any]:
+def _execute(jobs: list[Any], *, workers: int | None, executor: Any = None) -> Iterable[Any]:
+    if executor is not None:
+        return executor.run(jobs)  # type: ignore[no-any-return]
     from evaluation.executor import execute
 
     return execute(jobs, workers=workers)
@@ -440,8 +473,8 @@ def ground_truth(
         program, fn = _program_for(prob.reference_code, prob.entry_point, kind, reference=True)
         jobs.append(Job(
             program=program,
-            tests=tuple(CallTest(entry_point=fn, args=tuple(a)) for a in base + plus),
-            limits=Limits(timeout=120.0, load_timeout=120.0, memory_mb=8192),
+            tests=tuple(CallTest(entry_point=fn, args=(_GT_LIMIT, *a)) for a in base + plus),
+            limits=Limits(timeout=_GT_LIMIT + 1.0, load_timeout=_GT_LIMIT, memory_mb=8192),
             want_values=True,
             tag=prob.task_id,
         ))
@@ -515,14 +548,13 @@ class _Progress:
         self.done = True
 
 
-_CHUNKS = (2, 16, 64, 256)
+_CHUNKS = (16, 256, 1024)
 
 
 def _chunk_size(round_index: int) -> int:
-    # The executor runs every test of a job even after one timed out (in a fresh child), so
-    # a job must not be much longer than the run of inputs a program is known to pass: a
-    # short first job catches programs that fail or hang at once, and geometric growth
-    # bounds the work wasted on one that starts timing out later, while keeping rounds few.
+    # After a call raised or hit its SIGALRM limit the wrapper skips the job's remaining
+    # calls, but a child killed from outside (a hang in C code) is replaced by a fresh one
+    # that runs them: growing job sizes bound that waste while keeping rounds few.
     return _CHUNKS[min(round_index, len(_CHUNKS) - 1)]
 
 
@@ -570,21 +602,24 @@ def evaluate_solutions(
     finished = sum(st.done for st in states)
     if progress:
         progress(finished, total)
+    from evaluation.executor import Executor
+
     round_index = 0
-    while True:
-        live = [i for i, st in enumerate(states) if not st.done]
-        if not live:
-            break
-        size = _chunk_size(round_index)
-        round_index += 1
-        jobs = [_next_job(states[i], i, size, limits_cfg) for i in live]
-        for res in _execute(jobs, workers=workers):
-            st = states[res.tag[0]]
-            _absorb(st, res, res.tag[1], kind)
-            if st.done:
-                finished += 1
-                if progress:
-                    progress(finished, total)
+    with Executor(workers=workers) as executor:
+        while True:
+            live = [i for i, st in enumerate(states) if not st.done]
+            if not live:
+                break
+            size = _chunk_size(round_index)
+            round_index += 1
+            jobs = [_next_job(states[i], i, size, limits_cfg) for i in live]
+            for res in _execute(jobs, workers=workers, executor=executor):
+                st = states[res.tag[0]]
+                _absorb(st, res, res.tag[1], kind)
+                if st.done:
+                    finished += 1
+                    if progress:
+                        progress(finished, total)
 
     verdicts: dict[str, Verdict] = {}
     for st, ((task_id, _code), sols) in zip(states, by_program.items()):
@@ -612,7 +647,7 @@ def _next_job(st: _Progress, index: int, size: int, cfg: TimeLimits) -> Any:
     longest = 0.0
     for split, i in chunk:
         inputs = st.truth.base_inputs if split == "base" else st.truth.plus_inputs
-        tests.append(CallTest(entry_point=st.fn, args=tuple(inputs[i])))
+        tests.append(CallTest(entry_point=st.fn, args=(st.limits[split][i], *inputs[i])))
         longest = max(longest, st.limits[split][i])
     # The executor enforces one per-test deadline per job (the longest limit of the chunk, a
     # little over so the parent sees the measured time); each input's own limit is checked
