@@ -29,7 +29,11 @@ Verdicts
     (EvalPlus kills its per-sample process then). Evaluation of a split stops at the first
     failing input (EvalPlus's ``fast_check``).
 
-Differences from EvalPlus, by design
+Differences from EvalPlus
+    evalplus 0.3.1's ``find_zero`` branch ``continue``s before it counts the input as done, so
+    every HumanEval/32 split ends with fewer results than inputs and fails, even the canonical
+    solution: a bug. We judge ``find_zero`` as intended (on ``xs`` as the call left it).
+    By design:
     Values are compared in the trusted parent, never in the child: an object whose ``__eq__``
     is always true, or a patched builtin, cannot pass (EvalPlus compares inside the untrusted
     process and can be fooled). Identical programs run once. The time limits are checked on
@@ -362,6 +366,10 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
         else:
             call = (f"        r = {entry_point}(*args)\n"
                     "        r = r if isinstance(r, bool) else (r is not None)\n")
+    elif kind == "humaneval" and entry_point == "find_zero" and not reference:
+        # EvalPlus evaluates poly(xs, out) on the input list *after* the call, so a solution
+        # that mutates xs is judged on the mutated list: send the arguments back too.
+        call = f"        r = ({entry_point}(*args), args)\n"
     else:
         call = f"        r = {entry_point}(*args)\n"
     wrapper = (
@@ -686,6 +694,11 @@ def _absorb(st: _Progress, res: Any, start: int, kind: str) -> None:
         except ValueError as exc:
             st.fail(split, Status.FAIL, f"{split} input {i}: {exc}"[:500])
             return
+        if kind == "humaneval" and tt.entry_point == "find_zero":
+            if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple)):
+                st.fail(split, Status.FAIL, f"{split} input {i}: malformed reply")
+                return
+            value, inp = value
         ok, st.atol[split] = check_output(kind, tt.entry_point, inp, value, expected, st.atol[split])
         if not ok:
             st.fail(split, Status.FAIL, f"{split} input {i}: wrong output")

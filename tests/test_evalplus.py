@@ -158,3 +158,20 @@ def test_plus_only_failure_and_unknown_tasks(add_only: tuple[Dataset, Path]) -> 
     assert set(verdicts) == {"memorized"}
     v = verdicts["memorized"]
     assert v.base and not v.plus and v.plus_detail.startswith("plus input 0: wrong output")
+
+
+def test_find_zero_judged_on_the_list_as_the_solution_left_it(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    full = load_dataset("humaneval+", path=shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz")
+    ds = Dataset(name=full.name, version=full.version, source=full.source,
+                 problems={"HumanEval/32": full["HumanEval/32"]})
+    truth = ground_truth(ds, cache_dir=tmp_path, workers=2)
+    prompt = full["HumanEval/32"].prompt
+    # EvalPlus computes poly(xs, out) with the xs the call left behind: emptying xs makes any
+    # answer "a root" there (poly([], x) == 0), and we reproduce that.
+    sols = [Solution(task_id="HumanEval/32", solution_id="empties_xs", code=prompt + "    xs.clear()\n    return 123.0\n"),
+            Solution(task_id="HumanEval/32", solution_id="wrong", code=prompt + "    return 123.0\n")]
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth)
+    assert verdicts["empties_xs"].base and verdicts["empties_xs"].plus
+    assert not verdicts["wrong"].base
