@@ -642,5 +642,7 @@ def main() -> None:
             if unit is None:
                 break
             _write_all(out_fd, frame(worker.run_unit(unit)))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the parent stopped reading (closed early): exit quietly
     finally:
         shutil.rmtree(worker.scratch, ignore_errors=True)
