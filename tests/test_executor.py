@@ -167,11 +167,13 @@ def test_coverage_arcs_match_coverage_py(ex: Executor, tmp_path: Path, shared_da
 
 
 def test_agreement_with_codet_on_real_data(shared_data: Path) -> None:
-    """Three tasks of CodeT's agreement workload: outcomes match CodeT's booleans (>= 99.5%)."""
+    """Three tasks of CodeT's agreement workload: outcomes match CodeT's booleans (>= 99.5%).
+
+    HumanEval/1 is left out only for time: one of its samples loops on 250 tests (25 s)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     import bench_executor as bench
 
-    tasks = bench.load_workload(shared_data, 3)
+    tasks = [t for t in bench.load_workload(shared_data, 4) if t["task_id"] != "HumanEval/1"]
     run = bench.run_once(tasks, 2, "batch")
     agr = bench.agreement(tasks, run["results"])
     assert agr["total"] == sum(len(t["tests"]) * len(t["solutions"]) for t in tasks)
