@@ -23,6 +23,7 @@ __all__ = [
     "TestResult",
     "Executor",
     "execute",
+    "isolation_report",
 ]
 
 
@@ -32,4 +33,8 @@ def __getattr__(name: str) -> object:
         from evaluation.executor import pool
 
         return getattr(pool, name)
+    if name == "isolation_report":
+        from evaluation.executor import sandbox
+
+        return sandbox.isolation_report
     raise AttributeError(name)

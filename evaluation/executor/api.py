@@ -111,7 +111,8 @@ class ExecutionResult:
     results: tuple[TestResult, ...]
     """One per test."""
     load_error: str = ""
-    """Non-empty when the program itself failed to load (every test is then ERROR)."""
+    """Non-empty when the program itself failed to load (every test is then ERROR, or TIMEOUT
+    when loading ran past ``Limits.load_timeout``)."""
     load_arcs: tuple[tuple[int, int], ...] | None = None
     """With ``Job.measure_coverage``: arcs executed in the program's source while it was
     loaded (module-level code: imports, ``def`` lines). A pytest-cov run counts these, so

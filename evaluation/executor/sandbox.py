@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Prepared", "prepare", "apply_in_child", "isolation_report", "MECHANISMS"]
+__all__ = ["Mechanism", "Prepared", "prepare", "apply_in_child", "isolation_report", "MECHANISMS"]
 
 MECHANISMS = ("user_namespace", "network_namespace", "seccomp", "landlock", "rlimits")
 """Every isolation mechanism the executor tries, in the order they are reported."""
