@@ -217,3 +217,15 @@ def test_a_worker_killed_from_outside_is_replaced_and_its_job_rerun() -> None:
         killer.join()
         assert res.results[0].outcome is P
         assert executor._procs[0].proc.pid != pid  # noqa: SLF001
+
+
+def test_missing_mechanisms_degrade_with_a_warning() -> None:
+    with pytest.warns(RuntimeWarning, match="sandbox degraded.*seccomp"):
+        with Executor(workers=1, disable=("seccomp", "landlock", "network_namespace")) as weak:
+            report = weak.isolation
+            [res] = list(weak.run([Job(program="def f():\n    return 2\n", tests=(AssertTest(source="assert f() == 2"),))]))
+    assert not report["seccomp"].active and not report["landlock"].active and not report["network_namespace"].active
+    assert report["user_namespace"].active and report["rlimits"].active
+    assert res.results[0].outcome is P
+    with pytest.raises(ValueError, match="unknown sandbox mechanism"):
+        Executor(disable=("selinux",))

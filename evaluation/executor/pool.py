@@ -80,14 +80,14 @@ def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
 class _WorkerProc:
     """The parent's handle on one worker process."""
 
-    def __init__(self, slot: int) -> None:
+    def __init__(self, slot: int, disable: frozenset[str] = frozenset()) -> None:
         self.slot = slot
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # A minimal environment: no API keys or tokens of the caller reach untrusted code, no
         # PYTHONOPTIMIZE (asserts must run); a fixed hash seed makes set/dict order of str
         # deterministic across runs and workers.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONPATH": root,
-               "PYTHONHASHSEED": "0"}
+               "PYTHONHASHSEED": "0", "TESTGEN_SANDBOX_DISABLE": ",".join(sorted(disable))}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
@@ -135,9 +135,17 @@ class Executor:
     does that for you. ``isolation`` reports which sandbox mechanisms are active.
     """
 
-    def __init__(self, *, workers: int | None = None, limits: Limits | None = None) -> None:
+    def __init__(self, *, workers: int | None = None, limits: Limits | None = None,
+                 disable: Iterable[str] = ()) -> None:
+        from evaluation.executor.sandbox import DISABLEABLE
+
         self.workers = max(1, workers or os.cpu_count() or 1)
         """Number of worker processes."""
+        self.disable = frozenset(disable)
+        """Sandbox mechanisms switched off on purpose (debugging; testing degraded paths)."""
+        unknown = self.disable - DISABLEABLE
+        if unknown:
+            raise ValueError(f"unknown sandbox mechanism(s) {sorted(unknown)}; choose from {sorted(DISABLEABLE)}")
         self.limits = limits or Limits()
         """Limits for jobs whose ``limits`` is None."""
         self._procs: list[_WorkerProc] = []
@@ -159,7 +167,7 @@ class Executor:
 
     def _add_proc(self, slot: int) -> _WorkerProc:
         assert self._sel is not None
-        proc = _WorkerProc(slot)
+        proc = _WorkerProc(slot, self.disable)
         if slot < len(self._procs):
             self._procs[slot] = proc
         else:

@@ -32,10 +32,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Mechanism", "Prepared", "prepare", "apply_in_child", "isolation_report", "MECHANISMS"]
+__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "isolation_report", "MECHANISMS"]
 
 MECHANISMS = ("user_namespace", "network_namespace", "seccomp", "landlock", "rlimits")
 """Every isolation mechanism the executor tries, in the order they are reported."""
+DISABLEABLE = frozenset({"user_namespace", "network_namespace", "seccomp", "landlock"})
+"""Mechanisms a caller may switch off (``Executor(disable=...)``); rlimits always apply."""
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
@@ -127,8 +129,22 @@ def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _unshare_namespaces(libc: Any) -> tuple[Mechanism, Mechanism]:
+def _unshare_namespaces(libc: Any, disable: frozenset[str] = frozenset()) -> tuple[Mechanism, Mechanism]:
     uid, gid = os.geteuid(), os.getegid()
+    off = "disabled by the caller"
+    if disable >= {"user_namespace", "network_namespace"}:
+        return (Mechanism(name="user_namespace", active=False, detail=off),
+                Mechanism(name="network_namespace", active=False, detail=off))
+    if "user_namespace" in disable:
+        ok = libc.unshare(_CLONE_NEWNET) == 0
+        return (Mechanism(name="user_namespace", active=False, detail=off),
+                Mechanism(name="network_namespace", active=ok,
+                          detail="unshare(CLONE_NEWNET): no interfaces up" if ok else os.strerror(ctypes.get_errno())))
+    if "network_namespace" in disable:
+        ok = libc.unshare(_CLONE_NEWUSER) == 0
+        return (Mechanism(name="user_namespace", active=ok,
+                          detail="unshare(CLONE_NEWUSER) in the worker" if ok else os.strerror(ctypes.get_errno())),
+                Mechanism(name="network_namespace", active=False, detail=off))
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
         # Map our uid/gid to themselves so file ownership looks normal; failure is harmless.
         for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
@@ -202,10 +218,12 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def prepare(*, scratch: str) -> Prepared:
+def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
     """Probe and prepare every mechanism; called once in each worker at start. Never raises.
 
     ``scratch`` is the worker's private scratch directory, the only place children may write.
+    ``disable`` names mechanisms (of :data:`DISABLEABLE`) to leave off, for debugging and for
+    testing the degraded paths.
     """
     prepared = Prepared()
     prepared.libc = _libc()
@@ -215,13 +233,15 @@ def prepare(*, scratch: str) -> Prepared:
         pass
     try:
         libc = _libc()
-        user, net = _unshare_namespaces(libc)
+        user, net = _unshare_namespaces(libc, disable)
     except Exception as exc:  # noqa: BLE001 - degrade, never crash
         user = Mechanism(name="user_namespace", active=False, detail=f"probe failed: {exc}")
         net = Mechanism(name="network_namespace", active=False, detail=f"probe failed: {exc}")
     prepared.mechanisms["user_namespace"] = user
     prepared.mechanisms["network_namespace"] = net
     try:
+        if "seccomp" in disable:
+            raise RuntimeError("disabled by the caller")
         prepared.seccomp_bpf, prepared.seccomp_pid_slots = _compile_seccomp()
         prepared.seccomp_prog = ctypes.create_string_buffer(prepared.seccomp_bpf, len(prepared.seccomp_bpf))
         prepared.seccomp_fprog = _SockFprog(len(prepared.seccomp_bpf) // 8,
@@ -233,6 +253,8 @@ def prepare(*, scratch: str) -> Prepared:
     except Exception as exc:  # noqa: BLE001
         prepared.mechanisms["seccomp"] = Mechanism(name="seccomp", active=False, detail=f"unavailable: {exc}")
     try:
+        if "landlock" in disable:
+            raise RuntimeError("disabled by the caller")
         libc = _libc()
         abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
         if abi < 0:

@@ -330,7 +330,8 @@ class _Worker:
 
         self.scratch = tempfile.mkdtemp(prefix="testgen-exec-")
         os.chmod(self.scratch, 0o700)
-        self.prep = sandbox.prepare(scratch=self.scratch)
+        disable = frozenset(x for x in os.environ.get("TESTGEN_SANDBOX_DISABLE", "").split(",") if x)
+        self.prep = sandbox.prepare(scratch=self.scratch, disable=disable)
         # Children inherit a minimal environment (no secrets of the caller's), prepared once.
         os.environ.clear()
         os.environ.update({"TMPDIR": self.scratch, "HOME": self.scratch, "PATH": "/usr/bin:/bin",
