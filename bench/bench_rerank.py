@@ -60,7 +60,6 @@ def _measure(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     root = psutil.Process(proc.pid)
     peak = 0
-    cpu_seen: dict[int, float] = {}
     while proc.poll() is None:
         try:
             procs = [root, *root.children(recursive=True)]
@@ -70,8 +69,6 @@ def _measure(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
         for p in procs:
             try:
                 rss += p.memory_info().rss
-                t = p.cpu_times()
-                cpu_seen[p.pid] = t.user + t.system + t.children_user + t.children_system
             except psutil.Error:
                 continue
         peak = max(peak, rss)
@@ -80,9 +77,7 @@ def _measure(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"rerank failed ({proc.returncode}):\n{output}")
-    # CPU of the whole tree: the children rusage of this process (rerank and every worker
-    # it reaped) covers exited processes; fall back to the sampled figure if larger.
-    return {"wall": wall, "cpu_sampled": sum(cpu_seen.values()), "peak_mb": peak / 2**20}
+    return {"wall": wall, "peak_mb": peak / 2**20}
 
 
 def main() -> None:
@@ -101,10 +96,10 @@ def main() -> None:
             before = os.times()
             fig = _measure(_command(out, args.workers, data, not args.no_evalplus), env)
             after = os.times()
-            fig["cpu"] = max(
-                (after.children_user - before.children_user) + (after.children_system - before.children_system),
-                fig["cpu_sampled"],
-            )
+            # rerank reaps its workers and they reap their children: the children rusage of
+            # this process is the CPU of the whole tree (sampling per process would count
+            # reaped descendants twice).
+            fig["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
             timings = json.loads((out / "run.json").read_text())["timings"]
             fig.update({f"t_{k}": v for k, v in timings.items()})
             runs.append(fig)
