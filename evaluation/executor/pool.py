@@ -80,14 +80,15 @@ def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
 class _WorkerProc:
     """The parent's handle on one worker process."""
 
-    def __init__(self, slot: int, disable: frozenset[str] = frozenset()) -> None:
+    def __init__(self, slot: int, disable: frozenset[str] = frozenset(), scratch_root: str = "") -> None:
         self.slot = slot
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # A minimal environment: no API keys or tokens of the caller reach untrusted code, no
         # PYTHONOPTIMIZE (asserts must run); a fixed hash seed makes set/dict order of str
         # deterministic across runs and workers.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONPATH": root,
-               "PYTHONHASHSEED": "0", "TESTGEN_SANDBOX_DISABLE": ",".join(sorted(disable))}
+               "PYTHONHASHSEED": "0", "TESTGEN_SANDBOX_DISABLE": ",".join(sorted(disable)),
+               "TESTGEN_SCRATCH_ROOT": scratch_root}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
@@ -153,12 +154,18 @@ class Executor:
         self._sel: selectors.BaseSelector | None = None
         self._next_unit = 0
         self._restarts = 0
+        self._scratch_root = ""
 
     # -- lifecycle ---------------------------------------------------------------------
     def _start(self) -> None:
         if self._procs:
             return
         self._sel = selectors.DefaultSelector()
+        import tempfile
+
+        # Workers make their scratch dirs in here; removing it on close also cleans after a
+        # worker that was killed before it could clean up itself.
+        self._scratch_root = tempfile.mkdtemp(prefix="testgen-exec-root-")
         for slot in range(self.workers):
             self._add_proc(slot)
         # Wait for every hello, so the isolation report is complete before any job runs.
@@ -167,7 +174,7 @@ class Executor:
 
     def _add_proc(self, slot: int) -> _WorkerProc:
         assert self._sel is not None
-        proc = _WorkerProc(slot, self.disable)
+        proc = _WorkerProc(slot, self.disable, self._scratch_root)
         if slot < len(self._procs):
             self._procs[slot] = proc
         else:
@@ -190,6 +197,11 @@ class Executor:
         if self._sel is not None:
             self._sel.close()
             self._sel = None
+        if self._scratch_root:
+            import shutil
+
+            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            self._scratch_root = ""
 
     def __enter__(self) -> Executor:
         return self

@@ -328,7 +328,8 @@ class _Worker:
     def __init__(self) -> None:
         import tempfile
 
-        self.scratch = tempfile.mkdtemp(prefix="testgen-exec-")
+        root = os.environ.get("TESTGEN_SCRATCH_ROOT") or None  # the parent removes it on close
+        self.scratch = tempfile.mkdtemp(prefix="testgen-exec-", dir=root if root and os.path.isdir(root) else None)
         os.chmod(self.scratch, 0o700)
         disable = frozenset(x for x in os.environ.get("TESTGEN_SANDBOX_DISABLE", "").split(",") if x)
         self.prep = sandbox.prepare(scratch=self.scratch, disable=disable)
