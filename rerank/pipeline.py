@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -319,8 +318,3 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
         + "\n"
     )
     return RerankResult(summary=summary, timings=timings, counts=counts)
-
-
-def default_cache_dir(out: str | os.PathLike[str]) -> Path:
-    """Where :func:`run` caches matrices and verdicts when no cache dir is given."""
-    return Path(out) / "cache"
