@@ -127,7 +127,7 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
     agree = total = 0
     res_agree = res_total = 0
     outcomes: Counter[str] = Counter()
-    children = restarts = 0
+    children = restarts = deadlines = shared = 0
     kinds: Counter[str] = Counter()
     load_agree = load_total = 0
     examples: dict[str, list[str]] = {}
@@ -136,6 +136,8 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
             res = results[(t, s)]
             children += res.stats.get("children", 0)
             restarts += res.stats.get("restarts", 0)
+            deadlines += res.stats.get("deadlines_hit", 0)
+            shared += res.stats.get("shared", 0)
             outcomes.update(r.outcome.value for r in res.results)
             codet_error = "error" in sol
             load_total += 1
@@ -164,7 +166,8 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
     return {"agree": agree, "total": total, "pct": 100.0 * agree / max(1, total), "kinds": kinds,
             "examples": examples, "load_agree": load_agree, "load_total": load_total,
             "res_agree": res_agree, "res_total": res_total, "res_pct": 100.0 * res_agree / max(1, res_total),
-            "outcomes": outcomes, "children": children, "restarts": restarts}
+            "outcomes": outcomes, "children": children, "restarts": restarts,
+            "deadlines": deadlines, "shared": shared}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -216,8 +219,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"workload: {len(tasks)} tasks, {last['jobs']:,} distinct solutions, "
           f"{sum(len(t['tests']) for t in tasks):,} distinct tests, {last['pairs']:,} pairs; "
           f"isolation={args.isolation}, workers={args.workers or os.cpu_count()}, timeout {args.timeout} s/test")
-    timeouts = agr["outcomes"].get("timeout", 0)
-    print(f"lower bound from timeouts alone: {timeouts:,} x {args.timeout} s = {timeouts * args.timeout:,.0f} CPU-s "
+    timeouts = agr["deadlines"]  # evaluations killed at the deadline (timeout results shared by tests of one call not counted again)
+    print(f"lower bound from timeouts alone: {timeouts:,} evaluations ran into the deadline "
+          f"({agr['outcomes'].get('timeout', 0):,} timeout results) x {args.timeout} s = {timeouts * args.timeout:,.0f} CPU-s "
           f"(each must run until its deadline) = {timeouts * args.timeout / (args.workers or os.cpu_count() or 1):,.0f} s "
           f"wall on {args.workers or os.cpu_count()} workers")
     print(f"| metric | median of {len(runs)} |")
@@ -232,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
           f"({agr['res_agree']:,}/{agr['res_total']:,}) |")
     print(f"| our outcomes | {', '.join(f'{k} {v:,}' for k, v in sorted(agr['outcomes'].items()))} |")
     print(f"| children forked (restarts after a kill/crash) | {agr['children']:,} ({agr['restarts']:,}) |")
+    print(f"| tests judged on another test's evaluation of the same call | {agr['shared']:,} |")
     print(f"| load agreement (CodeT error == our load_error) | {agr['load_agree']:,}/{agr['load_total']:,} |")
     print("\ndisagreements (last run):")
     for kind, n in agr["kinds"].most_common():

@@ -100,6 +100,27 @@ def test_dedup_runs_identical_programs_and_tests_once(ex: Executor) -> None:
     assert results[2].stats["duplicates"] == 0
 
 
+def test_tests_of_the_same_expression_share_one_evaluation(ex: Executor) -> None:
+    # f records its calls: a second evaluation of f(1) would return (1, 2), so the verdicts
+    # show that the four f(1) tests shared one (they are judged against the value it returned).
+    prog = ("calls = []\n\ndef f(x):\n    calls.append(x)\n    if x < 0:\n        raise ValueError(x)\n"
+            "    while x == 7:\n        pass\n    return (x, len(calls))\n\n"
+            "from fractions import Fraction\ndef half():\n    return Fraction(1, 2)\n")
+    tests = ["assert f(1) == (1, 1)", "assert f(1) == (1, 2)", "assert f( 1 ) != (1, 1)", "assert (1, 1) == f(1)",
+             "assert f(-1) == 1", "assert f(-1) == 2", "assert f(7) == 0", "assert f(7) == 1",
+             "assert half() == 0.5", "assert half() == 0.25"]
+    res = run1(ex, prog, *(AssertTest(source=s) for s in tests), limits=Limits(timeout=0.2), want_values=True)
+    assert [r.outcome for r in res.results] == [P, F, F, P, E, E, T, T, P, F]
+    assert [r.value for r in res.results[:4]] == [(1, 1)] * 4
+    assert res.results[5].detail == res.results[4].detail == "ValueError: -1"
+    # f(1), f(-1), f(7) ran once each (one timeout: one restart). half() returns a non-plain
+    # value the child compares with each test's own literal, so the second half() test ran
+    # too, in a third child.
+    assert res.stats["shared"] == 5 and res.stats["children"] == 3
+    per_test = run1(ex, prog, *(AssertTest(source=s) for s in tests[:4]), isolation="per_test")
+    assert [r.outcome for r in per_test.results] == [P, F, F, P] and per_test.stats["children"] == 1
+
+
 def test_results_stream_for_every_job_index() -> None:
     jobs = [Job(program=f"def f():\n    return {i}\n", tests=(AssertTest(source=f"assert f() == {i}"),)) for i in range(20)]
     results = list(execute(jobs, workers=2))

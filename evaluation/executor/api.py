@@ -118,4 +118,8 @@ class ExecutionResult:
     loaded (module-level code: imports, ``def`` lines). A pytest-cov run counts these, so
     branch coverage of a test set = coverage of ``load_arcs`` + the tests' ``arcs``."""
     stats: dict[str, Any] = field(default_factory=dict, compare=False)
-    """Diagnostics (child restarts, fork time); never used for verdicts."""
+    """Diagnostics, never used for verdicts: ``children`` forked, ``restarts`` after a kill
+    or crash, ``shared`` (tests judged on another test's evaluation of the same expression),
+    ``deadlines_hit`` (evaluations killed at the per-test deadline), ``seconds``,
+    ``distinct_tests``, ``duplicates`` (other jobs with the same program), ``warnings``,
+    ``output`` (the program's captured stdout/stderr)."""

@@ -32,6 +32,7 @@ import select
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.executor import sandbox
@@ -45,8 +46,11 @@ _PASSED, _FAILED, _ERROR, _TIMEOUT = range(4)
 
 # Kinds of prepared test.
 _K_STMT, _K_CMP, _K_CALL, _K_BAD = range(4)
-# Child -> worker test statuses.
-_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR = range(4)
+# Child -> worker test statuses. The first four depend on the test's expression only; the
+# last three are verdicts the child reached by comparing a non-plain value with the test's
+# own literal, so they cannot be shared with another test of the same expression.
+_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR = range(7)
+_JUDGED = {_S_J_PASSED: _S_PASSED, _S_J_FAILED: _S_FAILED, _S_J_ERROR: _S_ERROR}
 
 PROGRAM_MODULE = "__program__"
 """``__name__`` of the loaded program: not ``__main__``, so ``if __name__ == "__main__":``
@@ -70,7 +74,11 @@ _FRAME_OVERHEAD = 64 * 1024
 
 
 def _analyze_assert(source: str) -> tuple[int, Any, Any]:
-    """Prepare an assert test: (kind, code, extra). Compiled here, once, in the worker."""
+    """Prepare an assert test: (kind, code, extra). Compiled here, once, in the worker.
+
+    For the comparison shape, ``extra`` is ``(opname, literal, key)``: ``key`` (the dump of
+    the evaluated expression's AST) lets tests that evaluate the same expression share one
+    evaluation (see :meth:`_Worker.run_unit`)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
@@ -100,7 +108,7 @@ def _analyze_assert(source: str) -> tuple[int, Any, Any]:
                     code = compile(node, "<test>", "eval", dont_inherit=True, optimize=0)
                 except (SyntaxError, ValueError, MemoryError, RecursionError):
                     break
-                return _K_CMP, code, (opname, literal)
+                return _K_CMP, code, (opname, literal, ast.dump(expr))
     try:
         code = compile(tree, "<test>", "exec", dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
@@ -117,6 +125,17 @@ def _compare(opname: str, value: Any, literal: Any) -> bool:
     if opname == "is":
         return value is literal
     return value is not literal
+
+
+def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any]:
+    """The result of a comparison test whose expression gave the plain ``value``."""
+    try:
+        ok = _compare(extra[0], value, extra[1])
+    except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
+        return _ERROR, value, dt, _detail(exc), arcs
+    if ok:
+        return _PASSED, value, dt, "", arcs
+    return _FAILED, value, dt, f"AssertionError: got {repr(value)[:200]}", arcs
 
 
 def _detail(exc: BaseException) -> str:
@@ -275,15 +294,15 @@ def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:
     try:
         for klass in type(value).__mro__:
             if getattr(klass, "__module__", None) == PROGRAM_MODULE:
-                return _S_FAILED, f"value of program-defined type {tname} is not compared"[:_DETAIL_CHARS]
-        opname, literal = extra
+                return _S_J_FAILED, f"value of program-defined type {tname} is not compared"[:_DETAIL_CHARS]
+        opname, literal = extra[0], extra[1]
         if opname in ("is", "isnot"):
             ok = (value is literal) == (opname == "is")
         else:
             ok = bool(value == literal) == (opname == "eq")
-        return (_S_PASSED, "") if ok else (_S_FAILED, f"non-plain {tname} compared unequal"[:_DETAIL_CHARS])
+        return (_S_J_PASSED, "") if ok else (_S_J_FAILED, f"non-plain {tname} compared unequal"[:_DETAIL_CHARS])
     except BaseException as exc:  # noqa: BLE001
-        return _S_ERROR, _detail(exc)
+        return _S_J_ERROR, _detail(exc)
 
 
 def _arcs(cov: Any, filename: str, context: str) -> Any:
@@ -490,6 +509,7 @@ class _Worker:
             i = order[pos]
             if killed_for == "timeout":
                 results[i] = (_TIMEOUT, None, timeout, f"timeout after {timeout}s", None)
+                self.deadlines_hit += 1
             else:
                 results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, killed_for)})", None)
             return True, "", load_arcs, order[pos + 1:], warning
@@ -501,6 +521,9 @@ class _Worker:
         kind, _, extra = prepared[i]
         detail = str(detail)[:_DETAIL_CHARS]
         dt = float(dt) if isinstance(dt, float) else 0.0
+        if status in _JUDGED:
+            self.judged.add(i)
+            status = _JUDGED[status]
         if status == _S_PASSED:
             return _PASSED, None, dt, "", arcs
         if status == _S_FAILED:
@@ -511,63 +534,108 @@ class _Worker:
             except NotPlain as exc:
                 return _ERROR, None, dt, str(exc), arcs
             if kind == _K_CMP:
-                opname, literal = extra
-                try:
-                    ok = _compare(opname, value, literal)
-                except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
-                    return _ERROR, value, dt, _detail(exc), arcs
-                if ok:
-                    return _PASSED, value, dt, "", arcs
-                return _FAILED, value, dt, f"AssertionError: got {repr(value)[:200]}", arcs
+                self.values[i] = value
+                return _judge_value(extra, value, dt, arcs)
             return _PASSED, value, dt, "", arcs
         return _ERROR, None, dt, detail, arcs
 
     def run_unit(self, unit: dict[str, Any]) -> tuple[Any, ...]:
+        """Run a unit's tests; tests that evaluate the same expression share one evaluation.
+
+        Of the comparison tests (``assert <expr> == <literal>`` ...) with the same ``<expr>``,
+        only the first runs; the others take its outcome when that does not depend on the
+        literal (an exception, a timeout, a crash) or are judged here against the plain value
+        it returned. Only a verdict the child had to reach itself (a non-plain value compared
+        with its own literal) makes the others run too. Each test still sees a fresh copy of
+        the program's globals, so evaluating an expression once or twice differs only for
+        programs whose results depend on hidden state (randomness, mutated shared objects).
+        """
         tests = unit["tests"]
         n = len(tests)
         if unit["coverage"] and self.coverage is None:
             self.coverage = self.make_coverage()
         prepared = [self.prepare_test(t) for t in tests]
         results: list[Any] = [None] * n
+        self.values: dict[int, Any] = {}
+        self.judged: set[int] = set()
+        self.deadlines_hit = 0
+        first: dict[str, int] = {}
+        followers: dict[int, list[int]] = {}
+        for i, (kind, _, extra) in enumerate(prepared):
+            if kind == _K_CMP:
+                lead = first.setdefault(extra[2], i)
+                if lead != i:
+                    followers.setdefault(lead, []).append(i)
+        shared = {i for group in followers.values() for i in group}
+        run = _Run()
+        self._run_tests(unit, prepared, [i for i in range(n) if i not in shared], results, run)
+        if not run.load_error and followers:
+            again = []
+            for lead, group in followers.items():
+                for i in group:
+                    if lead in self.values:
+                        _, _, dt, _, arcs = results[lead]
+                        results[i] = _judge_value(prepared[i][2], self.values[lead], dt, arcs)
+                    elif lead in self.judged or results[lead] is None:
+                        again.append(i)
+                    else:
+                        results[i] = results[lead]
+            run.shared = len(shared) - len(again)
+            if again:
+                self._run_tests(unit, prepared, again, results, run)
+        for i in range(n):
+            if results[i] is None:  # the program failed to load: every test gets its error
+                code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
+                results[i] = (code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
+        stats = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
+                 "deadlines_hit": self.deadlines_hit,
+                 "seconds": time.monotonic() - run.t0}
+        if run.warnings:
+            stats["warnings"] = run.warnings
+        if run.output:
+            stats["output"] = "".join(run.output)[: unit["limits"][3]]
+        return ("R", unit["id"], results, run.load_error, run.load_arcs, stats)
+
+    def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
+                   results: list[Any], run: _Run) -> None:
+        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout).
+
+        A child is forked even when ``pending`` is empty: loading the program is a result too."""
         per_test = unit["isolation"] == "per_test"
-        pending = list(range(n))
-        load_error = ""
-        load_arcs: Any = None
-        children = 0
-        restarts = 0
-        warnings: list[str] = []
-        output: list[str] = []
-        t0 = time.monotonic()
         while True:
             order = pending[:1] if per_test else pending
             loaded, err, arcs, unfinished, warning = self.run_child(unit, prepared, order, results)
-            children += 1
+            run.children += 1
             if self.last_output:
-                output.append(self.last_output)
-            if warning and warning not in warnings:
-                warnings.append(warning)
-            if children == 1:
-                load_arcs = arcs
+                run.output.append(self.last_output)
+            if warning and warning not in run.warnings:
+                run.warnings.append(warning)
+            if run.children == 1:
+                run.load_arcs = arcs
             if not loaded:
-                load_error = err
-                code = _TIMEOUT if err.startswith("timeout") else _ERROR
-                for i in pending:
-                    if results[i] is None:
-                        results[i] = (code, None, 0.0, err[:_DETAIL_CHARS], None)
-                if children > 1:
-                    load_error = f"program failed to load again after a restart: {err}"
-                break
+                run.load_detail = err
+                run.load_error = err if run.children == 1 else f"program failed to load again after a restart: {err}"
+                return
             if unfinished:
-                restarts += 0 if per_test else 1
+                run.restarts += 0 if per_test else 1
             pending = unfinished if not per_test else pending[1:]
             if not pending:
-                break
-        stats = {"children": children, "restarts": restarts, "seconds": time.monotonic() - t0}
-        if warnings:
-            stats["warnings"] = warnings
-        if output:
-            stats["output"] = "".join(output)[: unit["limits"][3]]
-        return ("R", unit["id"], results, load_error, load_arcs, stats)
+                return
+
+
+@dataclass
+class _Run:
+    """Bookkeeping of one unit's children (internal)."""
+
+    children: int = 0
+    restarts: int = 0
+    shared: int = 0
+    load_error: str = ""
+    load_detail: str = ""
+    load_arcs: Any = None
+    warnings: list[str] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
+    t0: float = field(default_factory=time.monotonic)
 
 
 def _chmod_and_retry(func: Any, path: str, exc_info: Any) -> None:
