@@ -4,7 +4,9 @@ EvalPlus (Liu et al., NeurIPS 2023) 0.3.1 on the same samples, same machine, ``-
 20 min 21 s wall, 2,198 s CPU, 1.9 GB peak (measured idle; see bench/compare_evalplus.py for
 the sample-by-sample comparison). Each run here is a fresh process under ``/usr/bin/time -v``;
 ``cold`` starts from an empty cache (ground truth computed, as evalplus does on its first run),
-``warm`` reads the cached ground truth. Prints one Markdown row per run.
+``warm`` reads the cached ground truth. Prints one Markdown row per run, with the seconds the
+distinct programs spent inside their calls (the part of the work that any harness reaching the
+same verdicts must spend too: each call runs to its end or to its time limit).
 
     python bench/bench_evaluate.py --workers 2 --runs cold,warm [--tasks 20]
 """
@@ -49,8 +51,9 @@ def main() -> int:
     env.setdefault("HUMANEVAL_OVERRIDE_PATH", str(HEPLUS))
     testgen = str(Path(sys.executable).parent / "testgen")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| run | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| run | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 "
+          "| inside the calls (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for run in args.runs.split(","):
         out = args.workdir / f"verdicts-{run}.jsonl"
         log = args.workdir / f"{run}.log"
@@ -64,8 +67,11 @@ def main() -> int:
         base = 100 * sum(r["base"] for r in recs) / len(recs)
         plus = 100 * sum(r["plus"] for r in recs) / len(recs)
         peak = f"{int(fig['peak_kb']) / 1024:.0f} MiB" if fig["peak_kb"].isdigit() else "?"
-        print(f"| {run} | {len(recs)} | {fig['wall']} | {fig['user']} | {fig['sys']} | {peak} | {base:.2f} | {plus:.2f} |",
-              flush=True)
+        # Seconds the distinct programs spent inside their calls (each sample record carries
+        # its program's figure and how many samples share the program).
+        inside = sum(r["call_seconds"] / r["duplicates"] for r in recs if r.get("call_seconds") is not None)
+        print(f"| {run} | {len(recs)} | {fig['wall']} | {fig['user']} | {fig['sys']} | {peak} | {base:.2f} | {plus:.2f} "
+              f"| {inside:.0f} |", flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 

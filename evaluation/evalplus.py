@@ -546,6 +546,9 @@ class _Progress:
     status: dict[str, Status] = field(default_factory=dict)
     detail: dict[str, str] = field(default_factory=dict)
     done: bool = False
+    call_seconds: float = 0.0
+    """Time the program's calls took, as measured in the child (the work any harness giving
+    these verdicts must do: every call runs to its end or to its time limit)."""
 
     def fail(self, split: str, status: Status, detail: str) -> None:
         self.status[split] = status
@@ -639,7 +642,7 @@ def evaluate_solutions(
                 base_detail=st.detail.get("base", ""), plus_detail=st.detail.get("plus", ""),
                 extra={"base_status": st.status.get("base", Status.FAIL).value,
                        "plus_status": st.status.get("plus", Status.FAIL).value,
-                       "duplicates": len(sols)},
+                       "duplicates": len(sols), "call_seconds": round(st.call_seconds, 6)},
             )
     return verdicts
 
@@ -674,6 +677,7 @@ def _absorb(st: _Progress, res: Any, start: int, kind: str) -> None:
         return
     for offset, r in enumerate(res.results):
         split, i = st.steps[start + offset]
+        st.call_seconds += r.duration
         if r.outcome is not Outcome.PASSED:
             status = Status.FAIL
             st.fail(split, status, f"{split} input {i}: {r.outcome.value}: {r.detail}"[:500])

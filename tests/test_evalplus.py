@@ -137,6 +137,9 @@ def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> No
                                   time_limits=TimeLimits(min_time_limit=0.5))
     assert verdicts["correct"].base and verdicts["correct"].plus
     assert verdicts["correct_again"].extra["duplicates"] == 2
+    # time spent inside the calls: the infinite loop ran to its first input's 0.5 s limit, no further
+    assert 0.5 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
+    assert 0 < verdicts["correct"].extra["call_seconds"] < 0.5
     for sol in sols[:-2]:
         v = verdicts[sol.solution_id]
         assert not v.base and not v.plus, (sol.solution_id, v)

@@ -31,6 +31,8 @@ def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
         "plus_status": verdict.extra.get("plus_status"),
         "base_detail": verdict.base_detail,
         "plus_detail": verdict.plus_detail,
+        "duplicates": verdict.extra.get("duplicates"),
+        "call_seconds": verdict.extra.get("call_seconds"),
     }
 
 
