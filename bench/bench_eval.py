@@ -22,12 +22,15 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _measure import PeakRss  # noqa: E402
+
 DATA = Path(os.environ.get("TESTGEN_DATA") or ROOT.parent / "shared" / "data")
 RAW = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
 PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
@@ -68,44 +71,6 @@ def build_run(run_dir: Path, *, limit_tasks: int | None = None) -> dict[str, Any
         "replay_file": str(DATA / RAW), "extraction": "robust", "tests_per_generation": 3,
     }, indent=2))
     return {"generations": len(gens), "extract_s": time.perf_counter() - t0}
-
-
-class PeakRss:
-    """Samples the summed RSS of this process and all its descendants."""
-
-    def __init__(self, interval: float = 0.1) -> None:
-        import psutil
-
-        self._proc = psutil.Process()
-        self.peak = 0
-        self._stop = threading.Event()
-        self._interval = interval
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        import psutil
-
-        while not self._stop.is_set():
-            total = 0
-            try:
-                procs = [self._proc, *self._proc.children(recursive=True)]
-            except psutil.Error:
-                procs = [self._proc]
-            for p in procs:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            self._stop.wait(self._interval)
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def main() -> None:

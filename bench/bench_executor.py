@@ -27,7 +27,6 @@ import os
 import resource
 import statistics
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +34,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _measure import PeakRss  # noqa: E402
 
 
 def load_workload(data: Path, limit_tasks: int | None) -> list[dict[str, Any]]:
@@ -53,43 +55,6 @@ def load_workload(data: Path, limit_tasks: int | None) -> list[dict[str, Any]]:
             if limit_tasks is not None and len(tasks) >= limit_tasks:
                 break
     return tasks
-
-
-class PeakRss:
-    """Samples the summed RSS of this process and all its descendants in a thread."""
-
-    def __init__(self, interval: float = 0.1) -> None:
-        import psutil
-
-        self._psutil = psutil
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = self._psutil.Process()
-        while not self._stop.is_set():
-            total = 0
-            try:
-                procs = [me, *me.children(recursive=True)]
-            except self._psutil.Error:
-                procs = [me]
-            for p in procs:
-                try:
-                    total += p.memory_info().rss
-                except self._psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str, timeout: float = 0.1,

@@ -49,19 +49,23 @@ def _debug_requested(ctx: click.Context) -> bool:
     return bool(isinstance(root.obj, dict) and root.obj.get("debug")) or bool(ctx.params.get("debug"))
 
 
-class FriendlyCommand(click.Command):
-    """A click command that prints user errors as one line; ``--debug`` shows the traceback.
-
-    For stand-alone commands (``rerank``); subcommands of :data:`cli` get this from the group.
-    """
+class _FriendlyErrors:
+    """Mixin for click commands: user errors become one line; ``--debug`` shows the traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            return super().invoke(ctx)  # type: ignore[misc]
         except _user_errors() as exc:
             if _debug_requested(ctx):
                 raise
             raise UserError(str(exc)) from exc
+
+
+class FriendlyCommand(_FriendlyErrors, click.Command):
+    """A click command that prints user errors as one line; ``--debug`` shows the traceback.
+
+    For stand-alone commands (``rerank``); subcommands of :data:`cli` get this from the group.
+    """
 
 #: subcommand name -> ("module:attr", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -73,7 +77,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(_FriendlyErrors, click.Group):
     """A click group whose subcommands are imported on first use."""
 
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
@@ -94,14 +98,6 @@ class LazyGroup(click.Group):
                 raise
             return cmd
         return super().get_command(ctx, name)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except _user_errors() as exc:
-            if _debug_requested(ctx):
-                raise
-            raise UserError(str(exc)) from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(n, self.lazy[n][1]) for n in sorted(self.lazy)]
