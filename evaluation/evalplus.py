@@ -549,6 +549,19 @@ class _Progress:
     call_seconds: float = 0.0
     """Time the program's calls took, as measured in the child (the work any harness giving
     these verdicts must do: every call runs to its end or to its time limit)."""
+    last_call: float = 0.0
+    """Duration of the last call absorbed (after a failure: the call that decided it)."""
+    capped: bool = False
+    """A split failed on EvalPlus's cap on its total time."""
+
+    def decisive_seconds(self) -> float:
+        """The least call time any input order could have spent to reach this verdict: every
+        call of a passing split, plus the call that failed (or, past the split cap, all)."""
+        if self.capped or self.status.get("plus") is Status.PASS:
+            return self.call_seconds
+        if self.status.get("base") is Status.PASS:
+            return self.spent.get("base", 0.0) + self.last_call
+        return self.last_call
 
     def fail(self, split: str, status: Status, detail: str) -> None:
         self.status[split] = status
@@ -642,7 +655,8 @@ def evaluate_solutions(
                 base_detail=st.detail.get("base", ""), plus_detail=st.detail.get("plus", ""),
                 extra={"base_status": st.status.get("base", Status.FAIL).value,
                        "plus_status": st.status.get("plus", Status.FAIL).value,
-                       "duplicates": len(sols), "call_seconds": round(st.call_seconds, 6)},
+                       "duplicates": len(sols), "call_seconds": round(st.call_seconds, 6),
+                       "decisive_seconds": round(st.decisive_seconds(), 6)},
             )
     return verdicts
 
@@ -678,6 +692,7 @@ def _absorb(st: _Progress, res: Any, start: int, kind: str) -> None:
     for offset, r in enumerate(res.results):
         split, i = st.steps[start + offset]
         st.call_seconds += r.duration
+        st.last_call = r.duration
         if r.outcome is not Outcome.PASSED:
             status = Status.FAIL
             st.fail(split, status, f"{split} input {i}: {r.outcome.value}: {r.detail}"[:500])
@@ -688,6 +703,7 @@ def _absorb(st: _Progress, res: Any, start: int, kind: str) -> None:
             return
         st.spent[split] += r.duration
         if st.spent[split] > st.caps[split]:
+            st.capped = True
             st.fail(split, Status.TIMEOUT,
                     f"{split} input {i}: split time {st.spent[split]:.1f}s > cap {st.caps[split]:.1f}s")
             return

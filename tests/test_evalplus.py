@@ -140,6 +140,10 @@ def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> No
     # time spent inside the calls: the infinite loop ran to its first input's 0.5 s limit, no further
     assert 0.5 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
     assert 0 < verdicts["correct"].extra["call_seconds"] < 0.5
+    # a pass needs every call; a base failure needs only the call that failed
+    assert verdicts["correct"].extra["decisive_seconds"] == verdicts["correct"].extra["call_seconds"]
+    loop = verdicts["infinite_loop"].extra
+    assert 0.5 <= loop["decisive_seconds"] <= loop["call_seconds"]
     for sol in sols[:-2]:
         v = verdicts[sol.solution_id]
         assert not v.base and not v.plus, (sol.solution_id, v)

@@ -33,6 +33,7 @@ def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
         "plus_detail": verdict.plus_detail,
         "duplicates": verdict.extra.get("duplicates"),
         "call_seconds": verdict.extra.get("call_seconds"),
+        "decisive_seconds": verdict.extra.get("decisive_seconds"),
     }
 
 
