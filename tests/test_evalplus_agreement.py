@@ -72,3 +72,48 @@ def test_evalplus_031_never_passes_find_zero(shared_data: Path, tmp_path: Path) 
     ours = evaluate_solutions(subset, [Solution(task_id=prob.task_id, solution_id="ref", code=prob.reference_code)],
                               workers=2, truth=ground_truth(subset, cache_dir=tmp_path, workers=2))
     assert ours["ref"].base and ours["ref"].plus
+
+
+MBPP_TASKS = ("Mbpp/2", "Mbpp/3", "Mbpp/12", "Mbpp/82", "Mbpp/85", "Mbpp/98", "Mbpp/558", "Mbpp/581",
+              "Mbpp/737", "Mbpp/787", "Mbpp/794")
+"""Set-like and tuple outputs, floats with ``atol``, EvalPlus's special oracles
+(``digit_distance_nums``, ``surface_Area``) and the three "output is not None" tasks."""
+
+WRONG_SOMETIMES = """
+
+_testgen_reference = {fn}
+
+
+def {fn}(*args):
+    out = _testgen_reference(*args)
+    return None if len(repr(args)) % {k} == 0 else out
+"""
+
+
+def test_mbpp_verdicts_identical_to_evalplus(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MBPP+ has no model samples in the shared data, so the programs are made here: each task's
+    reference solution, and the reference wrapped to return None on the inputs whose ``repr``
+    length is divisible by 3 (resp. 11): wrong on some base inputs, or only on plus inputs."""
+    pytest.importorskip("evalplus.evaluate")
+    monkeypatch.setattr("evalplus.evaluate.CACHE_DIR", str(tmp_path / "evalplus-cache"))
+    from evaluation.records import Solution
+
+    full = load_dataset("mbpp+", path=shared_data / "mbppplus/MbppPlus-v0.2.0.jsonl.gz")
+    subset = Dataset(name=full.name, version=full.version, source=full.source,
+                     problems={t: full[t] for t in MBPP_TASKS})
+    sols = []
+    for prob in subset:
+        sols.append(Solution(task_id=prob.task_id, solution_id=f"{prob.task_id}/ref", code=prob.reference_code))
+        for k in (3, 11):
+            sols.append(Solution(task_id=prob.task_id, solution_id=f"{prob.task_id}/wrong{k}",
+                                 code=prob.reference_code + WRONG_SOMETIMES.format(fn=prob.entry_point, k=k)))
+    truth = ground_truth(subset, cache_dir=tmp_path / "ours-cache", workers=2)
+    ours = evaluate_solutions(subset, sols, workers=2, truth=truth)
+    theirs = evaluate_solutions_evalplus(subset, sols, workers=2)
+    assert set(ours) == set(theirs) == {s.solution_id for s in sols}
+    disagree = [(sid, ours[sid].base, ours[sid].plus, theirs[sid].base, theirs[sid].plus,
+                 ours[sid].base_detail or ours[sid].plus_detail)
+                for sid in ours if (ours[sid].base, ours[sid].plus) != (theirs[sid].base, theirs[sid].plus)]
+    assert disagree == []
+    assert all(ours[f"{t}/ref"].plus for t in MBPP_TASKS)
+    assert {(v.base, v.plus) for v in ours.values()} == {(True, True), (True, False), (False, False)}
