@@ -537,7 +537,8 @@ class _Progress:
     truth: TaskTruth
     program: str
     fn: str
-    steps: list[tuple[str, int]]
+    steps: tuple[tuple[str, int], ...]
+    """Shared with the other programs of the task: never mutated."""
     limits: dict[str, list[float]]
     caps: dict[str, float]
     cursor: int = 0
@@ -606,16 +607,22 @@ def evaluate_solutions(
             continue
         by_program.setdefault((sol.task_id, sol.code), []).append(sol)
 
+    # The input order and time limits depend on the task only: built once per task and shared
+    # by all its programs (per program they were most of the evaluator's memory: 1,000 inputs
+    # x 16,400 programs).
+    plans: dict[str, tuple[tuple[tuple[str, int], ...], dict[str, list[float]], dict[str, float]]] = {}
     states: list[_Progress] = []
     for (task_id, code) in by_program:
         tt = gt.tasks[task_id]
+        if task_id not in plans:
+            lim = {"base": [limits_cfg.per_input(t) for t in tt.base_time],
+                   "plus": [limits_cfg.per_input(t) for t in tt.plus_time]}
+            plans[task_id] = (tuple([("base", i) for i in range(len(tt.base_inputs))]
+                                    + [("plus", i) for i in range(len(tt.plus_inputs))]),
+                              lim, {s: limits_cfg.split_cap(v) for s, v in lim.items()})
+        steps, lim, caps = plans[task_id]
         program, fn = _program_for(code, tt.entry_point, kind, reference=False)
-        lim = {"base": [limits_cfg.per_input(t) for t in tt.base_time],
-               "plus": [limits_cfg.per_input(t) for t in tt.plus_time]}
-        steps = [("base", i) for i in range(len(tt.base_inputs))]
-        steps += [("plus", i) for i in range(len(tt.plus_inputs))]
-        st = _Progress(truth=tt, program=program, fn=fn, steps=steps, limits=lim,
-                       caps={s: limits_cfg.split_cap(v) for s, v in lim.items()},
+        st = _Progress(truth=tt, program=program, fn=fn, steps=steps, limits=lim, caps=caps,
                        atol={"base": tt.atol, "plus": tt.atol}, spent={"base": 0.0, "plus": 0.0})
         if not steps:
             st.status = {"base": Status.PASS, "plus": Status.PASS}
