@@ -34,14 +34,15 @@ Differences from EvalPlus
     every HumanEval/32 split ends with fewer results than inputs and fails, even the canonical
     solution: a bug. We judge ``find_zero`` as intended (on ``xs`` as the call left it).
     By design:
-    Values are compared in the trusted parent, never in the child: an object whose ``__eq__``
+    Values are compared by trusted code, never in the child: an object whose ``__eq__``
     is always true, or a patched builtin, cannot pass (EvalPlus compares inside the untrusted
-    process and can be fooled). Identical programs run once. The time limits are checked on
-    the run time the executor measures per call (EvalPlus's SIGALRM measures the same span);
-    the time to load the program is not counted against the split cap. A program is loaded
-    afresh for each job (a run of inputs, never spanning base and plus), so
-    global state a program mutates carries over between its calls within a job only; EvalPlus
-    keeps one process per split. (Jobs: 16 inputs, then 256, then 1024.)
+    process and can be fooled). The comparison (:class:`SplitJudge`) runs in the executor's
+    worker, which receives the expected outputs only after it has forked the child. Programs
+    with the same syntax tree (comments and layout aside) run once. The time limits are
+    checked on the run time the executor measures per call (EvalPlus's SIGALRM measures the
+    same span); the time to load the program is not counted against the split cap. As in
+    EvalPlus, each split runs in one process, inputs in dataset order, so global state a
+    program mutates carries over from call to call within the split and not between splits.
 """
 
 from __future__ import annotations
@@ -351,14 +352,13 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
 
     A wrapper appended to the program is called as ``wrapper(time_limit, *inputs)``. It
     calls the entry point under a SIGALRM time limit, as EvalPlus's ``time_limit`` does, and
-    returns the output pickled, so any executor transports it as bytes and the parent
-    rebuilds it type-exactly (tuples stay tuples, sets stay sets, ``nan`` and big ints
-    survive) with :func:`_load_output`, which accepts plain data only. Once a call has raised
-    (or timed out), later calls in the same child return ``b""`` at once: EvalPlus stops a
-    split at its first failure, and the executor would otherwise run every remaining input
-    (not for the reference, whose inputs are all needed). None of this can forge a verdict: whatever the child sends, the parent decodes and
-    compares itself, and ``b""`` is never a correct output. For the MBPP+ "not None" tasks
-    the output (a ``re.Match``) is first reduced to a bool, to exactly what EvalPlus compares.
+    returns the output pickled, so it travels as bytes and is rebuilt type-exactly (tuples
+    stay tuples, sets stay sets, ``nan`` and big ints survive) by :func:`_load_output`, which
+    accepts plain data only. A solution's large ``str``/``bytes``/``int`` output is sent as
+    a digest instead (:data:`DIGEST_MIN_BYTES`). None of this can forge a verdict: whatever
+    the child sends is judged by trusted code (:class:`SplitJudge`, in the executor's worker)
+    against expected values the child never sees. For the MBPP+ "not None" tasks the output
+    (a ``re.Match``) is first reduced to a bool, to exactly what EvalPlus compares.
     """
     if kind == "mbpp" and entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
         if reference:
@@ -372,14 +372,14 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
         call = f"        r = ({entry_point}(*args), args)\n"
     else:
         call = f"        r = {entry_point}(*args)\n"
+    digest = "" if reference else (
+        f"    if len(out) > {DIGEST_MIN_BYTES} and type(r) in (str, bytes, int):\n"
+        "        import hashlib\n"
+        "        return ('#', type(r).__name__, len(out), hashlib.sha256(out).digest())\n"
+    )
     wrapper = (
-        f"\n\n{_STATE} = [False]\n\n\n"
-        f"def {_CALL_WRAPPER}(time_limit, *args):\n"
+        f"\n\ndef {_CALL_WRAPPER}(time_limit, *args):\n"
         "    import pickle, signal\n"
-        f"    state = {_STATE}\n"
-        "    if state[0]:\n"
-        "        return b''\n"
-        f"    state[0] = {not reference}\n"
         "    def on_alarm(signum, frame):\n"
         "        raise TimeoutError('time limit')\n"
         "    try:\n"
@@ -395,13 +395,12 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
         "        except Exception:\n"
         "            pass\n"
         "    out = pickle.dumps(r, 4)\n"
-        "    state[0] = False\n"
+        f"{digest}"
         "    return out\n"
     )
     return program + wrapper, _CALL_WRAPPER
 
 
-_STATE = "__testgen_evalplus_failed__"
 _GT_LIMIT = 120.0  # seconds for one reference call: generous, the reference is trusted to finish
 
 
@@ -530,57 +529,160 @@ def ground_truth(
 # Verdicts
 
 
+DIGEST_MIN_BYTES = 64 * 1024
+"""A solution's output of exact type ``str``, ``bytes`` or ``int`` whose pickle is larger than
+this leaves the child as ``("#", type name, size, sha256 of the pickle)`` instead of the value
+(HumanEval/15 returns strings of up to 7 MB). For these types equal values have equal pickles,
+so comparing digests is ``==``; an ``int`` that large cannot equal any float, and is compared
+by digest only while the split's tolerance is 0 (EvalPlus's ``np.allclose`` path is off)."""
+
+_OUTCOME_CODE = {Outcome.PASSED: 0, Outcome.FAILED: 1, Outcome.ERROR: 2, Outcome.TIMEOUT: 3}
+_PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3
+
+
+def _has_special_oracle(kind: str, entry_point: str) -> bool:
+    if kind == "humaneval":
+        return entry_point == "find_zero"
+    return entry_point in ("are_equivalent", "sum_div", "surface_Area", "digit_distance_nums") \
+        or entry_point in MBPP_OUTPUT_SET_EQ_TASKS or entry_point in MBPP_OUTPUT_NOT_NONE_TASKS
+
+
+def _digest(blob: bytes) -> bytes:
+    return hashlib.sha256(blob).digest()
+
+
+def _expectations(kind: str, tt: TaskTruth, split: str) -> list[Any]:
+    """What the judge compares each input's output with: the pickled expected value, or its
+    digest (see :data:`DIGEST_MIN_BYTES`)."""
+    expected = tt.base_expected if split == "base" else tt.plus_expected
+    special = _has_special_oracle(kind, tt.entry_point)
+    atol = tt.atol
+    out: list[Any] = []
+    for exp in expected:
+        blob = pickle.dumps(exp, 4)
+        name = type(exp).__name__
+        if not special and len(blob) > DIGEST_MIN_BYTES and (name in ("str", "bytes") or (name == "int" and atol == 0)):
+            out.append(("#", name, len(blob), _digest(blob)))
+        else:
+            out.append(blob)
+        if atol == 0 and _is_floats(exp):
+            atol = 1e-6  # EvalPlus's sticky tolerance, as check_output applies it
+    return out
+
+
+class SplitJudge:
+    """EvalPlus's verdict on one split of one program, input by input, in the executor's worker.
+
+    Built by the worker from ``judge_args = (kind, entry_point, atol, split_cap)`` (see
+    :attr:`evaluation.executor.Job.judge`); called per input, in order, with the call's
+    arguments (the time limit first), the wrapper's reply, the measured duration and the
+    expectation ``(time_limit, pickled expected value or digest)``. The worker stops the
+    child at the first input that does not pass, as EvalPlus's ``fast_check`` does.
+    """
+
+    def __init__(self, args: Sequence[Any]) -> None:
+        self.kind, self.entry_point, self.atol, self.cap = str(args[0]), str(args[1]), float(args[2]), float(args[3])
+        self.spent = 0.0
+
+    def __call__(self, call_args: Sequence[Any], value: Any, duration: float, expected: Any) -> tuple[int, str]:
+        limit, want = expected
+        if duration > limit:
+            return _FAIL_CODE, f"timeout ({duration:.2f}s > {limit:.2f}s)"
+        self.spent += duration
+        if self.spent > self.cap:
+            return _TIMEOUT_CODE, f"split time {self.spent:.1f}s > cap {self.cap:.1f}s"
+        inp = tuple(call_args[1:])
+        got_digest = isinstance(value, tuple) and len(value) == 4 and value[0] == "#"
+        if got_digest or isinstance(want, tuple):
+            if got_digest:
+                got = value[1:]
+            else:
+                try:
+                    out = _load_output(value)
+                except ValueError as exc:
+                    return _FAIL_CODE, str(exc)
+                blob = pickle.dumps(out, 4)
+                got = (type(out).__name__, len(blob), _digest(blob))
+            if isinstance(want, tuple):
+                ok = tuple(got) == tuple(want[1:])
+            else:
+                exp = _load_output(want)
+                blob = pickle.dumps(exp, 4)
+                ok = tuple(got) == (type(exp).__name__, len(blob), _digest(blob))
+            return (_PASS_CODE, "") if ok else (_FAIL_CODE, "wrong output")
+        try:
+            out = _load_output(value)
+        except ValueError as exc:
+            return _FAIL_CODE, str(exc)
+        exp = _load_output(want)
+        if self.kind == "humaneval" and self.entry_point == "find_zero":
+            if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], tuple)):
+                return _FAIL_CODE, "malformed reply"
+            out, inp = out
+        ok, self.atol = check_output(self.kind, self.entry_point, inp, out, exp, self.atol)
+        return (_PASS_CODE, "") if ok else (_FAIL_CODE, "wrong output")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SplitPlan:
+    """A task's split as the executor runs it; shared by every program of the task."""
+
+    tests: tuple[Any, ...]
+    """One judged CallTest per input (args: time limit, then the input)."""
+    judge_args: tuple[Any, ...]
+    limits: Any
+    """Executor limits: the deadline is the split's longest per-input limit (+0.25 s, so the
+    judge sees the measured time); the load may take up to the split cap."""
+    cost: float
+    """Reference seconds of the split (for scheduling the heaviest jobs first)."""
+
+
+def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:
+    from evaluation.executor import CallTest, Limits
+
+    inputs = tt.base_inputs if split == "base" else tt.plus_inputs
+    times = tt.base_time if split == "base" else tt.plus_time
+    limits = [cfg.per_input(t) for t in times]
+    cap = cfg.split_cap(limits)
+    tests = tuple(CallTest(entry_point=fn, args=(lim, *inp), expected=(lim, want))
+                  for lim, inp, want in zip(limits, inputs, _expectations(kind, tt, split)))
+    return _SplitPlan(tests=tests, judge_args=(kind, tt.entry_point, tt.atol, cap),
+                      limits=Limits(timeout=max(limits, default=1.0) + 0.25, load_timeout=cap,
+                                    memory_mb=cfg.memory_mb, value_bytes=64 * 1024 * 1024),
+                      cost=sum(times))
+
+
 @dataclass(kw_only=True)
 class _Progress:
-    """Mutable evaluation state of one distinct program (internal)."""
+    """Evaluation state of one distinct program (internal)."""
 
-    truth: TaskTruth
+    task_id: str
     program: str
-    fn: str
-    steps: tuple[tuple[str, int], ...]
-    """Shared with the other programs of the task: never mutated."""
-    limits: dict[str, list[float]]
-    caps: dict[str, float]
-    cursor: int = 0
-    atol: dict[str, float] = field(default_factory=dict)
-    spent: dict[str, float] = field(default_factory=dict)
     status: dict[str, Status] = field(default_factory=dict)
     detail: dict[str, str] = field(default_factory=dict)
-    done: bool = False
-    call_seconds: float = 0.0
-    """Time the program's calls took, as measured in the child (the work any harness giving
-    these verdicts must do: every call runs to its end or to its time limit)."""
-    last_call: float = 0.0
-    """Duration of the last call absorbed (after a failure: the call that decided it)."""
-    capped: bool = False
-    """A split failed on EvalPlus's cap on its total time."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Call time per split, as measured in the child: every call that ran."""
+    decisive: dict[str, float] = field(default_factory=dict)
+    """Call time per split that any input order must spend: all calls of a passing split,
+    the failing call of a failed one (all calls past the split cap)."""
 
-    def decisive_seconds(self) -> float:
-        """The least call time any input order could have spent to reach this verdict: every
-        call of a passing split, plus the call that failed (or, past the split cap, all)."""
-        if self.capped or self.status.get("plus") is Status.PASS:
-            return self.call_seconds
-        if self.status.get("base") is Status.PASS:
-            return self.spent.get("base", 0.0) + self.last_call
-        return self.last_call
-
-    def fail(self, split: str, status: Status, detail: str) -> None:
-        self.status[split] = status
-        self.detail[split] = detail
-        if split == "base":
-            self.status.setdefault("plus", Status.FAIL)
-            self.detail.setdefault("plus", "base failed")
-        self.done = True
-
-
-_CHUNKS = (16, 256, 1024)
-
-
-def _chunk_size(round_index: int) -> int:
-    # After a call raised or hit its SIGALRM limit the wrapper skips the job's remaining
-    # calls, but a child killed from outside (a hang in C code) is replaced by a fresh one
-    # that runs them: growing job sizes bound that waste while keeping rounds few.
-    return _CHUNKS[min(round_index, len(_CHUNKS) - 1)]
+    def absorb(self, split: str, res: Any) -> None:
+        ran = [r for r in res.results if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))]
+        self.seconds[split] = sum(r.duration for r in ran)
+        if res.load_error:
+            self.status[split] = Status.FAIL
+            self.detail[split] = f"load error: {res.load_error}"
+            self.decisive[split] = 0.0
+            return
+        for i, r in enumerate(res.results):
+            if r.outcome is not Outcome.PASSED:
+                capped = r.outcome is Outcome.TIMEOUT
+                self.status[split] = Status.TIMEOUT if capped else Status.FAIL
+                self.detail[split] = f"{split} input {i}: {r.detail or r.outcome.value}"[:500]
+                self.decisive[split] = self.seconds[split] if capped else r.duration
+                return
+        self.status[split] = Status.PASS
+        self.decisive[split] = self.seconds[split]
 
 
 def evaluate_solutions(
@@ -594,149 +696,80 @@ def evaluate_solutions(
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
-    Identical programs of the same task run once. Solutions of tasks that ``dataset`` does
-    not have get no verdict (the caller reports them). ``progress(done, total)`` is called
-    as distinct programs finish.
+    Programs of the same task with the same syntax tree (:func:`evaluation.dedup.behaviour_key`:
+    they differ only in comments and layout) run once. Each split of a program is one job
+    judged in the executor's worker (:class:`SplitJudge`), which stops at the first failing
+    input; plus runs only for programs that pass base. Solutions of tasks that ``dataset``
+    does not have get no verdict (the caller reports them). ``progress(done, total)`` is
+    called as distinct programs finish.
     """
-    limits_cfg = time_limits or TimeLimits()
+    from evaluation.dedup import behaviour_key
+    from evaluation.executor import Executor, Job
+
+    cfg = time_limits or TimeLimits()
     gt = truth or ground_truth(dataset, workers=workers)
     kind = gt.kind
     by_program: dict[tuple[str, str], list[Solution]] = {}
+    keys: dict[tuple[str, str], tuple[str, str]] = {}
     for sol in solutions:
         if sol.task_id not in gt.tasks:
             continue
-        by_program.setdefault((sol.task_id, sol.code), []).append(sol)
+        exact = (sol.task_id, sol.code)
+        key = keys.get(exact)
+        if key is None:
+            key = keys[exact] = (sol.task_id, behaviour_key(sol.code))
+        by_program.setdefault(key, []).append(sol)
 
-    # The input order and time limits depend on the task only: built once per task and shared
-    # by all its programs (per program they were most of the evaluator's memory: 1,000 inputs
-    # x 16,400 programs).
-    plans: dict[str, tuple[tuple[tuple[str, int], ...], dict[str, list[float]], dict[str, float]]] = {}
-    states: list[_Progress] = []
-    for (task_id, code) in by_program:
-        tt = gt.tasks[task_id]
-        if task_id not in plans:
-            lim = {"base": [limits_cfg.per_input(t) for t in tt.base_time],
-                   "plus": [limits_cfg.per_input(t) for t in tt.plus_time]}
-            plans[task_id] = (tuple([("base", i) for i in range(len(tt.base_inputs))]
-                                    + [("plus", i) for i in range(len(tt.plus_inputs))]),
-                              lim, {s: limits_cfg.split_cap(v) for s, v in lim.items()})
-        steps, lim, caps = plans[task_id]
-        program, fn = _program_for(code, tt.entry_point, kind, reference=False)
-        st = _Progress(truth=tt, program=program, fn=fn, steps=steps, limits=lim, caps=caps,
-                       atol={"base": tt.atol, "plus": tt.atol}, spent={"base": 0.0, "plus": 0.0})
-        if not steps:
-            st.status = {"base": Status.PASS, "plus": Status.PASS}
-            st.done = True
-        states.append(st)
+    states = [_Progress(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
+    plans: dict[tuple[str, str], _SplitPlan] = {}
+
+    def job(index: int, split: str) -> Any:
+        st = states[index]
+        tt = gt.tasks[st.task_id]
+        program, fn = _program_for(st.program, tt.entry_point, kind, reference=False)
+        plan = plans.get((st.task_id, split))
+        if plan is None:
+            plan = plans[(st.task_id, split)] = _plan_split(kind, tt, split, fn, cfg)
+        return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
+                   judge_args=plan.judge_args, tag=(index, split))
 
     total = len(states)
-    finished = sum(st.done for st in states)
+    finished = 0
     if progress:
         progress(finished, total)
-    from evaluation.executor import Executor
-
-    round_index = 0
     with Executor(workers=workers) as executor:
-        while True:
-            live = [i for i, st in enumerate(states) if not st.done]
-            if not live:
-                break
-            size = _chunk_size(round_index)
-            round_index += 1
-            jobs = [_next_job(states[i], i, size, limits_cfg) for i in live]
-            for res in _execute(jobs, workers=workers, executor=executor):
+        for split in ("base", "plus"):
+            todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
+            jobs = [job(i, split) for i in todo]
+            # Heaviest first, so the last jobs of the round are short and both workers finish together.
+            jobs.sort(key=lambda j: -plans[(states[j.tag[0]].task_id, split)].cost)
+            for res in executor.run(jobs):
                 st = states[res.tag[0]]
-                _absorb(st, res, res.tag[1], kind)
-                if st.done:
+                st.absorb(split, res)
+                if split == "plus" or st.status[split] is not Status.PASS:
                     finished += 1
                     if progress:
                         progress(finished, total)
 
     verdicts: dict[str, Verdict] = {}
-    for st, ((task_id, _code), sols) in zip(states, by_program.items()):
+    for st, sols in zip(states, by_program.values()):
         base_ok = st.status.get("base") is Status.PASS
         plus_ok = base_ok and st.status.get("plus") is Status.PASS
+        if not base_ok:
+            st.status["plus"] = Status.FAIL
+            st.detail["plus"] = "base failed"
+        seconds = sum(st.seconds.values())
+        decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) if base_ok else 0.0)
         for sol in sols:
             verdicts[sol.solution_id] = Verdict(
-                task_id=task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
+                task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
                 base_detail=st.detail.get("base", ""), plus_detail=st.detail.get("plus", ""),
                 extra={"base_status": st.status.get("base", Status.FAIL).value,
                        "plus_status": st.status.get("plus", Status.FAIL).value,
-                       "duplicates": len(sols), "call_seconds": round(st.call_seconds, 6),
-                       "decisive_seconds": round(st.decisive_seconds(), 6)},
+                       "duplicates": len(sols), "call_seconds": round(seconds, 6),
+                       "decisive_seconds": round(decisive, 6)},
             )
     return verdicts
-
-
-def _next_job(st: _Progress, index: int, size: int, cfg: TimeLimits) -> Any:
-    from evaluation.executor import CallTest, Job, Limits
-
-    chunk = st.steps[st.cursor: st.cursor + size]
-    # EvalPlus runs base and plus in separate processes: never let one job (one loaded
-    # program, whose global state carries from call to call) span both.
-    chunk = [step for step in chunk if step[0] == chunk[0][0]]
-    tests = []
-    longest = 0.0
-    for split, i in chunk:
-        inputs = st.truth.base_inputs if split == "base" else st.truth.plus_inputs
-        tests.append(CallTest(entry_point=st.fn, args=(st.limits[split][i], *inputs[i])))
-        longest = max(longest, st.limits[split][i])
-    # The executor enforces one per-test deadline per job (the longest limit of the chunk, a
-    # little over so the parent sees the measured time); each input's own limit is checked
-    # against its measured time in _absorb.
-    load = max(st.caps.values())
-    limits = Limits(timeout=longest + 0.25, load_timeout=load, memory_mb=cfg.memory_mb)
-    return Job(program=st.program, tests=tuple(tests), limits=limits, want_values=True,
-               tag=(index, st.cursor))
-
-
-def _absorb(st: _Progress, res: Any, start: int, kind: str) -> None:
-    tt = st.truth
-    if res.load_error:
-        st.fail("base", Status.FAIL, f"load error: {res.load_error}")
-        st.detail["plus"] = st.detail["base"]
-        return
-    for offset, r in enumerate(res.results):
-        split, i = st.steps[start + offset]
-        st.call_seconds += r.duration
-        st.last_call = r.duration
-        if r.outcome is not Outcome.PASSED:
-            status = Status.FAIL
-            st.fail(split, status, f"{split} input {i}: {r.outcome.value}: {r.detail}"[:500])
-            return
-        limit = st.limits[split][i]
-        if r.duration > limit:
-            st.fail(split, Status.FAIL, f"{split} input {i}: timeout ({r.duration:.2f}s > {limit:.2f}s)")
-            return
-        st.spent[split] += r.duration
-        if st.spent[split] > st.caps[split]:
-            st.capped = True
-            st.fail(split, Status.TIMEOUT,
-                    f"{split} input {i}: split time {st.spent[split]:.1f}s > cap {st.caps[split]:.1f}s")
-            return
-        expected = (tt.base_expected if split == "base" else tt.plus_expected)[i]
-        inp = (tt.base_inputs if split == "base" else tt.plus_inputs)[i]
-        try:
-            value = _load_output(r.value)
-        except ValueError as exc:
-            st.fail(split, Status.FAIL, f"{split} input {i}: {exc}"[:500])
-            return
-        if kind == "humaneval" and tt.entry_point == "find_zero":
-            if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple)):
-                st.fail(split, Status.FAIL, f"{split} input {i}: malformed reply")
-                return
-            value, inp = value
-        ok, st.atol[split] = check_output(kind, tt.entry_point, inp, value, expected, st.atol[split])
-        if not ok:
-            st.fail(split, Status.FAIL, f"{split} input {i}: wrong output")
-            return
-        if i == (len(tt.base_inputs) if split == "base" else len(tt.plus_inputs)) - 1:
-            st.status.setdefault(split, Status.PASS)
-    st.cursor = start + len(res.results)
-    if st.cursor >= len(st.steps):
-        st.status.setdefault("base", Status.PASS)
-        st.status.setdefault("plus", Status.PASS)
-        st.done = True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ once (in a forked, sandboxed child) and each test then runs against it. Two kind
   exception. Where the statement has the shape ``assert <call> == <literal>`` the executor
   may evaluate ``<call>`` in the child and compare plain values in the trusted parent.
 * :class:`CallTest`: call ``entry_point(*args)`` and return the value as plain data, for
-  the caller (the HumanEval+ evaluator) to compare in the parent.
+  the caller to compare; or, in a job with a :attr:`Job.judge`, have the value judged in the
+  trusted worker against the test's :attr:`CallTest.expected` (the HumanEval+ evaluator).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ class CallTest:
     """Function name in the program's namespace."""
     args: tuple[Any, ...]
     """Positional arguments (plain data: numbers, strings, lists, dicts, tuples, ...)."""
+    expected: Any = None
+    """What the job's :attr:`Job.judge` compares the returned value with (plain data, opaque
+    to the executor). Never sent to the child: the worker receives it only after the child
+    was forked, so the program under test cannot read it from memory."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +84,17 @@ class Job:
     rebind names another test sees, but can mutate shared objects such as a global cache).
     ``"per_test"``: a fresh child loads the program for every test (full isolation, one fork
     and one load per test). See the README's executor section for the measured trade-off."""
+    judge: str | None = None
+    """``"module:factory"`` of a trusted comparison run in the worker, never in the child:
+    ``factory(judge_args)`` returns a callable ``check(args, value, duration, expected) ->
+    (outcome, detail)`` (outcome an index into ``passed, failed, error, timeout``), called for
+    each :class:`CallTest` in order with the plain value the child returned. A judged job
+    stops at its first test that does not pass (its remaining tests are ERROR ``"not run:
+    ..."``), so it runs in exactly one child; the values stay in the worker (``TestResult.value``
+    is None).
+    The factory must be importable by the worker (a module of this package)."""
+    judge_args: Any = None
+    """Plain data handed to the judge factory (e.g. tolerance, time limits)."""
     tag: Any = None
     """Caller's opaque key, returned unchanged in :class:`ExecutionResult`."""
 

@@ -49,19 +49,26 @@ class _Unit:
     limits: Limits
     coverage: bool
     isolation: str
+    judge: str | None = None
+    judge_args: Any = None
     tests: list[tuple[Any, ...]] = field(default_factory=list)
+    expected: list[Any] = field(default_factory=list)
     test_pos: dict[Any, int] = field(default_factory=dict)
     jobs: list[tuple[int, Job, list[int]]] = field(default_factory=list)
     attempts: int = 0
 
     def message(self) -> bytes:
+        """The unit's frame; for a judged unit followed by a frame of the expected values,
+        which the worker reads only after it has forked the child (see the worker)."""
         lim = self.limits
-        return frame({
+        head = frame({
             "id": self.id, "program": self.program, "tests": self.tests,
             "limits": (float(lim.timeout), float(lim.load_timeout), int(lim.memory_mb), int(lim.output_bytes),
                        int(lim.max_files), int(lim.file_size_mb), int(lim.value_bytes)),
             "coverage": self.coverage, "isolation": self.isolation,
+            "judge": self.judge, "judge_args": self.judge_args,
         })
+        return head + frame(self.expected) if self.judge else head
 
 
 def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
@@ -73,7 +80,11 @@ def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
         except ValueError:
             raise TypeError(f"CallTest.args must be plain data (numbers, strings, lists, dicts, tuples, sets): "
                             f"{test.args!r:.200}") from None
-        return ("c", test.entry_point, args_blob)
+        try:
+            expected_blob = marshal.dumps(test.expected)
+        except ValueError:
+            raise TypeError(f"CallTest.expected must be plain data: {test.expected!r:.200}") from None
+        return ("c", test.entry_point, args_blob, expected_blob)
     raise TypeError(f"not a test: {test!r:.200}")
 
 
@@ -239,22 +250,37 @@ class Executor:
             if not isinstance(job, Job):
                 raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
             limits = job.limits or self.limits
-            key = (job.program, limits, bool(job.measure_coverage), job.isolation)
+            tkeys = [_test_key(test) for test in job.tests]
+            key: tuple[Any, ...] = (job.program, limits, bool(job.measure_coverage), job.isolation)
+            if job.judge is not None:
+                if job.isolation != "batch":
+                    raise ValueError(f"job {index}: a judged job runs in one child; isolation must be 'batch'")
+                # A judged job stops at its first failure: it can share a unit only with jobs
+                # that run exactly the same tests in the same order.
+                try:
+                    args_blob = marshal.dumps(job.judge_args)
+                except ValueError:
+                    raise TypeError(f"job {index}: judge_args must be plain data") from None
+                key += (job.judge, args_blob, tuple(tkeys))
             unit = units.get(key)
             if unit is None:
                 unit = _Unit(id=self._next_unit, key=key, program=job.program, limits=limits,
-                             coverage=bool(job.measure_coverage), isolation=job.isolation)
+                             coverage=bool(job.measure_coverage), isolation=job.isolation,
+                             judge=job.judge, judge_args=job.judge_args)
                 self._next_unit += 1
                 units[key] = unit
                 order.append(unit)
             positions = []
-            for test in job.tests:
-                tkey = _test_key(test)
+            for test, tkey in zip(job.tests, tkeys):
                 pos = unit.test_pos.get(tkey)
                 if pos is None:
                     pos = len(unit.tests)
                     unit.test_pos[tkey] = pos
-                    unit.tests.append(("a", tkey[1]) if tkey[0] == "a" else ("c", tkey[1], tuple(test.args)))  # type: ignore[union-attr]
+                    if isinstance(test, AssertTest):
+                        unit.tests.append(("a", test.source))
+                    else:
+                        unit.tests.append(("c", test.entry_point, tuple(test.args)))
+                    unit.expected.append(test.expected if isinstance(test, CallTest) else None)
                 positions.append(pos)
             unit.jobs.append((index, job, positions))
         return order
@@ -273,7 +299,7 @@ class Executor:
             per_test = []
             for test, pos in zip(job.tests, positions):
                 outcome, value, duration, detail, arcs = built[pos]
-                if isinstance(test, AssertTest) and not job.want_values:
+                if not job.want_values and (isinstance(test, AssertTest) or job.judge is not None):
                     value = None
                 per_test.append(TestResult(outcome=outcome, value=value, duration=duration, detail=detail,
                                            arcs=arcs if job.measure_coverage else None))

@@ -359,6 +359,26 @@ class _Worker:
         tempfile.tempdir = self.scratch
         self.cache: dict[str, tuple[int, Any, Any]] = {}
         self.coverage: Any = None
+        self.judge_factories: dict[str, Any] = {}
+        self.read_frame: Any = None
+        """Reads the next frame from the parent (set by :func:`main`): a judged unit's
+        expected values, read only once its child has been forked."""
+        self.judge: Any = None
+        self.expected: list[Any] | None = None
+
+    def start_judge(self, unit: dict[str, Any]) -> None:
+        """Read the unit's expected values (after the fork!) and build its judge."""
+        expected = self.read_frame() if self.read_frame is not None else None
+        self.expected = list(expected) if isinstance(expected, list) else [None] * len(unit["tests"])
+        path = unit["judge"]
+        factory = self.judge_factories.get(path)
+        if factory is None:
+            import importlib
+
+            module, _, name = str(path).partition(":")
+            factory = getattr(importlib.import_module(module), name)
+            self.judge_factories[path] = factory
+        self.judge = factory(unit["judge_args"])
 
     def make_coverage(self) -> Any:
         """A coverage.py tracer for ``scratch/program.py``, fully initialised here once.
@@ -429,6 +449,13 @@ class _Worker:
             os.setpgid(pid, pid)
         except OSError:
             pass
+        judged = bool(unit.get("judge"))
+        if judged and self.expected is None:
+            try:
+                self.start_judge(unit)
+            except Exception as exc:  # noqa: BLE001 - a broken judge fails the unit, not the worker
+                self.judge = _BrokenJudge(f"judge {unit['judge']!r} failed to start: {_detail(exc)}")
+        stopped = False
         buf = bytearray()
         pos = 0  # index into order of the test running now
         loaded: bool | None = None
@@ -470,9 +497,13 @@ class _Worker:
                         break
                     tag = msg[0] if isinstance(msg, tuple) and msg else None
                     if tag == "T" and loaded and pos < len(order) and len(msg) == 7 and msg[1] == order[pos]:
-                        results[order[pos]] = self._result(unit, prepared, msg, value_bytes)
+                        res = self._result(unit, prepared, msg, value_bytes)
+                        results[order[pos]] = res
                         pos += 1
                         deadline = now + timeout
+                        if judged and res[0] != _PASSED:
+                            stopped = True  # a judged job ends at its first failure
+                            break
                     elif tag == "L" and loaded is None and len(msg) == 4:
                         loaded = bool(msg[1])
                         load_error = str(msg[2])
@@ -488,11 +519,11 @@ class _Worker:
                     else:
                         killed_for = "protocol violation"
                         break
-                if killed_for:
+                if killed_for or stopped:
                     break
         finally:
             os.close(rfd)
-            if not done or killed_for:
+            if not done or killed_for or stopped:
                 for kill in (os.killpg, os.kill):
                     try:
                         kill(pid, signal.SIGKILL)
@@ -505,6 +536,8 @@ class _Worker:
             return False, f"child died while loading the program ({_describe(status, killed_for)})", None, [], warning
         if not loaded:
             return False, load_error, load_arcs, [], warning
+        if stopped:
+            return True, "", load_arcs, order[pos:], warning
         if pos < len(order):
             i = order[pos]
             if killed_for == "timeout":
@@ -536,6 +569,14 @@ class _Worker:
             if kind == _K_CMP:
                 self.values[i] = value
                 return _judge_value(extra, value, dt, arcs)
+            if self.judge is not None and kind == _K_CALL:
+                try:
+                    expected = self.expected[i] if self.expected is not None else None
+                    code, verdict = self.judge(unit["tests"][i][2], value, dt, expected)
+                    code = int(code) if code in (_PASSED, _FAILED, _ERROR, _TIMEOUT) else _ERROR
+                except Exception as exc:  # noqa: BLE001 - a judge bug fails the test, not the worker
+                    code, verdict = _ERROR, f"judge failed: {_detail(exc)}"
+                return code, None, dt, str(verdict)[:_DETAIL_CHARS], arcs
             return _PASSED, value, dt, "", arcs
         return _ERROR, None, dt, detail, arcs
 
@@ -555,6 +596,8 @@ class _Worker:
         if unit["coverage"] and self.coverage is None:
             self.coverage = self.make_coverage()
         prepared = [self.prepare_test(t) for t in tests]
+        self.judge = None
+        self.expected = None
         results: list[Any] = [None] * n
         self.values: dict[int, Any] = {}
         self.judged: set[int] = set()
@@ -562,7 +605,9 @@ class _Worker:
         first: dict[str, int] = {}
         followers: dict[int, list[int]] = {}
         for i, (kind, _, extra) in enumerate(prepared):
-            if kind == _K_CMP:
+            # A judged unit runs in one child (its expected values must never be in a child's
+            # memory, and the worker has them once the first child is forked): no second pass.
+            if kind == _K_CMP and not unit.get("judge"):
                 lead = first.setdefault(extra[2], i)
                 if lead != i:
                     followers.setdefault(lead, []).append(i)
@@ -583,6 +628,10 @@ class _Worker:
             run.shared = len(shared) - len(again)
             if again:
                 self._run_tests(unit, prepared, again, results, run)
+        if unit.get("judge") and self.expected is None:
+            self.start_judge(unit)  # never forked (cannot happen today): keep the protocol in step
+        self.judge = None
+        self.expected = None
         for i in range(n):
             if results[i] is None:  # the program failed to load: every test gets its error
                 code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
@@ -616,11 +665,26 @@ class _Worker:
                 run.load_detail = err
                 run.load_error = err if run.children == 1 else f"program failed to load again after a restart: {err}"
                 return
+            if unfinished and unit.get("judge"):
+                failed = next(i for i in order if results[i] is not None and results[i][0] != _PASSED)
+                for i in unfinished:
+                    results[i] = (_ERROR, None, 0.0, f"not run: test {failed} did not pass (judged job)", None)
+                return
             if unfinished:
                 run.restarts += 0 if per_test else 1
             pending = unfinished if not per_test else pending[1:]
             if not pending:
                 return
+
+
+class _BrokenJudge:
+    """Stands in for a judge that could not be built: every value is an ERROR."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+
+    def __call__(self, args: Any, value: Any, duration: float, expected: Any) -> tuple[int, str]:
+        return _ERROR, self.detail
 
 
 @dataclass
@@ -693,6 +757,17 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     worker = _Worker()
+
+    def read_frame() -> Any:
+        head = _read_exact(in_fd, 4)
+        if head is None:
+            raise EOFError("parent closed the pipe")
+        payload = _read_exact(in_fd, HEADER.unpack(head)[0])
+        if payload is None:
+            raise EOFError("parent closed the pipe")
+        return marshal.loads(payload)  # from the trusted parent
+
+    worker.read_frame = read_frame
     # fd 0 is /dev/null in the worker and in every child (children dup2 it again).
     _DEVNULL_STDIN.append(open(0, closefd=False))  # noqa: SIM115 - lives as long as the worker
     hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
