@@ -182,3 +182,58 @@ def test_find_zero_judged_on_the_list_as_the_solution_left_it(
     verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth)
     assert verdicts["empties_xs"].base and verdicts["empties_xs"].plus
     assert not verdicts["wrong"].base
+
+
+def test_large_outputs_are_compared_by_digest_exactly_as_equality() -> None:
+    import pickle
+
+    from evaluation.evalplus import DIGEST_MIN_BYTES, SplitJudge, TaskTruth, _expectations
+
+    big = "7 " * DIGEST_MIN_BYTES
+    tt = TaskTruth(task_id="T/0", entry_point="f", atol=0.0, base_inputs=((1,), (2,), (3,)), plus_inputs=(),
+                   base_expected=(big, 10 ** 200_000, "small"), plus_expected=(), base_time=(0.0,) * 3, plus_time=())
+    want = _expectations(HE, tt, "base")
+    assert [type(w) for w in want] == [tuple, tuple, bytes]  # big str and big int as digests
+
+    def judge(value: object, i: int) -> int:
+        return SplitJudge((HE, "f", 0.0, 60.0))((1.0, i), value, 0.01, (1.0, want[i]))[0]
+
+    def digest(v: object) -> tuple[object, ...]:
+        import hashlib
+
+        blob = pickle.dumps(v, 4)
+        return ("#", type(v).__name__, len(blob), hashlib.sha256(blob).digest())
+
+    assert judge(digest(big), 0) == 0
+    assert judge(digest(big[:-1] + "8"), 0) == 1
+    assert judge(digest(big.encode()), 0) == 1  # bytes are not str
+    assert judge(pickle.dumps("7 "), 0) == 1  # a small value against a large expected one
+    assert judge(digest(10 ** 200_000), 1) == 0 and judge(digest(10 ** 200_000 + 1), 1) == 1
+    assert judge(digest("x" * (2 * DIGEST_MIN_BYTES)), 2) == 1  # a large value against a small one
+    assert judge(pickle.dumps("small"), 2) == 0
+    # An int is sent as a digest only while no tolerance is in force (np.allclose could apply).
+    sticky = TaskTruth(task_id="T/1", entry_point="f", atol=1e-6, base_inputs=((1,),), plus_inputs=(),
+                       base_expected=(10 ** 200_000,), plus_expected=(), base_time=(0.0,), plus_time=())
+    assert type(_expectations(HE, sticky, "base")[0]) is bytes
+
+
+def test_huge_string_outputs_judged_in_the_worker(shared_data: Path, tmp_path: Path) -> None:
+    """HumanEval/15 returns strings of up to 7 MB: they travel as digests, with EvalPlus's verdicts."""
+    full = load_dataset("humaneval+", path=shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz")
+    ds = Dataset(name=full.name, version=full.version, source=full.source, problems={"HumanEval/15": full["HumanEval/15"]})
+    truth = ground_truth(ds, cache_dir=tmp_path, workers=2)
+    assert max(len(out) for out in truth.tasks["HumanEval/15"].plus_expected) > 1_000_000
+    prompt = ds["HumanEval/15"].prompt
+    bodies = {
+        "correct": "    return ' '.join(str(i) for i in range(n + 1))\n",
+        "same_tree": "    return ' '.join(str(i) for i in range(n + 1))  # a comment\n\n",
+        "wrong_when_big": "    s = ' '.join(str(i) for i in range(n + 1))\n    return s if n < 100000 else s + ' '\n",
+        "bytes": "    return ' '.join(str(i) for i in range(n + 1)).encode()\n",
+    }
+    sols = [Solution(task_id="HumanEval/15", solution_id=k, code=prompt + v) for k, v in bodies.items()]
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth)
+    assert verdicts["correct"].base and verdicts["correct"].plus
+    assert verdicts["same_tree"].plus and verdicts["same_tree"].extra["duplicates"] == 2  # run once
+    assert verdicts["wrong_when_big"].base and not verdicts["wrong_when_big"].plus
+    assert "wrong output" in verdicts["wrong_when_big"].plus_detail
+    assert not verdicts["bytes"].base

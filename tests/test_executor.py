@@ -250,3 +250,87 @@ def test_missing_mechanisms_degrade_with_a_warning() -> None:
     assert res.results[0].outcome is P
     with pytest.raises(ValueError, match="unknown sandbox mechanism"):
         Executor(disable=("selinux",))
+
+
+JUDGE = "evaluation.executor.judges:Equal"
+
+
+def test_judged_job_stops_at_the_first_failure_in_one_child(ex: Executor) -> None:
+    program = "def f(x):\n    return -1 if x == 3 else 2 * x\n"
+    tests = tuple(CallTest(entry_point="f", args=(x,), expected=2 * x) for x in range(1, 7))
+    res = run1(ex, program, *tests, judge=JUDGE)
+    assert [r.outcome for r in res.results] == [P, P, F, E, E, E]
+    assert res.results[2].detail == "got -1"
+    assert all(r.detail.startswith("not run: test 2 did not pass") for r in res.results[3:])
+    assert all(r.value is None for r in res.results)  # judged values stay in the worker
+    assert res.stats["children"] == 1 and res.stats["restarts"] == 0
+    # every input right: all pass; an exception or a timeout also ends the job
+    assert [r.outcome for r in run1(ex, program, *tests[:2], judge=JUDGE).results] == [P, P]
+    raising = "def f(x):\n    return 1 // (x - 2)\n"
+    assert [r.outcome for r in run1(ex, raising, *tests[:3], judge=JUDGE).results] == [F, E, E]
+    looping = "def f(x):\n    while x == 1:\n        pass\n    return 2 * x\n"
+    res = run1(ex, looping, *tests[:3], judge=JUDGE, limits=Limits(timeout=0.2))
+    assert [r.outcome for r in res.results] == [T, E, E]
+
+
+def test_judged_jobs_merge_only_with_identical_tests(ex: Executor) -> None:
+    program = "def f(x):\n    return 2 * x\n"
+    a = Job(program=program, tests=(CallTest(entry_point="f", args=(1,), expected=2),), judge=JUDGE)
+    b = Job(program=program, tests=(CallTest(entry_point="f", args=(1,), expected=3),), judge=JUDGE)
+    res = sorted(ex.run([a, b, a]), key=lambda r: r.index)
+    assert [r.results[0].outcome for r in res] == [P, F, P]
+    assert res[0].stats["duplicates"] == 1 and res[1].stats["duplicates"] == 0
+    with pytest.raises(ValueError, match="isolation must be 'batch'"):
+        list(ex.run([Job(program=program, tests=a.tests, judge=JUDGE, isolation="per_test")]))
+
+
+SCAVENGER = '''
+import gc, sys, types
+
+def scavenge(prefix):
+    """Look through every object and frame the child can reach for a string with ``prefix``."""
+    seen = []
+    visited = {id(seen)}
+    visited.add(id(visited))
+    def look(obj, depth=0):
+        if isinstance(obj, (str, bytes)):
+            if len(obj) > len(prefix) and obj[:len(prefix)] == prefix:
+                seen.append(obj)
+            return
+        if depth > 3 or id(obj) in visited or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            return
+        visited.add(id(obj))
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            for item in list(obj):
+                look(item, depth + 1)
+        elif isinstance(obj, dict):
+            for item in list(obj.values()):
+                look(item, depth + 1)
+        elif isinstance(getattr(obj, "__dict__", None), dict):
+            look(vars(obj), depth + 1)
+    frame = sys._getframe()
+    while frame is not None:  # the harness' frames, and every object they reach (deep)
+        look(dict(frame.f_locals))
+        frame = frame.f_back
+    gc.unfreeze()  # the worker freezes its objects before forking: make them visible again
+    for obj in gc.get_objects():  # every container in memory (shallow: there are many)
+        if isinstance(obj, (list, tuple, dict)):
+            for item in (obj.values() if isinstance(obj, dict) else obj):
+                if isinstance(item, (str, bytes)):
+                    look(item)
+    others = [s for s in seen if s != prefix]
+    return others[0] if others else None
+'''
+
+
+def test_judged_expected_values_never_reach_the_child(ex: Executor) -> None:
+    # Control: what the harness gives the child (here another test's arguments) can be found.
+    slow = Limits(timeout=10.0)
+    visible = run1(ex, SCAVENGER, CallTest(entry_point="scavenge", args=("VISIBLE-",)),
+                   CallTest(entry_point="scavenge", args=("VISIBLE-abc123",)), want_values=True, limits=slow)
+    assert visible.results[0].value == "VISIBLE-abc123"
+    # The expected value of a judged test is not in the child's memory: the program cannot return it.
+    secret = "SECRET-7f3a9c"
+    res = run1(ex, SCAVENGER, CallTest(entry_point="scavenge", args=("SECRET-",), expected=secret), judge=JUDGE,
+               limits=slow)
+    assert res.results[0].outcome is F and res.results[0].detail == "got None"
