@@ -1,12 +1,24 @@
-"""Behaviour-preserving deduplication of programs: one run serves every program with the same AST.
+"""Behaviour-preserving deduplication of programs: one run serves every equivalent program.
 
-Sampled solutions often differ only in comments, blank lines, quotes or redundant parentheses
-(CodeGen-Mono-16B's 16,400 HumanEval samples: 12,410 distinct texts, 11,552 distinct syntax
-trees; HumanEval/15: 64 texts, 34 trees). Such programs compile to the same code apart from
-line numbers, so they return the same values, raise the same exceptions and take the same
-time; only a traceback's line numbers, or a program that reads its own source or line
-numbers, could tell them apart. :func:`behaviour_key` is equal for them and different
-otherwise (a program that does not parse is keyed by its exact text).
+Sampled solutions often differ only in comments, layout, quotes, or the names of their local
+variables (``for i in range(n): ans = ans * 2 % p`` against ``for _ in range(n): r = r * 2 %
+p``). :func:`behaviour_key` is equal for two programs when their syntax trees are equal after
+each function's *pure locals* are renamed, in order of first appearance, to ``_v0, _v1, ...``.
+Such programs compile to the same code apart from line numbers and local names, so they
+return the same values, raise the same exceptions and take the same time; only tracebacks,
+error messages that quote a local name, or a program reading its own source or line numbers
+could tell them apart.
+
+A pure local of a function is a name the function itself binds (assignment, ``for``, ``with``,
+``except ... as``), that is not a parameter (callers may pass it by keyword), not declared
+``global``/``nonlocal``, not bound by ``import``, ``def`` or ``class``, and not mentioned in any
+nested scope (lambda, comprehension, nested function or class). Nothing is renamed in a
+function that calls ``locals``, ``vars``, ``eval``, ``exec``, ``dir`` or ``globals``. A
+comprehension's own loop variables are renamed the same way inside it (its first iterable,
+evaluated in the enclosing scope, is left alone). Module-level names are never renamed.
+
+On CodeGen-Mono-16B's 16,400 HumanEval samples: 12,410 distinct texts, 11,552 distinct
+syntax trees, and fewer keys still with the renaming (see the README's benchmark section).
 
 Not for coverage: arcs are line numbers, so coverage jobs stay keyed by exact text.
 """
@@ -15,15 +27,116 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Iterator
 
 __all__ = ["behaviour_key"]
 
+_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir", "globals"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
 
 def behaviour_key(program: str) -> str:
-    """A key equal for programs whose syntax trees are equal (comments and layout ignored)."""
+    """A key equal for programs equal up to comments, layout and the names of pure locals."""
     try:
-        text = ast.dump(ast.parse(program))
+        tree = ast.parse(program)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                _rename_scope(node, _own_nodes(node.body), _params(node.args))
+            elif isinstance(node, _COMPREHENSIONS):
+                _rename_comprehension(node)
+        text = ast.dump(tree)
         prefix = "ast:"
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         text, prefix = program, "src:"
     return prefix + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _params(args: ast.arguments) -> set[str]:
+    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    return {a.arg for a in every}
+
+
+def _own_nodes(roots: list[ast.AST]) -> list[ast.AST]:
+    """Every node of a scope's own code, nested scopes excluded (their nodes are not listed,
+    but the scope node itself is, so its decorators, defaults and name are seen)."""
+    out: list[ast.AST] = []
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, _SCOPES):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return out
+
+
+def _nested_names(nodes: list[ast.AST]) -> Iterator[str]:
+    """Every identifier mentioned anywhere inside the nested scopes among ``nodes``."""
+    for node in nodes:
+        if isinstance(node, _SCOPES):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name):
+                    yield inner.id
+                elif isinstance(inner, ast.arg):
+                    yield inner.arg
+                elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    yield inner.name
+                elif isinstance(inner, (ast.Global, ast.Nonlocal)):
+                    yield from inner.names
+                elif isinstance(inner, ast.ExceptHandler) and inner.name:
+                    yield inner.name
+
+
+def _rename_scope(scope: ast.AST, nodes: list[ast.AST], excluded: set[str]) -> None:
+    """Rename the pure locals among ``nodes`` (the scope's own code)."""
+    bound: list[str] = []
+    blocked = set(excluded)
+    for node in nodes:
+        if node is scope:
+            continue
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                bound.append(node.id)
+            elif node.id in _INTROSPECTION:
+                return
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.append(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            blocked.update(node.names)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            blocked.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            blocked.add(node.name)
+        elif isinstance(node, ast.NamedExpr):
+            return  # a walrus in a comprehension binds in the enclosing function: leave it all
+    blocked.update(_nested_names(nodes))
+    mapping: dict[str, str] = {}
+    for name in bound:
+        if name not in blocked and name not in mapping:
+            mapping[name] = f"_v{len(mapping)}"
+    if not mapping:
+        return
+    taken = {n.id for n in nodes if isinstance(n, ast.Name)} - set(mapping)
+    if taken & set(mapping.values()):
+        return  # the program already uses a name of the form _vN here: leave it as it is
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id in mapping:
+            node.id = mapping[node.id]
+        elif isinstance(node, ast.ExceptHandler) and node.name in mapping:
+            node.name = mapping[node.name]
+
+
+def _rename_comprehension(comp: ast.AST) -> None:
+    gens: list[ast.comprehension] = comp.generators  # type: ignore[attr-defined]
+    # The first iterable is evaluated in the enclosing scope; everything else is the
+    # comprehension's own code.
+    roots: list[ast.AST] = [gens[0].target, *gens[0].ifs]
+    for gen in gens[1:]:
+        roots += [gen.target, gen.iter, *gen.ifs]
+    if isinstance(comp, ast.DictComp):
+        roots += [comp.key, comp.value]
+    else:
+        roots.append(comp.elt)  # type: ignore[attr-defined]
+    _rename_scope(comp, _own_nodes(roots), set())

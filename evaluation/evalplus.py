@@ -38,7 +38,8 @@ Differences from EvalPlus
     is always true, or a patched builtin, cannot pass (EvalPlus compares inside the untrusted
     process and can be fooled). The comparison (:class:`SplitJudge`) runs in the executor's
     worker, which receives the expected outputs only after it has forked the child. Programs
-    with the same syntax tree (comments and layout aside) run once. The time limits are
+    equal up to comments, layout and local variable names run once
+    (:func:`evaluation.dedup.behaviour_key`). The time limits are
     checked on the run time the executor measures per call (EvalPlus's SIGALRM measures the
     same span); the time to load the program is not counted against the split cap. As in
     EvalPlus, each split runs in one process, inputs in dataset order, so global state a
@@ -696,8 +697,8 @@ def evaluate_solutions(
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
-    Programs of the same task with the same syntax tree (:func:`evaluation.dedup.behaviour_key`:
-    they differ only in comments and layout) run once. Each split of a program is one job
+    Programs of the same task equal up to comments, layout and the names of pure locals
+    (:func:`evaluation.dedup.behaviour_key`) run once. Each split of a program is one job
     judged in the executor's worker (:class:`SplitJudge`), which stops at the first failing
     input; plus runs only for programs that pass base. Solutions of tasks that ``dataset``
     does not have get no verdict (the caller reports them). ``progress(done, total)`` is
@@ -731,7 +732,7 @@ def evaluate_solutions(
         if plan is None:
             plan = plans[(st.task_id, split)] = _plan_split(kind, tt, split, fn, cfg)
         return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
-                   judge_args=plan.judge_args, tag=(index, split))
+                   judge_args=plan.judge_args, dedup="exact", tag=(index, split))  # deduplicated above
 
     total = len(states)
     finished = 0

@@ -96,8 +96,20 @@ def test_dedup_runs_identical_programs_and_tests_once(ex: Executor) -> None:
     results = sorted(ex.run(jobs), key=lambda r: r.index)
     assert [r.tag for r in results] == ["a", "b", "c"]
     assert [[x.outcome for x in r.results] for r in results] == [[P, F, P], [F], [P]]
-    assert results[0].stats["distinct_tests"] == 2 and results[0].stats["duplicates"] == 1
-    assert results[2].stats["duplicates"] == 0
+    # "c" differs only in layout: by default it shares the run (behaviour dedup) ...
+    assert results[0].stats["distinct_tests"] == 2 and results[0].stats["duplicates"] == 2
+    # ... and it runs on its own when exact texts are asked for
+    exact = [Job(program=j.program, tests=j.tests, tag=j.tag, dedup="exact") for j in jobs]
+    results = sorted(ex.run(exact), key=lambda r: r.index)
+    assert [[x.outcome for x in r.results] for r in results] == [[P, F, P], [F], [P]]
+    assert results[0].stats["duplicates"] == 1 and results[2].stats["duplicates"] == 0
+    # local names do not matter either; a different constant does
+    renamed = Job(program="def f(y):\n    z = y + 1\n    return z\n", tests=(t1,), tag="d")
+    other = Job(program="def f(y):\n    q = y + 1  # the same, with another local name\n    return q\n",
+                tests=(t1,), tag="e")
+    changed = Job(program="def f(y):\n    w = y + 2\n    return w\n", tests=(t1,), tag="f")
+    res = sorted(ex.run([renamed, other, changed]), key=lambda r: r.index)
+    assert [r.results[0].outcome for r in res] == [P, P, F] and res[0].stats["duplicates"] == 1
 
 
 def test_tests_of_the_same_expression_share_one_evaluation(ex: Executor) -> None:

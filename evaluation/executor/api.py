@@ -84,6 +84,12 @@ class Job:
     rebind names another test sees, but can mutate shared objects such as a global cache).
     ``"per_test"``: a fresh child loads the program for every test (full isolation, one fork
     and one load per test). See the README's executor section for the measured trade-off."""
+    dedup: Literal["behaviour", "exact"] = "behaviour"
+    """Which jobs share one run. ``"behaviour"``: programs equal up to comments, layout and
+    the names of pure locals (:func:`evaluation.dedup.behaviour_key`) run once, and every such
+    job gets the first one's results (error messages may then name another local or line).
+    ``"exact"``: only identical program texts. Coverage jobs always use ``"exact"`` (arcs are
+    line numbers)."""
     judge: str | None = None
     """``"module:factory"`` of a trusted comparison run in the worker, never in the child:
     ``factory(judge_args)`` returns a callable ``check(args, value, duration, expected) ->

@@ -244,6 +244,9 @@ class Executor:
                 yield finished.popleft()
 
     def _plan(self, jobs: Iterable[Job]) -> list[_Unit]:
+        from evaluation.dedup import behaviour_key
+
+        behaviour_keys: dict[str, str] = {}
         units: dict[tuple[Any, ...], _Unit] = {}
         order: list[_Unit] = []
         for index, job in enumerate(jobs):
@@ -251,7 +254,13 @@ class Executor:
                 raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
             limits = job.limits or self.limits
             tkeys = [_test_key(test) for test in job.tests]
-            key: tuple[Any, ...] = (job.program, limits, bool(job.measure_coverage), job.isolation)
+            if job.dedup == "behaviour" and not job.measure_coverage:
+                program_key = behaviour_keys.get(job.program)
+                if program_key is None:
+                    program_key = behaviour_keys[job.program] = behaviour_key(job.program)
+            else:
+                program_key = job.program
+            key: tuple[Any, ...] = (program_key, limits, bool(job.measure_coverage), job.isolation)
             if job.judge is not None:
                 if job.isolation != "batch":
                     raise ValueError(f"job {index}: a judged job runs in one child; isolation must be 'batch'")
