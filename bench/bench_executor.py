@@ -58,10 +58,11 @@ def load_workload(data: Path, limit_tasks: int | None) -> list[dict[str, Any]]:
 
 
 def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str, timeout: float = 0.1,
-             exclude: set[tuple[str, int, int]] | None = None) -> dict[str, Any]:
+             exclude: set[tuple[str, int, int]] | None = None, shorten_after: int = 0,
+             short_timeout: float = 0.01) -> dict[str, Any]:
     from evaluation.executor import AssertTest, Job, Limits, execute
 
-    limits = Limits(timeout=timeout, load_timeout=1.0)
+    limits = Limits(timeout=timeout, load_timeout=1.0, shorten_after=shorten_after, short_timeout=short_timeout)
     jobs = []
     for t, task in enumerate(tasks):
         tests = tuple(AssertTest(source=s) for s in task["tests"])
@@ -99,10 +100,11 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
     for t, task in enumerate(tasks):
         for s, sol in enumerate(task["solutions"]):
             res = results[(t, s)]
-            children += res.stats.get("children", 0)
-            restarts += res.stats.get("restarts", 0)
-            deadlines += res.stats.get("deadlines_hit", 0)
-            shared += res.stats.get("shared", 0)
+            share = 1 + res.stats.get("duplicates", 0)  # jobs sharing one run report its stats each
+            children += res.stats.get("children", 0) / share
+            restarts += res.stats.get("restarts", 0) / share
+            deadlines += res.stats.get("deadlines_hit", 0) / share
+            shared += res.stats.get("shared", 0) / share
             outcomes.update(r.outcome.value for r in res.results)
             codet_error = "error" in sol
             load_total += 1
@@ -131,8 +133,8 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
     return {"agree": agree, "total": total, "pct": 100.0 * agree / max(1, total), "kinds": kinds,
             "examples": examples, "load_agree": load_agree, "load_total": load_total,
             "res_agree": res_agree, "res_total": res_total, "res_pct": 100.0 * res_agree / max(1, res_total),
-            "outcomes": outcomes, "children": children, "restarts": restarts,
-            "deadlines": deadlines, "shared": shared}
+            "outcomes": outcomes, "children": round(children), "restarts": round(restarts),
+            "deadlines": round(deadlines), "shared": round(shared)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -143,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     ap.add_argument("--isolation", choices=["batch", "per_test"], default="batch")
     ap.add_argument("--timeout", type=float, default=0.1, help="per-test timeout (CodeT: 0.1 s)")
+    ap.add_argument("--shorten-after", type=int, default=0,
+                    help="Limits.shorten_after: after N timeouts of a program, its other tests get --short-timeout (0: off)")
+    ap.add_argument("--short-timeout", type=float, default=0.01, help="Limits.short_timeout (seconds)")
     ap.add_argument("--save-timeouts", type=Path, default=None,
                     help="write the (task, solution, test) pairs that timed out in the last run (JSON)")
     ap.add_argument("--exclude-pairs", type=Path, default=None,
@@ -158,7 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     for k in range(args.repeat):
         if runs:
             runs[-1]["results"] = None  # keep only the last run's results alive (memory, GC time)
-        run = run_once(tasks, args.workers or os.cpu_count() or 1, args.isolation, args.timeout, exclude)
+        run = run_once(tasks, args.workers or os.cpu_count() or 1, args.isolation, args.timeout, exclude,
+                       args.shorten_after, args.short_timeout)
         runs.append(run)
         if exclude is not None:
             print(f"run {k + 1}: wall {run['wall']:.1f} s, cpu {run['cpu']:.1f} s, peak rss {run['rss'] / 2**20:.0f} MiB, "
@@ -183,7 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(f"workload: {len(tasks)} tasks, {last['jobs']:,} distinct solutions, "
           f"{sum(len(t['tests']) for t in tasks):,} distinct tests, {last['pairs']:,} pairs; "
-          f"isolation={args.isolation}, workers={args.workers or os.cpu_count()}, timeout {args.timeout} s/test")
+          f"isolation={args.isolation}, workers={args.workers or os.cpu_count()}, timeout {args.timeout} s/test"
+          + (f", shortened to {args.short_timeout} s after {args.shorten_after} timeouts" if args.shorten_after else ""))
+    runs_of = sum(1 / (1 + r.stats.get("duplicates", 0)) for r in last["results"].values())
+    print(f"programs run: {round(runs_of):,} (solutions equal up to comments, layout and local names share a run); "
+          f"deadlines hit: {sum(r.stats.get('deadlines_hit', 0) / (1 + r.stats.get('duplicates', 0)) for r in last['results'].values()):,.0f}, "
+          f"of them shortened: {sum(r.stats.get('shortened_deadlines_hit', 0) / (1 + r.stats.get('duplicates', 0)) for r in last['results'].values()):,.0f}")
     timeouts = agr["deadlines"]  # evaluations killed at the deadline (timeout results shared by tests of one call not counted again)
     print(f"lower bound from timeouts alone: {timeouts:,} evaluations ran into the deadline "
           f"({agr['outcomes'].get('timeout', 0):,} timeout results) x {args.timeout} s = {timeouts * args.timeout:,.0f} CPU-s "

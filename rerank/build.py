@@ -159,11 +159,12 @@ def _value_key(result: Any) -> str:
     return f"!{result.outcome.value}:{kind}"
 
 
-def _cache_path(cache_dir: Path, timeout: float, load_timeout: float, memory_mb: int) -> Path:
-    settings = json.dumps(
-        {"v": CACHE_VERSION, "timeout": timeout, "load_timeout": load_timeout, "memory_mb": memory_mb},
-        sort_keys=True,
-    )
+def _cache_path(cache_dir: Path, limits: Any) -> Path:
+    fields = {"v": CACHE_VERSION, "timeout": limits.timeout, "load_timeout": limits.load_timeout,
+              "memory_mb": limits.memory_mb}
+    if limits.shorten_after:  # outcomes depend on it; the exact setting keeps its old cache name
+        fields |= {"shorten_after": limits.shorten_after, "short_timeout": limits.short_timeout}
+    settings = json.dumps(fields, sort_keys=True)
     return cache_dir / f"matrix-{content_id(settings, length=12)}.jsonl"
 
 
@@ -198,12 +199,16 @@ def build_matrices(
     timeout: float = 0.1,
     load_timeout: float = 5.0,
     memory_mb: int = 2048,
+    shorten_after: int = 0,
+    short_timeout: float = 0.01,
     workers: int | None = None,
     outputs: bool = False,
     codet_packing: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, TaskMatrix]:
     """Run every distinct program against its task's distinct tests (cached, resumable).
+
+    ``shorten_after``/``short_timeout``: see :attr:`evaluation.executor.Limits.shorten_after`.
 
     ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
     A program that fails to load is recorded as not loaded (CodeT: not ranked); so is every
@@ -212,7 +217,9 @@ def build_matrices(
     from evaluation.executor import AssertTest, Job, Limits, execute
 
     task_list = list(tasks)
-    cache = _cache_path(Path(cache_dir), timeout, load_timeout, memory_mb)
+    limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb,
+                    shorten_after=shorten_after, short_timeout=short_timeout)
+    cache = _cache_path(Path(cache_dir), limits)
     done: dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]] = {}
     if cache.exists():
         for _, rec in read_jsonl(cache, tolerate_torn_tail=True):
@@ -232,7 +239,6 @@ def build_matrices(
     if progress:
         progress(0, total)
     if jobs:
-        limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb)
         with JsonlAppender(cache) as app:
             for n_done, res in enumerate(execute(jobs, workers=workers, limits=limits), start=1):
                 tid, key, tkey = res.tag

@@ -137,6 +137,12 @@ def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int
               help="Keep the first N tests of each generation (CodeT: 5).")
 @click.option("--timeout", default=0.1, show_default=True, type=click.FloatRange(min=0.001),
               help="Seconds per test (CodeT: 0.1).")
+@click.option("--shorten-timeouts-after", default=0, show_default=True, type=click.IntRange(min=0),
+              help="After N tests of a solution have timed out, its remaining tests get --short-timeout "
+                   "(0: every test gets the full --timeout, exact). Saves the time of solutions that loop "
+                   "on most inputs; see the README for the agreement it keeps.")
+@click.option("--short-timeout", default=0.01, show_default=True, type=click.FloatRange(min=0.001),
+              help="Seconds per test once --shorten-timeouts-after applies.")
 @click.option("--codet-packing/--no-codet-packing", default=True, show_default=True,
               help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
@@ -164,6 +170,8 @@ def rerank_cmd(
     b4_alpha: float,
     tests_per_generation: int,
     timeout: float,
+    shorten_timeouts_after: int,
+    short_timeout: float,
     codet_packing: bool,
     workers: int | None,
     verdicts: str | None,
@@ -197,6 +205,8 @@ def rerank_cmd(
         methods=method_specs(methods, rw_p=rw_p, rw_combine=rw_combine, b4_beta0=b4_beta0, b4_alpha=b4_alpha),
         tests_per_generation=tests_per_generation,
         timeout=timeout,
+        shorten_timeouts_after=shorten_timeouts_after,
+        short_timeout=short_timeout,
         codet_packing=codet_packing,
         workers=workers,
         ks=k_values,

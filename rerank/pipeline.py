@@ -84,6 +84,11 @@ class RerankConfig:
     """First N tests of each generation (CodeT: 5)."""
     timeout: float = 0.1
     """Seconds per test (CodeT: 0.1)."""
+    shorten_timeouts_after: int = 0
+    """After this many tests of a solution timed out, its other tests get ``short_timeout``
+    (0: off, every test gets ``timeout``). See :attr:`evaluation.executor.Limits.shorten_after`."""
+    short_timeout: float = 0.01
+    """Seconds per test once ``shorten_timeouts_after`` applies."""
     codet_packing: bool = True
     """Mark a task's solutions not loaded when CodeT's harness could not compile its packed
     tests (CodeT parity; see :mod:`rerank.build`)."""
@@ -235,6 +240,8 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
             prepared[ts.label],
             cache_dir=cache,
             timeout=config.timeout,
+            shorten_after=config.shorten_timeouts_after,
+            short_timeout=config.short_timeout,
             workers=config.workers,
             outputs=need_outputs,
             codet_packing=config.codet_packing,

@@ -346,3 +346,19 @@ def test_judged_expected_values_never_reach_the_child(ex: Executor) -> None:
     res = run1(ex, SCAVENGER, CallTest(entry_point="scavenge", args=("SECRET-",), expected=secret), judge=JUDGE,
                limits=slow)
     assert res.results[0].outcome is F and res.results[0].detail == "got None"
+
+
+def test_shortened_deadline_after_repeated_timeouts(ex: Executor) -> None:
+    program = ("import time\n\ndef f(x):\n    if x < 5:\n        while True:\n            pass\n"
+               "    if x == 6:\n        time.sleep(0.05)\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in range(1, 7))
+    exact = run1(ex, program, *tests, limits=Limits(timeout=0.3))
+    assert [r.outcome for r in exact.results] == [T, T, T, T, P, P]
+    assert exact.stats["deadlines_hit"] == 4 and exact.stats["shortened_deadlines_hit"] == 0
+    short = run1(ex, program, *tests, limits=Limits(timeout=0.3, shorten_after=2, short_timeout=0.02))
+    # after two full timeouts the loops cost 0.02 s each; a fast test is unaffected, and a
+    # test that needs 0.05 s is now a timeout: the price of the option
+    assert [r.outcome for r in short.results] == [T, T, T, T, P, T]
+    assert short.stats["deadlines_hit"] == 5 and short.stats["shortened_deadlines_hit"] == 3
+    assert "deadline shortened after 2 timeouts" in short.results[2].detail
+    assert "shortened" not in short.results[1].detail

@@ -61,6 +61,15 @@ class Limits:
     """RLIMIT_FSIZE of the child, in MiB."""
     value_bytes: int = 8 * 1024 * 1024
     """Largest value (marshal-encoded) a test may send back; larger ones make the test ERROR."""
+    shorten_after: int = 0
+    """Off when 0. Otherwise, once this many tests of a job have run into the deadline, the
+    job's remaining tests get :attr:`short_timeout` instead of :attr:`timeout`: a program
+    that loops forever on most inputs then costs ``short_timeout`` per further test, not
+    ``timeout``. A test of such a program that would have finished between the two limits is
+    then a TIMEOUT (its detail says the deadline was shortened). Not exact: for outcome
+    matrices where a small disagreement is acceptable (``rerank``; see the README)."""
+    short_timeout: float = 0.01
+    """The shortened per-test deadline (seconds), see :attr:`shorten_after`."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -64,7 +64,8 @@ class _Unit:
         head = frame({
             "id": self.id, "program": self.program, "tests": self.tests,
             "limits": (float(lim.timeout), float(lim.load_timeout), int(lim.memory_mb), int(lim.output_bytes),
-                       int(lim.max_files), int(lim.file_size_mb), int(lim.value_bytes)),
+                       int(lim.max_files), int(lim.file_size_mb), int(lim.value_bytes),
+                       int(lim.shorten_after), float(lim.short_timeout)),
             "coverage": self.coverage, "isolation": self.isolation,
             "judge": self.judge, "judge_args": self.judge_args,
         })

@@ -212,7 +212,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         os.closerange(low, 65536)
         os.chdir(scratch)  # the environment was made minimal (TMPDIR=HOME=scratch) by the worker
         limits = unit["limits"]
-        timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits
+        timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits[:7]
         cpu = int(load_timeout + timeout * max(1, len(order)) + 2)
         failed = sandbox.apply_in_child(prep, memory_mb=memory_mb, cpu_seconds=cpu,
                                         file_size_mb=file_size_mb, max_files=max_files)
@@ -434,6 +434,10 @@ class _Worker:
         """
         timeout, load_timeout = unit["limits"][0], unit["limits"][1]
         value_bytes = unit["limits"][6]
+        shorten_after, short_timeout = unit["limits"][7], unit["limits"][8]
+        shortened = bool(shorten_after) and self.deadlines_hit >= shorten_after and short_timeout < timeout
+        if shortened:
+            timeout = short_timeout
         max_frame = value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
         self.clean_scratch()
         self.last_output = ""
@@ -541,8 +545,10 @@ class _Worker:
         if pos < len(order):
             i = order[pos]
             if killed_for == "timeout":
-                results[i] = (_TIMEOUT, None, timeout, f"timeout after {timeout}s", None)
+                why = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
+                results[i] = (_TIMEOUT, None, timeout, f"timeout after {timeout}s{why}", None)
                 self.deadlines_hit += 1
+                self.shortened_hits += shortened
             else:
                 results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, killed_for)})", None)
             return True, "", load_arcs, order[pos + 1:], warning
@@ -602,6 +608,7 @@ class _Worker:
         self.values: dict[int, Any] = {}
         self.judged: set[int] = set()
         self.deadlines_hit = 0
+        self.shortened_hits = 0
         first: dict[str, int] = {}
         followers: dict[int, list[int]] = {}
         for i, (kind, _, extra) in enumerate(prepared):
@@ -637,7 +644,7 @@ class _Worker:
                 code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
                 results[i] = (code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
         stats = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
-                 "deadlines_hit": self.deadlines_hit,
+                 "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                  "seconds": time.monotonic() - run.t0}
         if run.warnings:
             stats["warnings"] = run.warnings
