@@ -196,9 +196,13 @@ def main(argv: list[str] | None = None) -> None:
           f"deadlines hit: {sum(r.stats.get('deadlines_hit', 0) / (1 + r.stats.get('duplicates', 0)) for r in last['results'].values()):,.0f}, "
           f"of them shortened: {sum(r.stats.get('shortened_deadlines_hit', 0) / (1 + r.stats.get('duplicates', 0)) for r in last['results'].values()):,.0f}")
     timeouts = agr["deadlines"]  # evaluations killed at the deadline (timeout results shared by tests of one call not counted again)
+    short = round(sum(r.stats.get("shortened_deadlines_hit", 0) / (1 + r.stats.get("duplicates", 0))
+                      for r in last["results"].values()))
+    spin = (timeouts - short) * args.timeout + short * args.short_timeout
     print(f"lower bound from timeouts alone: {timeouts:,} evaluations ran into the deadline "
-          f"({agr['outcomes'].get('timeout', 0):,} timeout results) x {args.timeout} s = {timeouts * args.timeout:,.0f} CPU-s "
-          f"(each must run until its deadline) = {timeouts * args.timeout / (args.workers or os.cpu_count() or 1):,.0f} s "
+          f"({agr['outcomes'].get('timeout', 0):,} timeout results), {timeouts - short:,} x {args.timeout} s"
+          + (f" + {short:,} x {args.short_timeout} s" if short else "")
+          + f" = {spin:,.0f} CPU-s (each must run until its deadline) = {spin / (args.workers or os.cpu_count() or 1):,.0f} s "
           f"wall on {args.workers or os.cpu_count()} workers")
     print(f"| metric | median of {len(runs)} |")
     print("|---|---|")

@@ -362,3 +362,30 @@ def test_shortened_deadline_after_repeated_timeouts(ex: Executor) -> None:
     assert short.stats["deadlines_hit"] == 5 and short.stats["shortened_deadlines_hit"] == 3
     assert "deadline shortened after 2 timeouts" in short.results[2].detail
     assert "shortened" not in short.results[1].detail
+
+
+def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None:
+    psutil = pytest.importorskip("psutil")
+    pytest.importorskip("numpy")
+    tests = (AssertTest(source="assert f(4) == 6"),)
+    jobs = [
+        Job(program="import numpy as np\ndef f(x):\n    return int(np.arange(x).sum())\n", tests=tests, tag="numpy"),
+        Job(program="import numpy, ctypes\ndef f(x):\n    ctypes.string_at(0)\n", tests=tests, tag="segfault"),
+        Job(program="import numpy, os, signal\ndef f(x):\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 6\n",
+            tests=tests, tag="kill_parent"),  # the parent is the template here
+        Job(program="import numpy\ndef f(x):\n    while True:\n        pass\n", tests=tests, tag="loop"),
+        Job(program="def f(x):\n    return sum(range(x))\n", tests=tests, tag="plain"),
+    ]
+    with Executor(workers=1, limits=Limits(timeout=0.5, load_timeout=10.0)) as ex:
+        res = {r.tag: r for r in ex.run(jobs)}
+        again = {r.tag: r for r in ex.run(jobs[:1] + jobs[-1:])}  # the template survived all of it
+        worker = psutil.Process(ex._procs[0].proc.pid)
+        assert len(worker.children()) == 1  # the template, and no stray child
+        pids = [worker.pid, worker.children()[0].pid]
+    assert res["numpy"].results[0].outcome is P and again["numpy"].results[0].outcome is P
+    assert res["segfault"].results[0].outcome is E and "SIGSEGV" in res["segfault"].results[0].detail
+    assert res["kill_parent"].results[0].outcome is E  # seccomp: signals only to itself
+    assert res["loop"].results[0].outcome is T
+    assert res["plain"].results[0].outcome is P and again["plain"].results[0].outcome is P
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in pids)  # closed: the worker and its template are gone
