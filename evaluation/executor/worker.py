@@ -707,12 +707,12 @@ class _Worker:
                 return
 
 
-HEAVY_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn")
+HEAVY_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn", "requests")
 """Modules a worker's template process imports once, so the programs that import them (often
 for nothing: 128 of CodeGen-16B's 10,786 distinct HumanEval solutions) skip the import: 0.1 s
-(numpy) to 1.8 s (sklearn) each, in every child that loads such a program. Forking from a
+(numpy), 0.14 s (requests) to 1.8 s (sklearn) each, in every child that loads such a program. Forking from a
 process holding them costs ~6-13 ms instead of ~1 ms, so only those programs use it."""
-_HEAVY_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|matplotlib|scipy|sklearn)\b", re.M)
+_HEAVY_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|matplotlib|scipy|sklearn|requests)\b", re.M)
 
 
 class _Template:
