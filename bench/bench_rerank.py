@@ -37,7 +37,7 @@ def _data_dir() -> Path:
     return Path(env) if env else ROOT.parent / "shared" / "data"
 
 
-def _command(out: Path, workers: int, data: Path, evalplus: bool) -> list[str]:
+def _command(out: Path, workers: int, data: Path, evalplus: bool, exact: bool = False) -> list[str]:
     codet = data / "codet"
     return [
         str(Path(sys.executable).with_name("rerank")),
@@ -50,6 +50,7 @@ def _command(out: Path, workers: int, data: Path, evalplus: bool) -> list[str]:
         "--out", str(out),
         "--no-progress",
         "--evalplus" if evalplus else "--no-evalplus",
+        *(["--shorten-timeouts-after", "0"] if exact else []),
     ]
 
 
@@ -86,6 +87,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-evalplus", action="store_true",
                     help="skip the HumanEval+ verdicts (measure execution of the matrix and scoring only)")
+    ap.add_argument("--exact-timeouts", action="store_true",
+                    help="every test gets the full 0.1 s (rerank --shorten-timeouts-after 0)")
     args = ap.parse_args()
     data = _data_dir()
     runs = []
@@ -94,7 +97,7 @@ def main() -> None:
             out = Path(tmp) / f"cold{i}"
             env = dict(os.environ, TESTGEN_CACHE=str(Path(tmp) / f"gt{i}"), TESTGEN_DATA=str(data))
             before = os.times()
-            fig = _measure(_command(out, args.workers, data, not args.no_evalplus), env)
+            fig = _measure(_command(out, args.workers, data, not args.no_evalplus, args.exact_timeouts), env)
             after = os.times()
             # rerank reaps its workers and they reap their children: the children rusage of
             # this process is the CPU of the whole tree (sampling per process would count
@@ -109,7 +112,7 @@ def main() -> None:
         out = Path(tmp) / "cold0"
         env = dict(os.environ, TESTGEN_CACHE=str(Path(tmp) / "gt0"), TESTGEN_DATA=str(data))
         before = os.times()
-        warm = _measure(_command(out, args.workers, data, not args.no_evalplus), env)
+        warm = _measure(_command(out, args.workers, data, not args.no_evalplus, args.exact_timeouts), env)
         after = os.times()
         warm["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         warm_t = json.loads((out / "run.json").read_text())["timings"]
@@ -121,7 +124,8 @@ def main() -> None:
     print()
     print(f"rerank on CodeT CodeGen-16B HumanEval (164 x 100 x 100), workers={args.workers}, "
           f"cpus={os.cpu_count()}, median of {args.repeats} cold runs"
-          + (", without HumanEval+ verdicts" if args.no_evalplus else ""))
+          + (", without HumanEval+ verdicts" if args.no_evalplus else "")
+          + (", exact timeouts" if args.exact_timeouts else ", rerank's default shortened timeouts"))
     print(f"load average at the end: {os.getloadavg()}")
     print(f"{'':28s}{'wall s':>9s}{'CPU s':>9s}{'peak MB':>9s}{'matrix s':>10s}{'verdicts s':>11s}{'scoring s':>10s}")
     print(f"{'rerank, cold caches':28s}{med('wall'):9.1f}{med('cpu'):9.1f}{med('peak_mb'):9.0f}"
