@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import io
 import math
 import os
 import pickle
@@ -82,6 +83,10 @@ GROUND_TRUTH_VERSION = "evalplus-0.3.1/3"
 
 MBPP_OUTPUT_NOT_NONE_TASKS = ("check_str", "text_match_three", "text_starta_endb")
 """EvalPlus 0.3.1: MBPP+ entry points whose output is only checked for ``is not None``."""
+
+_MBPP_ORACLES = ("are_equivalent", "sum_div", "surface_Area", "digit_distance_nums")
+"""EvalPlus 0.3.1: MBPP+ entry points with an oracle of their own in ``check_output`` (Mbpp/164,
+295, 581, 558)."""
 
 MBPP_OUTPUT_SET_EQ_TASKS = (
     "similar_elements", "find_char_long", "common_in_nested_lists", "extract_singly",
@@ -379,8 +384,10 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
         "        return ('#', type(r).__name__, len(out), hashlib.sha256(out).digest())\n"
     )
     wrapper = (
-        f"\n\ndef {_CALL_WRAPPER}(time_limit, *args):\n"
-        "    import pickle, signal\n"
+        # Bound once per load as default arguments (an import statement per call costs more
+        # than the call of a small solution).
+        f"\n\nimport pickle as __testgen_pickle, signal as __testgen_signal\n\n\n"
+        f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, signal=__testgen_signal):\n"
         "    def on_alarm(signum, frame):\n"
         "        raise TimeoutError('time limit')\n"
         "    try:\n"
@@ -424,8 +431,6 @@ def _load_output(value: Any) -> Any:
     """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data."""
     if not isinstance(value, (bytes, bytearray)):
         raise ValueError(f"expected the pickled output, got {type(value).__name__}")
-    import io
-
     try:
         return _PlainUnpickler(io.BytesIO(value)).load()
     except Exception as exc:  # noqa: BLE001 - anything undecodable is a wrong output
@@ -537,15 +542,14 @@ this leaves the child as ``("#", type name, size, sha256 of the pickle)`` instea
 so comparing digests is ``==``; an ``int`` that large cannot equal any float, and is compared
 by digest only while the split's tolerance is 0 (EvalPlus's ``np.allclose`` path is off)."""
 
-_OUTCOME_CODE = {Outcome.PASSED: 0, Outcome.FAILED: 1, Outcome.ERROR: 2, Outcome.TIMEOUT: 3}
-_PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3
+_PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3  # Outcome indices of the executor's judge protocol
 
 
 def _has_special_oracle(kind: str, entry_point: str) -> bool:
     if kind == "humaneval":
         return entry_point == "find_zero"
-    return entry_point in ("are_equivalent", "sum_div", "surface_Area", "digit_distance_nums") \
-        or entry_point in MBPP_OUTPUT_SET_EQ_TASKS or entry_point in MBPP_OUTPUT_NOT_NONE_TASKS
+    return entry_point in _MBPP_ORACLES or entry_point in MBPP_OUTPUT_SET_EQ_TASKS \
+        or entry_point in MBPP_OUTPUT_NOT_NONE_TASKS
 
 
 def _digest(blob: bytes) -> bytes:

@@ -204,13 +204,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         devnull = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        keep = sorted({wfd, prep.landlock_ruleset_fd} - {-1})
-        low = 3
-        for fd in keep:
-            if fd > low:
-                os.closerange(low, fd)
-            low = fd + 1
-        os.closerange(low, 65536)
+        _close_fds_but({0, 1, 2, wfd, prep.landlock_ruleset_fd})
         os.chdir(scratch)  # the environment was made minimal (TMPDIR=HOME=scratch) by the worker
         limits = unit["limits"]
         timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits[:7]
@@ -248,8 +242,9 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             kind, code, extra = prepared_tests[i]
             if cov is not None and not hasattr(cov, "_collector"):
                 cov.switch_context(f"t{i}")
-            g = dict(ns)
-            g["__builtins__"] = pristine
+            if kind != _K_CALL:  # a call needs no namespace of its own
+                g = dict(ns)
+                g["__builtins__"] = pristine
             value_blob = None
             detail = ""
             t0 = perf()
@@ -286,6 +281,16 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
     except BaseException:  # noqa: BLE001 - whatever happens, the child must not return
         pass
     exit_now(0)
+
+
+def _close_fds_but(keep: set[int]) -> None:
+    """Close every file descriptor not in ``keep`` (-1 in it is ignored)."""
+    low = 0
+    for fd in sorted(keep - {-1}):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 65536)
 
 
 def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:
@@ -464,18 +469,7 @@ class _Worker:
         if template is not None:
             pid, rfd = template.spawn(unit, order)
         else:
-            rfd, wfd = os.pipe()
-            gc.freeze()  # children then leave the worker's objects alone: fewer copy-on-write faults
-            pid = os.fork()
-            if pid == 0:
-                os.close(rfd)
-                _child_main(unit, prepared, order, wfd, self.scratch, self.prep, self.coverage)
-                os._exit(0)
-            os.close(wfd)
-            try:
-                os.setpgid(pid, pid)
-            except OSError:
-                pass
+            pid, rfd = _fork_child(unit, prepared, order, self.scratch, self.prep, self.coverage)
         judged = bool(unit.get("judge"))
         if judged and self.expected is None:
             try:
@@ -715,6 +709,26 @@ process holding them costs ~6-13 ms instead of ~1 ms, so only those programs use
 _HEAVY_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|matplotlib|scipy|sklearn|requests)\b", re.M)
 
 
+def _fork_child(unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int], scratch: str,
+                prep: sandbox.Prepared, coverage_obj: Any, close: Any = None) -> tuple[int, int]:
+    """Fork the sandboxed child that runs ``order`` of ``unit``; returns (pid, read end of its pipe)."""
+    rfd, wfd = os.pipe()
+    gc.freeze()  # children then leave the parent's objects alone: fewer copy-on-write faults
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        if close is not None:
+            close.close()
+        _child_main(unit, prepared, order, wfd, scratch, prep, coverage_obj)
+        os._exit(0)
+    os.close(wfd)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    return pid, rfd
+
+
 class _Template:
     """A process forked from the worker that has imported :data:`HEAVY_MODULES`: it forks the
     children of programs importing them, so they find the modules already loaded.
@@ -807,13 +821,7 @@ def _template_main(sock: Any, worker: _Worker) -> None:
         pass
     # Keep only what the template needs: the parent must see EOF on the worker's pipes when
     # the worker dies, so the template must not hold them open.
-    keep = sorted({0, 1, 2, sock.fileno(), worker.prep.landlock_ruleset_fd} - {-1})
-    low = 0
-    for fd in keep:
-        if fd > low:
-            os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, 65536)
+    _close_fds_but({0, 1, 2, sock.fileno(), worker.prep.landlock_ruleset_fd})
     for name in HEAVY_MODULES:
         try:
             importlib.import_module(name)
@@ -827,19 +835,7 @@ def _template_main(sock: Any, worker: _Worker) -> None:
             return
         unit, order = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
         prepared = [worker.prepare_test(t) for t in unit["tests"]]
-        rfd, wfd = os.pipe()
-        gc.freeze()
-        pid = os.fork()
-        if pid == 0:
-            os.close(rfd)
-            sock.close()
-            _child_main(unit, prepared, order, wfd, worker.scratch, worker.prep, None)
-            os._exit(0)
-        os.close(wfd)
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass
+        pid, rfd = _fork_child(unit, prepared, order, worker.scratch, worker.prep, None, close=sock)
         socket.send_fds(sock, [frame(("P", pid))], [rfd])
         os.close(rfd)
         _, status = os.waitpid(pid, 0)
