@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 __all__ = ["behaviour_key"]
 
@@ -58,7 +58,7 @@ def _params(args: ast.arguments) -> set[str]:
     return {a.arg for a in every}
 
 
-def _own_nodes(roots: list[ast.AST]) -> list[ast.AST]:
+def _own_nodes(roots: Sequence[ast.AST]) -> list[ast.AST]:
     """Every node of a scope's own code, nested scopes excluded (their nodes are not listed,
     but the scope node itself is, so its decorators, defaults and name are seen)."""
     out: list[ast.AST] = []

@@ -440,7 +440,7 @@ def _load_output(value: Any) -> Any:
 def _execute(jobs: list[Any], *, workers: int | None, executor: Any = None) -> Iterable[Any]:
     if executor is not None:
         return executor.run(jobs)  # type: ignore[no-any-return]
-    from evaluation.executor import execute
+    from evaluation.executor.pool import execute
 
     return execute(jobs, workers=workers)
 
@@ -709,7 +709,8 @@ def evaluate_solutions(
     called as distinct programs finish.
     """
     from evaluation.dedup import behaviour_key
-    from evaluation.executor import Executor, Job
+    from evaluation.executor import Job
+    from evaluation.executor.pool import Executor
 
     cfg = time_limits or TimeLimits()
     gt = truth or ground_truth(dataset, workers=workers)

@@ -34,7 +34,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluation.executor import sandbox
 from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain
@@ -61,12 +61,14 @@ _PRISTINE_BUILTINS = dict(builtins.__dict__)
 # The child runs harness code (this module) after untrusted code has had the chance to patch
 # the ``builtins`` module. Binding the builtins this module uses as module globals (which
 # shadow builtins) keeps ``len``, ``eval``, ``exec``... here the originals.
-(len, str, repr, type, isinstance, getattr, bool, dict, tuple, sorted, eval, exec, compile, open,  # noqa: A001
- float, int, range, list, BaseException, Exception, AssertionError, ValueError, TypeError) = (
-    builtins.len, builtins.str, builtins.repr, builtins.type, builtins.isinstance, builtins.getattr,
-    builtins.bool, builtins.dict, builtins.tuple, builtins.sorted, builtins.eval, builtins.exec,
-    builtins.compile, builtins.open, builtins.float, builtins.int, builtins.range, builtins.list,
-    builtins.BaseException, builtins.Exception, builtins.AssertionError, builtins.ValueError, builtins.TypeError)
+if not TYPE_CHECKING:  # the same objects, so type checkers keep seeing the builtins as types
+    (len, str, repr, type, isinstance, getattr, bool, dict, tuple, sorted, eval, exec, compile, open,  # noqa: A001
+     float, int, range, list, BaseException, Exception, AssertionError, ValueError, TypeError) = (
+        builtins.len, builtins.str, builtins.repr, builtins.type, builtins.isinstance, builtins.getattr,
+        builtins.bool, builtins.dict, builtins.tuple, builtins.sorted, builtins.eval, builtins.exec,
+        builtins.compile, builtins.open, builtins.float, builtins.int, builtins.range, builtins.list,
+        builtins.BaseException, builtins.Exception, builtins.AssertionError, builtins.ValueError,
+        builtins.TypeError)
 _exit = os._exit
 _DEVNULL_STDIN: list[Any] = []
 """A text stream on /dev/null, opened once in the worker and inherited by every child."""
@@ -321,7 +323,7 @@ def _arcs(cov: Any, filename: str, context: str) -> Any:
     """
     if cov is None:
         return None
-    collector = getattr(cov, "_collector", None)
+    collector: Any = getattr(cov, "_collector", None)
     data = getattr(collector, "data", None)
     core = getattr(collector, "core", None)
     if isinstance(data, dict) and core is not None and hasattr(collector, "_clear_data"):
@@ -660,7 +662,7 @@ class _Worker:
             if results[i] is None:  # the program failed to load: every test gets its error
                 code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
                 results[i] = (code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
-        stats = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
+        stats: dict[str, Any] = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                  "seconds": time.monotonic() - run.t0}
         if run.warnings:
