@@ -93,7 +93,7 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
     agree = total = 0
     res_agree = res_total = 0
     outcomes: Counter[str] = Counter()
-    children = restarts = deadlines = shared = 0
+    children = restarts = deadlines = shortened = shared = runs = 0.0
     kinds: Counter[str] = Counter()
     load_agree = load_total = 0
     examples: dict[str, list[str]] = {}
@@ -104,7 +104,9 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
             children += res.stats.get("children", 0) / share
             restarts += res.stats.get("restarts", 0) / share
             deadlines += res.stats.get("deadlines_hit", 0) / share
+            shortened += res.stats.get("shortened_deadlines_hit", 0) / share
             shared += res.stats.get("shared", 0) / share
+            runs += 1 / share
             outcomes.update(r.outcome.value for r in res.results)
             codet_error = "error" in sol
             load_total += 1
@@ -134,7 +136,8 @@ def agreement(tasks: list[dict[str, Any]], results: dict[Any, Any]) -> dict[str,
             "examples": examples, "load_agree": load_agree, "load_total": load_total,
             "res_agree": res_agree, "res_total": res_total, "res_pct": 100.0 * res_agree / max(1, res_total),
             "outcomes": outcomes, "children": round(children), "restarts": round(restarts),
-            "deadlines": round(deadlines), "shared": round(shared)}
+            "deadlines": round(deadlines), "shortened": round(shortened), "shared": round(shared),
+            "runs": round(runs)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -191,13 +194,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{sum(len(t['tests']) for t in tasks):,} distinct tests, {last['pairs']:,} pairs; "
           f"isolation={args.isolation}, workers={args.workers or os.cpu_count()}, timeout {args.timeout} s/test"
           + (f", shortened to {args.short_timeout} s after {args.shorten_after} timeouts" if args.shorten_after else ""))
-    runs_of = sum(1 / (1 + r.stats.get("duplicates", 0)) for r in last["results"].values())
-    print(f"programs run: {round(runs_of):,} (solutions equal up to comments, layout and local names share a run); "
-          f"deadlines hit: {sum(r.stats.get('deadlines_hit', 0) / (1 + r.stats.get('duplicates', 0)) for r in last['results'].values()):,.0f}, "
-          f"of them shortened: {sum(r.stats.get('shortened_deadlines_hit', 0) / (1 + r.stats.get('duplicates', 0)) for r in last['results'].values()):,.0f}")
+    print(f"programs run: {agr['runs']:,} (solutions equal up to comments, layout and local names share a run); "
+          f"deadlines hit: {agr['deadlines']:,}, of them shortened: {agr['shortened']:,}")
     timeouts = agr["deadlines"]  # evaluations killed at the deadline (timeout results shared by tests of one call not counted again)
-    short = round(sum(r.stats.get("shortened_deadlines_hit", 0) / (1 + r.stats.get("duplicates", 0))
-                      for r in last["results"].values()))
+    short = agr["shortened"]
     spin = (timeouts - short) * args.timeout + short * args.short_timeout
     print(f"lower bound from timeouts alone: {timeouts:,} evaluations ran into the deadline "
           f"({agr['outcomes'].get('timeout', 0):,} timeout results), {timeouts - short:,} x {args.timeout} s"

@@ -654,8 +654,6 @@ class _Worker:
             run.shared = len(shared) - len(again)
             if again:
                 self._run_tests(unit, prepared, again, results, run)
-        if unit.get("judge") and self.expected is None:
-            self.start_judge(unit)  # never forked (cannot happen today): keep the protocol in step
         self.judge = None
         self.expected = None
         for i in range(n):
@@ -708,7 +706,8 @@ HEAVY_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", 
 for nothing: 128 of CodeGen-16B's 10,786 distinct HumanEval solutions) skip the import: 0.1 s
 (numpy), 0.14 s (requests) to 1.8 s (sklearn) each, in every child that loads such a program. Forking from a
 process holding them costs ~6-13 ms instead of ~1 ms, so only those programs use it."""
-_HEAVY_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|matplotlib|scipy|sklearn|requests)\b", re.M)
+_HEAVY_IMPORT = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:%s)\b" % "|".join(sorted({m.split(".")[0] for m in HEAVY_MODULES})), re.M)
 
 
 def _fork_child(unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int], scratch: str,
