@@ -264,6 +264,22 @@ def test_missing_mechanisms_degrade_with_a_warning() -> None:
         Executor(disable=("selinux",))
 
 
+def test_children_inherit_no_pyseccomp_from_the_worker(ex: Executor) -> None:
+    # The filter is compiled in a helper: importing pyseccomp in the worker cost every child
+    # ~100 page faults (README, "The executor on CodeT's agreement matrix"). A child sees the
+    # worker's sys.modules, so this checks the worker, and that the filter is still active.
+    if not ex.isolation["seccomp"].active:
+        pytest.skip(f"seccomp unavailable here: {ex.isolation['seccomp'].detail}")
+    program = "import sys\n\ndef loaded(name):\n    return name in sys.modules\n"
+    res = run1(ex, program, AssertTest(source="assert loaded('pyseccomp') is False"),
+               AssertTest(source="assert loaded('ctypes') is True"),
+               CallTest(entry_point="loaded", args=("os",)))
+    assert [r.outcome for r in res.results] == [P, P, P] and res.results[2].value is True
+    assert "instructions" in ex.isolation["seccomp"].detail
+    fork = run1(ex, "import os\n\ndef spawn():\n    return os.fork()\n", AssertTest(source="assert spawn() > 0"))
+    assert fork.results[0].outcome is E and "PermissionError" in fork.results[0].detail
+
+
 JUDGE = "evaluation.executor.judges:Equal"
 
 
