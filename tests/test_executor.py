@@ -405,3 +405,14 @@ def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None
     assert res["plain"].results[0].outcome is P and again["plain"].results[0].outcome is P
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                    for pid in pids)  # closed: the worker and its template are gone
+
+
+def test_read_size_asks_small_reads_unless_a_large_frame_is_arriving() -> None:
+    from evaluation.executor.wire import HEADER, READ_SIZE, read_size
+
+    assert read_size(b"", 1 << 30) == read_size(b"\x01\x02", 1 << 30) == READ_SIZE
+    small = HEADER.pack(100) + b"x" * 10
+    assert read_size(small, 1 << 30) == READ_SIZE
+    large = bytearray(HEADER.pack(10_000_000) + b"x" * 1000)
+    assert read_size(large, 1 << 30) == 10_000_004 - len(large)  # the rest of the frame in one read
+    assert read_size(large, 1 << 20) == 1 << 20  # never more than the cap

@@ -28,7 +28,7 @@ from typing import Any
 
 from evaluation.executor.api import AssertTest, CallTest, ExecutionResult, Job, Limits, TestResult
 from evaluation.executor.sandbox import MECHANISMS, Mechanism
-from evaluation.executor.wire import HEADER, frame
+from evaluation.executor.wire import HEADER, frame, read_size
 from evaluation.records import Outcome
 
 __all__ = ["Executor", "execute"]
@@ -404,7 +404,7 @@ class Executor:
                     done.extend(self._worker_died(proc, queue))
                 continue
             try:
-                chunk = os.read(proc.rfd, 1 << 22)
+                chunk = os.read(proc.rfd, read_size(proc.inbuf, 1 << 30))
             except BlockingIOError:
                 continue
             if not chunk:

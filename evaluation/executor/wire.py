@@ -14,10 +14,14 @@ import marshal
 import struct
 from typing import Any
 
-__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain"]
+__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size"]
 
 HEADER = struct.Struct("<I")
 """Length prefix of every frame."""
+READ_SIZE = 64 * 1024
+"""Bytes asked of ``os.read`` for small frames. ``os.read(fd, n)`` allocates ``n`` bytes
+first: at 1 MiB that is an mmap, mremap and munmap per call (glibc's mmap threshold is
+128 KiB), and the worker reads once per finished test."""
 
 _PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _PLAIN_CONTAINERS = (tuple, list, set, frozenset)
@@ -31,6 +35,15 @@ def frame(obj: Any) -> bytes:
     """Encode ``obj`` (plain data) as one length-prefixed frame."""
     payload = marshal.dumps(obj)
     return HEADER.pack(len(payload)) + payload
+
+
+def read_size(buf: bytes | bytearray, cap: int) -> int:
+    """How many bytes to read next into ``buf`` (unparsed input): :data:`READ_SIZE`, or the
+    rest of a partly received larger frame (at most ``cap``), so a large value takes one read."""
+    if len(buf) < 4:
+        return READ_SIZE
+    size: int = HEADER.unpack_from(buf, 0)[0]
+    return max(READ_SIZE, min(4 + size - len(buf), cap))
 
 
 def is_plain(value: Any, *, depth: int = 0) -> bool:

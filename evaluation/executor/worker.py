@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evaluation.executor import sandbox
-from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain
+from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain, read_size
 
 __all__ = ["main", "OUTCOME_CODES"]
 
@@ -499,7 +499,7 @@ class _Worker:
                 events = poller.poll(wait * 1000.0)
                 if not events:
                     continue
-                chunk = os.read(rfd, 1 << 20)
+                chunk = os.read(rfd, read_size(buf, max_frame + 4))
                 if not chunk:
                     break
                 buf += chunk
