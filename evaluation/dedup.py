@@ -42,9 +42,10 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 def behaviour_key(program: str) -> str:
     """A key equal for programs equal up to comments, layout and the names of pure locals.
 
-    Cached (the most recent 16,384 programs): ``rerank`` keys the same programs twice, for its
-    outcome matrix and for the HumanEval+ verdicts, and a key costs ~0.28 ms (3.5 s of CPU for
-    CodeT's 12,408 programs), mostly ``ast.parse``."""
+    Cached (the most recent 16,384 programs), the one cache of these keys: duplicate samples
+    and ``rerank``'s two passes (outcome matrix, then HumanEval+ verdicts) key the same texts
+    again, and a key costs ~0.28 ms (3.4 s of CPU for CodeT's 12,408 programs), mostly
+    ``ast.parse``."""
     try:
         tree = ast.parse(program)
         for node in ast.walk(tree):

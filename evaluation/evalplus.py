@@ -716,15 +716,10 @@ def evaluate_solutions(
     gt = truth or ground_truth(dataset, workers=workers)
     kind = gt.kind
     by_program: dict[tuple[str, str], list[Solution]] = {}
-    keys: dict[tuple[str, str], tuple[str, str]] = {}
     for sol in solutions:
         if sol.task_id not in gt.tasks:
             continue
-        exact = (sol.task_id, sol.code)
-        key = keys.get(exact)
-        if key is None:
-            key = keys[exact] = (sol.task_id, behaviour_key(sol.code))
-        by_program.setdefault(key, []).append(sol)
+        by_program.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
 
     states = [_Progress(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
     plans: dict[tuple[str, str], _SplitPlan] = {}

@@ -158,7 +158,6 @@ class _Plan:
         self.source = source
         self.open = True
         self.units: dict[tuple[Any, ...], _Unit] = {}
-        self.behaviour_keys: dict[str, str] = {}
         self.payloads: dict[int, tuple[Any, ...]] = {}
         """Results of units that finished while jobs were still being planned."""
 
@@ -180,12 +179,8 @@ class _Plan:
                 raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
             limits = job.limits or ex.limits
             tkeys = [_test_key(test) for test in job.tests]
-            if job.dedup == "behaviour" and not job.measure_coverage:
-                program_key = self.behaviour_keys.get(job.program)
-                if program_key is None:
-                    program_key = self.behaviour_keys[job.program] = behaviour_key(job.program)
-            else:
-                program_key = job.program
+            use_behaviour = job.dedup == "behaviour" and not job.measure_coverage
+            program_key = behaviour_key(job.program) if use_behaviour else job.program  # cached
             key: tuple[Any, ...] = (program_key, limits, bool(job.measure_coverage), job.isolation)
             if job.judge is not None:
                 if job.isolation != "batch":
