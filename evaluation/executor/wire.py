@@ -21,7 +21,7 @@ HEADER = struct.Struct("<I")
 READ_SIZE = 64 * 1024
 """Bytes asked of ``os.read`` for small frames. ``os.read(fd, n)`` allocates ``n`` bytes
 first: at 1 MiB that is an mmap, mremap and munmap per call (glibc's mmap threshold is
-128 KiB), and the worker reads once per finished test."""
+128 KiB), and the worker reads up to once per finished test."""
 
 _PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _PLAIN_CONTAINERS = (tuple, list, set, frozenset)

@@ -762,18 +762,12 @@ class _Template:
     def _recv(self) -> tuple[Any, list[int]]:
         import socket
 
-        head, fds, _, _ = socket.recv_fds(self.sock, 4, 1)
-        if len(head) < 4:
+        head, fds, _, _ = socket.recv_fds(self.sock, 4, 1)  # the fds come with the first bytes
+        rest = _read_exact(self.sock.fileno(), 4 - len(head)) if head else None
+        payload = _read_exact(self.sock.fileno(), HEADER.unpack(head + rest)[0]) if rest is not None else None
+        if payload is None:
             raise OSError("template closed its socket")
-        size = HEADER.unpack(head)[0]
-        chunks = []
-        while size:
-            chunk = self.sock.recv(size)
-            if not chunk:
-                raise OSError("template closed its socket")
-            chunks.append(chunk)
-            size -= len(chunk)
-        return marshal.loads(b"".join(chunks)), fds
+        return marshal.loads(payload), fds
 
     def spawn(self, unit: dict[str, Any], order: list[int]) -> tuple[int, int]:
         """Have the template fork a child for ``unit``; returns (pid, read end of its pipe)."""
