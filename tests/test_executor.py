@@ -380,6 +380,28 @@ def test_shortened_deadline_after_repeated_timeouts(ex: Executor) -> None:
     assert "shortened" not in short.results[1].detail
 
 
+def test_shortened_deadline_is_the_childs_own_alarm_and_cannot_be_talked_out_of(ex: Executor) -> None:
+    # Once shortened, the child ends a looping test itself and goes on with the next one (no
+    # restart per timeout). A program that catches the alarm's exception and returns the
+    # expected value still gets a timeout; one that ignores SIGALRM or spins in C code is
+    # killed by the worker a little later; tests after them still run.
+    program = ("import signal\n\ndef f(x):\n"
+               "    if x == 3:\n        try:\n            while True:\n                pass\n"
+               "        except BaseException:\n            return x\n"
+               "    if x == 5:\n        signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+               "    if x == 6:\n        sum(range(10 ** 12))\n"
+               "    if x < 8:\n        while True:\n            pass\n"
+               "    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in range(1, 10))
+    res = run1(ex, program, *tests, limits=Limits(timeout=0.2, shorten_after=1, short_timeout=0.02))
+    assert [r.outcome for r in res.results] == [T] * 7 + [P, P]
+    assert res.stats["deadlines_hit"] == 7 and res.stats["shortened_deadlines_hit"] == 6
+    # children: the first (killed at 0.2 s), one under the alarm until f(5) ignores it and is
+    # killed, one until f(6) is killed in C code, one for the rest
+    assert res.stats["children"] == 4, res.stats
+    assert all("deadline shortened after 1 timeouts" in r.detail for r in res.results[1:7])
+
+
 def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None:
     psutil = pytest.importorskip("psutil")
     pytest.importorskip("numpy")

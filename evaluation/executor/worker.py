@@ -48,9 +48,10 @@ _PASSED, _FAILED, _ERROR, _TIMEOUT = range(4)
 # Kinds of prepared test.
 _K_STMT, _K_CMP, _K_CALL, _K_BAD = range(4)
 # Child -> worker test statuses. The first four depend on the test's expression only; the
-# last three are verdicts the child reached by comparing a non-plain value with the test's
-# own literal, so they cannot be shared with another test of the same expression.
-_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR = range(7)
+# next three are verdicts the child reached by comparing a non-plain value with the test's
+# own literal, so they cannot be shared with another test of the same expression. The last:
+# the child's own alarm (a shortened deadline, see :func:`_child_main`) ended the test.
+_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR, _S_TIMEOUT = range(8)
 _JUDGED = {_S_J_PASSED: _S_PASSED, _S_J_FAILED: _S_FAILED, _S_J_ERROR: _S_ERROR}
 
 PROGRAM_MODULE = "__program__"
@@ -73,6 +74,9 @@ _exit = os._exit
 _DEVNULL_STDIN: list[Any] = []
 """A text stream on /dev/null, opened once in the worker and inherited by every child."""
 _DETAIL_CHARS = 300
+_ALARM_GRACE = 0.05
+"""Seconds past a shortened deadline before the worker kills a child whose own alarm did
+not end the test (the program swallowed the exception, blocked the signal, or runs C code)."""
 _FRAME_OVERHEAD = 64 * 1024
 
 
@@ -185,9 +189,22 @@ class _CappedText:
         return "".join(self.parts)
 
 
+class _Deadline(BaseException):
+    """Raised in a test by the child's own alarm (see :func:`_child_main`)."""
+
+
 def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]], order: list[int],
-                wfd: int, scratch: str, prep: sandbox.Prepared, coverage_obj: Any = None) -> None:
-    """Body of the forked child. Never returns: ends with ``os._exit``."""
+                wfd: int, scratch: str, prep: sandbox.Prepared, coverage_obj: Any = None,
+                alarm: float = 0.0) -> None:
+    """Body of the forked child. Never returns: ends with ``os._exit``.
+
+    ``alarm`` > 0 (a shortened deadline, see :attr:`evaluation.executor.Limits.shorten_after`):
+    the child ends each test itself after ``alarm`` seconds (``ITIMER_REAL``, raising
+    :class:`_Deadline` in the test) and reports it as a timeout, so a program that loops on
+    most inputs costs no fork and reload per test. A test during which the alarm fired is a
+    timeout whatever the program did with the exception; a program that swallows it, blocks
+    the signal or spins in C code is still killed by the worker's deadline, a little later.
+    """
     write = os.write
     exit_now = _exit
     dumps = marshal.dumps
@@ -240,6 +257,16 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         send(("L", True, "", _arcs(cov, filename, "load")))
         pristine = dict(_PRISTINE_BUILTINS)
         tests = unit["tests"]
+        armed = [False, False]  # a test runs under the alarm; the alarm rang during it
+        if alarm > 0:
+            setitimer, real = signal.setitimer, signal.ITIMER_REAL
+
+            def on_alarm(signum: int, frame: Any) -> None:
+                if armed[0]:
+                    armed[1] = True
+                    raise _Deadline
+
+            signal.signal(signal.SIGALRM, on_alarm)
         for i in order:
             kind, code, extra = prepared_tests[i]
             if cov is not None and not hasattr(cov, "_collector"):
@@ -251,22 +278,36 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             detail = ""
             t0 = perf()
             try:
-                if kind == _K_CMP:
-                    value = eval(code, g)
-                    status = _S_VALUE
-                elif kind == _K_STMT:
-                    exec(code, g)
-                    status = _S_PASSED
-                elif kind == _K_CALL:
-                    _, entry_point, args = tests[i]
-                    value = ns[entry_point](*args)
-                    status = _S_VALUE
-                else:
-                    status, detail = _S_ERROR, extra
-            except AssertionError as exc:
-                status, detail = _S_FAILED, _detail(exc)
-            except BaseException as exc:  # noqa: BLE001
-                status, detail = _S_ERROR, _detail(exc)
+                try:
+                    if alarm > 0:
+                        armed[0] = True
+                        setitimer(real, alarm)
+                    if kind == _K_CMP:
+                        value = eval(code, g)
+                        status = _S_VALUE
+                    elif kind == _K_STMT:
+                        exec(code, g)
+                        status = _S_PASSED
+                    elif kind == _K_CALL:
+                        _, entry_point, args = tests[i]
+                        value = ns[entry_point](*args)
+                        status = _S_VALUE
+                    else:
+                        status, detail = _S_ERROR, extra
+                except AssertionError as exc:
+                    status, detail = _S_FAILED, _detail(exc)
+                except BaseException as exc:  # noqa: BLE001
+                    status, detail = _S_ERROR, _detail(exc)
+                finally:
+                    if alarm > 0:
+                        setitimer(real, 0)
+                        armed[0] = False
+            except _Deadline:  # it rang while the harness was ending the test
+                armed[0] = False
+            if armed[1]:  # whatever the program made of the exception
+                armed[1] = False
+                send(("T", i, _S_TIMEOUT, None, "", perf() - t0, _arcs(cov, filename, f"t{i}")))
+                continue
             if status == _S_VALUE:
                 try:
                     value_blob = dumps(value)
@@ -462,16 +503,20 @@ class _Worker:
         value_bytes = unit["limits"][6]
         shorten_after, short_timeout = unit["limits"][7], unit["limits"][8]
         shortened = bool(shorten_after) and self.deadlines_hit >= shorten_after and short_timeout < timeout
+        alarm = 0.0
         if shortened:
-            timeout = short_timeout
+            # The child ends its tests itself at the short deadline (no restart per timeout);
+            # the worker's kill stays as the backstop for a child that does not.
+            timeout = alarm = short_timeout
+        kill_after = timeout + (_ALARM_GRACE if alarm else 0.0)
         max_frame = value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
         self.clean_scratch()
         self.last_output = ""
         template = self.template_for(unit)
         if template is not None:
-            pid, rfd = template.spawn(unit, order)
+            pid, rfd = template.spawn(unit, order, alarm)
         else:
-            pid, rfd = _fork_child(unit, prepared, order, self.scratch, self.prep, self.coverage)
+            pid, rfd = _fork_child(unit, prepared, order, self.scratch, self.prep, self.coverage, alarm=alarm)
         judged = bool(unit.get("judge"))
         if judged and self.expected is None:
             try:
@@ -520,10 +565,13 @@ class _Worker:
                         break
                     tag = msg[0] if isinstance(msg, tuple) and msg else None
                     if tag == "T" and loaded and pos < len(order) and len(msg) == 7 and msg[1] == order[pos]:
-                        res = self._result(unit, prepared, msg, value_bytes)
+                        if msg[2] == _S_TIMEOUT and alarm:
+                            res = self._timeout(timeout, shorten_after, shortened)
+                        else:
+                            res = self._result(unit, prepared, msg, value_bytes)
                         results[order[pos]] = res
                         pos += 1
-                        deadline = now + timeout
+                        deadline = now + kill_after
                         if judged and res[0] != _PASSED:
                             stopped = True  # a judged job ends at its first failure
                             break
@@ -531,7 +579,7 @@ class _Worker:
                         loaded = bool(msg[1])
                         load_error = str(msg[2])
                         load_arcs = msg[3]
-                        deadline = now + timeout
+                        deadline = now + kill_after
                         if not loaded:
                             done = True
                     elif tag == "D" and loaded and pos == len(order) and len(msg) == 2:
@@ -564,14 +612,18 @@ class _Worker:
         if pos < len(order):
             i = order[pos]
             if killed_for == "timeout":
-                why = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
-                results[i] = (_TIMEOUT, None, timeout, f"timeout after {timeout}s{why}", None)
-                self.deadlines_hit += 1
-                self.shortened_hits += shortened
+                results[i] = self._timeout(timeout, shorten_after, shortened)
             else:
                 results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, killed_for)})", None)
             return True, "", load_arcs, order[pos + 1:], warning
         return True, "", load_arcs, [], warning
+
+    def _timeout(self, timeout: float, shorten_after: int, shortened: bool) -> tuple[int, Any, float, str, Any]:
+        """The result of a test that ran into its deadline (counted)."""
+        self.deadlines_hit += 1
+        self.shortened_hits += shortened
+        why = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
+        return (_TIMEOUT, None, timeout, f"timeout after {timeout}s{why}", None)
 
     def _result(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
                 value_bytes: int) -> tuple[int, Any, float, str, Any]:
@@ -711,7 +763,7 @@ _HEAVY_IMPORT = re.compile(
 
 
 def _fork_child(unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int], scratch: str,
-                prep: sandbox.Prepared, coverage_obj: Any, close: Any = None) -> tuple[int, int]:
+                prep: sandbox.Prepared, coverage_obj: Any, close: Any = None, alarm: float = 0.0) -> tuple[int, int]:
     """Fork the sandboxed child that runs ``order`` of ``unit``; returns (pid, read end of its pipe)."""
     rfd, wfd = os.pipe()
     gc.freeze()  # children then leave the parent's objects alone: fewer copy-on-write faults
@@ -720,7 +772,7 @@ def _fork_child(unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], orde
         os.close(rfd)
         if close is not None:
             close.close()
-        _child_main(unit, prepared, order, wfd, scratch, prep, coverage_obj)
+        _child_main(unit, prepared, order, wfd, scratch, prep, coverage_obj, alarm)
         os._exit(0)
     os.close(wfd)
     try:
@@ -769,10 +821,10 @@ class _Template:
             raise OSError("template closed its socket")
         return marshal.loads(payload), fds
 
-    def spawn(self, unit: dict[str, Any], order: list[int]) -> tuple[int, int]:
+    def spawn(self, unit: dict[str, Any], order: list[int], alarm: float = 0.0) -> tuple[int, int]:
         """Have the template fork a child for ``unit``; returns (pid, read end of its pipe)."""
         try:
-            self.sock.sendall(frame((unit, order)))
+            self.sock.sendall(frame((unit, order, alarm)))
             msg, fds = self._recv()
             if not (isinstance(msg, tuple) and msg[0] == "P" and len(fds) == 1):
                 raise OSError(f"template protocol error: {msg!r:.100}")
@@ -828,9 +880,9 @@ def _template_main(sock: Any, worker: _Worker) -> None:
         head = rfile.read(4)
         if len(head) < 4:
             return
-        unit, order = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
+        unit, order, alarm = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
         prepared = [worker.prepare_test(t) for t in unit["tests"]]
-        pid, rfd = _fork_child(unit, prepared, order, worker.scratch, worker.prep, None, close=sock)
+        pid, rfd = _fork_child(unit, prepared, order, worker.scratch, worker.prep, None, close=sock, alarm=alarm)
         socket.send_fds(sock, [frame(("P", pid))], [rfd])
         os.close(rfd)
         _, status = os.waitpid(pid, 0)
