@@ -167,6 +167,19 @@ def test_main_block_does_not_run(ex: Executor) -> None:
     assert res.load_error == "" and res.results[0].outcome is P
 
 
+def test_programs_get_temporary_files_in_their_scratch_directory_and_fresh_randomness(ex: Executor) -> None:
+    # The worker imports neither tempfile nor random (see worker._make_scratch): a program
+    # that does gets its temporary files under its private cwd, and its own random state.
+    prog = ("import os, random, tempfile\n\ndef f():\n    fd, path = tempfile.mkstemp()\n    os.close(fd)\n"
+            "    return os.path.dirname(path) == os.getcwd() and os.path.exists(path)\n\n"
+            "def g():\n    return random.random()\n")
+    res = run1(ex, prog, AssertTest(source="assert f() is True"), AssertTest(source="assert g() == -1"))
+    assert res.results[0].outcome is P, res.results[0].detail
+    again = run1(ex, prog + "\n", AssertTest(source="assert g() == -1"))  # another program: another child
+    assert res.results[1].outcome is F and again.results[0].outcome is F
+    assert res.results[1].detail != again.results[0].detail  # "got <a random number>"
+
+
 def test_timeout_costs_only_that_test(ex: Executor) -> None:
     prog = "def f(x):\n    while x:\n        pass\n    return 0\n"
     res = run1(ex, prog, *(AssertTest(source=f"assert f({x}) + {i} == {i}") for i, x in enumerate((0, 1, 0, 1, 0))),

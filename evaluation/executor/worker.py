@@ -394,11 +394,8 @@ class _Worker:
     """The worker's state: the sandbox preparation and a cache of compiled tests."""
 
     def __init__(self) -> None:
-        import tempfile
-
         root = os.environ.get("TESTGEN_SCRATCH_ROOT") or None  # the parent removes it on close
-        self.scratch = tempfile.mkdtemp(prefix="testgen-exec-", dir=root if root and os.path.isdir(root) else None)
-        os.chmod(self.scratch, 0o700)
+        self.scratch = _make_scratch(root if root and os.path.isdir(root) else None)
         disable = frozenset(x for x in os.environ.get("TESTGEN_SANDBOX_DISABLE", "").split(",") if x)
         self.prep = sandbox.prepare(scratch=self.scratch, disable=disable)
         # Children inherit a minimal environment (no secrets of the caller's), prepared once.
@@ -407,7 +404,6 @@ class _Worker:
                            "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                            # numeric libraries start no thread pools (in a child, or before a fork)
                            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-        tempfile.tempdir = self.scratch
         self.cache: dict[str, tuple[int, Any, Any]] = {}
         self.coverage: Any = None
         self.judge_factories: dict[str, Any] = {}
@@ -912,6 +908,23 @@ class _Run:
     warnings: list[str] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
     t0: float = field(default_factory=time.monotonic)
+
+
+def _make_scratch(root: str | None) -> str:
+    """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp).
+
+    Not ``tempfile.mkdtemp``: importing :mod:`tempfile` imports :mod:`random`, whose at-fork
+    hook reseeds its generator in every forked child: ~45 more page faults per child
+    (measured: 115 against 71 right after the fork). A program that uses :mod:`random` or
+    :mod:`tempfile` imports them itself (``TMPDIR`` points at the scratch directory)."""
+    root = root or os.environ.get("TMPDIR") or "/tmp"
+    while True:
+        path = os.path.join(root, f"testgen-exec-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
 
 
 def _chmod_and_retry(func: Any, path: str, exc_info: Any) -> None:
