@@ -227,6 +227,35 @@ def test_agreement_with_codet_on_real_data(shared_data: Path) -> None:
     assert agr["load_agree"] == agr["load_total"]
 
 
+def test_unparsable_programs_are_answered_without_a_child_exactly_as_a_child_would(shared_data: Path) -> None:
+    # CodeGen-16B's truncated HumanEval samples (SyntaxError, IndentationError): the parent
+    # answers them from its own parse; with dedup="exact" it does not parse, and they go to
+    # a child. Same load errors, same per-test results.
+    import ast
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import bench_executor as bench
+
+    programs = []
+    for task in bench.load_workload(shared_data, 30):
+        for sol in task["solutions"]:
+            program = task["prompt"] + sol["completion"]
+            try:
+                ast.parse(program)
+            except SyntaxError:
+                programs.append((program, tuple(AssertTest(source=s) for s in task["tests"][:3])))
+    assert len(programs) >= 40
+    with Executor(workers=1) as ex:
+        quick = {r.index: r for r in ex.run(Job(program=p, tests=t) for p, t in programs)}
+        child = {r.index: r for r in ex.run(Job(program=p, tests=t, dedup="exact") for p, t in programs)}
+    assert all(r.stats["children"] == 0 for r in quick.values())
+    assert all(r.stats["children"] == 1 for r in child.values())
+    for i in range(len(programs)):
+        assert quick[i].load_error == child[i].load_error and quick[i].load_error.startswith(
+            ("SyntaxError", "IndentationError")), i
+        assert quick[i].results == child[i].results, i
+
+
 def test_job_without_tests_still_reports_load(ex: Executor) -> None:
     ok, bad = list(sorted(ex.run([Job(program="x = 1\n", tests=()), Job(program="raise ValueError('no')\n", tests=())]),
                           key=lambda r: r.index))

