@@ -76,6 +76,10 @@ _exit = os._exit
 _DEVNULL_STDIN: list[Any] = []
 """A text stream on /dev/null, opened once in the worker and inherited by every child."""
 _DETAIL_CHARS = 300
+_CACHE_SIZE = 1024
+"""Compiled tests a worker keeps per generation (two generations). Jobs come grouped by task,
+so older tests are rarely asked for again; an unbounded cache grew each worker from 9 to 21 MB
+over CodeT's matrix, and every fork copies the page tables of all of it."""
 _ALARM_GRACE = 0.05
 """Seconds past a shortened deadline before the worker kills a child whose own alarm did
 not end the test (the program swallowed the exception, blocked the signal, or runs C code)."""
@@ -407,6 +411,11 @@ class _Worker:
                            # numeric libraries start no thread pools (in a child, or before a fork)
                            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         self.cache: dict[str, tuple[int, Any, Any]] = {}
+        """Compiled assert tests by source: the newest, at most :data:`_CACHE_SIZE`..."""
+        self.older: dict[str, tuple[int, Any, Any]] = {}
+        """... and the generation before (hits move back to :attr:`cache`)."""
+        self.analyzed = False
+        """A test was compiled since :meth:`prepare_tests` last collected garbage."""
         self.coverage: Any = None
         self.judge_factories: dict[str, Any] = {}
         self.read_frame: Any = None
@@ -461,15 +470,31 @@ class _Worker:
         cov.erase()
         return cov
 
+    def prepare_tests(self, tests: list[tuple[Any, ...]]) -> list[tuple[int, Any, Any]]:
+        """Every test prepared; the garbage cycles that compiling leaves are collected now.
+
+        ``ast.literal_eval`` leaves ~50 objects in reference cycles per call (its nested
+        functions), and the fork that follows freezes every object (``gc.freeze``), garbage
+        included, for good: the worker grew by megabytes over CodeT's matrix."""
+        prepared = [self.prepare_test(t) for t in tests]
+        if self.analyzed:
+            gc.collect(1)  # young objects only: everything older is frozen
+            self.analyzed = False
+        return prepared
+
     def prepare_test(self, test: tuple[Any, ...]) -> tuple[int, Any, Any]:
         if test[0] == "c":
             return _K_CALL, None, None
         source: str = test[1]
         hit = self.cache.get(source)
         if hit is None:
-            hit = _analyze_assert(source)
-            if len(self.cache) > 200_000:
-                self.cache.clear()
+            hit = self.older.pop(source, None)
+            if hit is None:
+                hit = _analyze_assert(source)
+                self.analyzed = True
+            if len(self.cache) >= _CACHE_SIZE:
+                self.older = self.cache
+                self.cache = {}
             self.cache[source] = hit
         return hit
 
@@ -670,7 +695,7 @@ class _Worker:
         n = len(tests)
         if unit["coverage"] and self.coverage is None:
             self.coverage = self.make_coverage()
-        prepared = [self.prepare_test(t) for t in tests]
+        prepared = self.prepare_tests(tests)
         self.judge = None
         self.expected = None
         results: list[Any] = [None] * n
@@ -879,7 +904,7 @@ def _template_main(sock: Any, worker: _Worker) -> None:
         if len(head) < 4:
             return
         unit, order, alarm = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
-        prepared = [worker.prepare_test(t) for t in unit["tests"]]
+        prepared = worker.prepare_tests(unit["tests"])
         pid, rfd = _fork_child(unit, prepared, order, worker.scratch, worker.prep, None, close=sock, alarm=alarm)
         socket.send_fds(sock, [frame(("P", pid))], [rfd])
         os.close(rfd)
