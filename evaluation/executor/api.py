@@ -67,7 +67,11 @@ class Limits:
     that loops forever on most inputs then costs ``short_timeout`` per further test, not
     ``timeout``. A test of such a program that would have finished between the two limits is
     then a TIMEOUT (its detail says the deadline was shortened). Not exact: for outcome
-    matrices where a small disagreement is acceptable (``rerank``; see the README)."""
+    matrices where a small disagreement is acceptable (``rerank``; see the README).
+    The shortened deadline is the child's own alarm (``ITIMER_REAL``): the child ends the test,
+    reports the timeout and goes on with the next test, so a program looping on most inputs
+    costs no fork and reload per test. The worker still kills a child that does not end the
+    test within 0.05 s more (a program that ignores SIGALRM or spins in C code)."""
     short_timeout: float = 0.01
     """The shortened per-test deadline (seconds), see :attr:`shorten_after`."""
 
