@@ -23,12 +23,14 @@ import marshal
 import os
 import select
 import signal
-import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluation.executor import sandbox
 from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain
+
+if TYPE_CHECKING:
+    import socket
 
 __all__ = ["Checker"]
 
@@ -39,9 +41,8 @@ _MEMORY_MB = 1024
 class Checker:
     """The worker's handle on its checker process (started lazily, restarted after a kill)."""
 
-    def __init__(self, prep: sandbox.Prepared, keep_fds: tuple[int, ...] = ()) -> None:
+    def __init__(self, prep: sandbox.Prepared) -> None:
         self.prep = prep
-        self.keep_fds = keep_fds
         self.pid = 0
         self.sock: socket.socket | None = None
         self.started = 0
@@ -50,6 +51,8 @@ class Checker:
         """Checks that ran past their deadline."""
 
     def _start(self) -> None:
+        import socket  # not at import: every module the worker holds makes each fork costlier
+
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         gc.freeze()
         pid = os.fork()
