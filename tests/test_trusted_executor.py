@@ -111,3 +111,21 @@ def test_recorded_tests_in_per_test_isolation_and_with_coverage(ex: Executor) ->
     res = run1(ex, ADD, *srcs, measure_coverage=True)
     assert [r.outcome for r in res.results] == [P, P]
     assert all(r.arcs is not None for r in res.results)
+
+
+def test_a_checker_that_dies_is_an_error_and_replaced(ex: Executor) -> None:
+    import os
+    import signal
+    import threading
+
+    run1(ex, ADD, "assert abs(add(1, 2)) == 3")  # the checker is up
+    worker = psutil.Process(ex._procs[0].proc.pid)  # noqa: SLF001
+    [checker] = worker.children()
+    killer = threading.Timer(0.5, os.kill, (checker.pid, signal.SIGKILL))
+    killer.start()
+    prog = "import math\nmath.factorial = lambda n: 1\ndef add(x, y):\n    return 10 ** 6 + x + y\n"
+    res = run1(ex, prog, "import math\nassert math.factorial(add(0, 0)) > 0", "assert abs(add(0, 0)) > 0",
+               limits=Limits(timeout=2.0))
+    killer.join()
+    assert [r.outcome for r in res.results] == [E, P]
+    assert res.results[0].detail == "the trusted checker died during this check"

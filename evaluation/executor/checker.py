@@ -36,6 +36,7 @@ __all__ = ["Checker"]
 
 _MEMORY_MB = 1024
 """Address space of the checker process."""
+_DIED = object()
 
 
 class Checker:
@@ -80,6 +81,9 @@ class Checker:
         except OSError as exc:
             self.close()
             return 2, None, f"trusted checker failed: {exc}", True
+        if reply is _DIED:
+            self.close()
+            return 2, None, "the trusted checker died during this check", True
         if reply is None:
             self.killed += 1
             self.close()
@@ -90,7 +94,7 @@ class Checker:
         return int(reply[0]), reply[1], str(reply[2])[:300], bool(reply[3])
 
     def _read(self, until: float, cap: int) -> Any:
-        """One frame from the checker, or None at the deadline (or when it died)."""
+        """One frame from the checker; None at the deadline, :data:`_DIED` when it died."""
         assert self.sock is not None
         fd = self.sock.fileno()
         buf = bytearray()
@@ -104,7 +108,7 @@ class Checker:
                 continue
             chunk = os.read(fd, max(need - len(buf), 65536))
             if not chunk:
-                return None
+                return _DIED
             buf += chunk
             if need == 4 and len(buf) >= 4:
                 need = 4 + HEADER.unpack_from(buf, 0)[0]

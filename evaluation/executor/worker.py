@@ -848,7 +848,9 @@ class _Worker:
                 self._run_tests(unit, prepared, again, results, run)
         self.judge = None
         self.expected = None
+        t_check = time.monotonic()
         checked = self._check_recorded(unit, prepared, results) if self.records and not run.load_error else 0
+        t_check = time.monotonic() - t_check
         for i in range(n):
             if results[i] is None:  # the program failed to load: every test gets its error
                 code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
@@ -856,7 +858,8 @@ class _Worker:
         stats: dict[str, Any] = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                  "seconds": time.monotonic() - run.t0,
-                 "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_STATUSES), "checker_calls": checked}
+                 "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_STATUSES), "checker_calls": checked,
+                 "checker_seconds": t_check}
         if run.warnings:
             stats["warnings"] = run.warnings
         if run.output:
