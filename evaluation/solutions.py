@@ -164,6 +164,8 @@ def _read_prompt_file(path: str | os.PathLike[str]) -> dict[str, str]:
     for line, rec in read_jsonl(path):
         prompts[require(rec, "prompt", str, path=str(path), line=line)] = \
             require(rec, "task_id", str, path=str(path), line=line)
+    if not prompts:
+        raise empty_file(path, "prompts")
     return prompts
 
 
