@@ -26,7 +26,7 @@ import numpy as np
 
 from evaluation.datasets import Dataset, load_dataset
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
+from evaluation.io import JsonlAppender, empty_file, read_jsonl, write_jsonl
 from evaluation.records import content_id
 from rerank import __version__
 from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task
@@ -192,6 +192,8 @@ def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, st
             by_completion[(tid, rec["completion"])] = ok
         if isinstance(rec.get("solution_id"), str):
             by_id[rec["solution_id"]] = ok
+    if not by_completion and not by_id:
+        raise empty_file(path, "verdicts")
     out: dict[tuple[str, str], bool] = {}
     missing = 0
     for t in tasks:
@@ -229,13 +231,13 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
     labels = [label for label, _ in config.tests]
     if len(set(labels)) != len(labels):
         raise TestgenError(f"--tests labels must be distinct, got {labels}")
     specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
+    if not config.evalplus and not config.verdicts:
+        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
     need_outputs = any(m.reranker == "mbr-exec" for m in config.methods)
 
     t0 = time.perf_counter()
@@ -255,6 +257,10 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
         ]
         for ts in test_sets
     }
+    # Every input is read before anything runs or is written: a bad file is refused at once.
+    original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
+    out.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     timings["read"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -283,11 +289,9 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
                                 notify)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         kinds["plus"] = {k: v[1] for k, v in ep.items()}
-    if config.verdicts:
-        kinds["original"] = _file_verdicts(config.verdicts, base_tasks)
+    if original is not None:
+        kinds["original"] = original
     timings["verdicts"] = time.perf_counter() - t0
-    if not kinds:
-        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
 
     t0 = time.perf_counter()
     summary: dict[str, dict[str, dict[str, float]]] = {}

@@ -164,6 +164,14 @@ CASES: list[Case] = [
          lambda f: [f"{f['torn_samples']}:3:", "truncated last line"]),
     Case("rerank", "truncated last line", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["torn_tests"])],
          lambda f: [f"{f['torn_tests']}:3:", "truncated last line"]),
+    Case("rerank", "empty file", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]),
+                                            "--verdicts", _s(f["empty"])],
+         lambda f: [_s(f["empty"]), "empty file"]),
+    Case("rerank", "truncated last line", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]),
+                                                     "--verdicts", _s(f["torn_verdicts"])],
+         lambda f: [f"{f['torn_verdicts']}:3:", "truncated last line"]),
+    Case("rerank", "usage", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]), "--no-evalplus"],
+         lambda f: ["no verdicts to score against", "--verdicts"]),
     Case("rerank", "unknown task", lambda f: ["--samples", _s(f["unknown_samples"]), "--tests", _s(f["tests"])],
          lambda f: [f"{f['unknown_samples']}:2:", "field 'task_id'", "'HumanEval/999'"]),
     Case("rerank", "unknown task", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["unknown_tests"])],
@@ -206,6 +214,8 @@ def files(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     f["torn_samples"] = _torn(root / "torn-samples.jsonl", [*samples, samples[0]])
     f["unknown_samples"] = _jsonl(root / "unknown-samples.jsonl",
                                   [samples[0], {"task_id": "HumanEval/999", "solution": "x = 1\n"}])
+    verdicts = [{"task_id": p["task_id"], "solution_id": f"{p['task_id']}/samples/0", "passed": True} for p in problems]
+    f["torn_verdicts"] = _torn(root / "torn-verdicts.jsonl", [*verdicts, verdicts[0]])
     tests = [{"task_id": p["task_id"], "tests": [f"assert {p['entry_point']}(None) is None"]} for p in problems]
     f["tests"] = _jsonl(root / "tests.jsonl", tests)
     f["torn_tests"] = _torn(root / "torn-tests.jsonl", [*tests, tests[0]])
@@ -292,6 +302,7 @@ def test_every_command_refuses_bad_input_the_same_way(
         assert re.fullmatch(r"Error: \S.*", lines[0])
     if case.status == 2:  # refused before anything ran: nothing left behind
         assert not (files["out"] / "config.json").exists()
+        assert list(Path.cwd().iterdir()) == []  # no rerank-out/, no *.verdicts.jsonl, no cache
         if case.command == "eval":
             assert not (Path(case.argv(files)[0]) / "eval" / "metrics.json").exists()
 
