@@ -65,6 +65,15 @@ def _s(path: Path) -> str:
     return str(path)
 
 
+def _bad_counts(command: str, before: Callable[[dict[str, Path]], list[str]], *bad: tuple[str, str]) -> list[Case]:
+    """One case per (option, zero or negative value); the Error line must name the option."""
+
+    def case(option: str, value: str) -> Case:
+        return Case(command, "bad count", lambda f: [*before(f), option, value], lambda f: [option])
+
+    return [case(option, value) for option, value in bad]
+
+
 CASES: list[Case] = [
     # --- testgen datasets
     Case("datasets", "missing file", lambda f: ["humaneval+", "--dataset-path", _s(f["missing"])],
@@ -98,11 +107,9 @@ CASES: list[Case] = [
          lambda f: [f"{f['unknown_samples']}:2:", "field 'task_id'", "'HumanEval/999'"]),
     Case("run", "unknown dataset", lambda f: ["--backend", "human", "--dataset", "humanevalx", "--out", _s(f["out"])],
          lambda f: ["'--dataset'", "'humanevalx'", "did you mean"]),
-    *(Case("run", "bad count", lambda f, o=o, v=v: ["--backend", "fake", o, v, "--out", _s(f["out"])],
-           lambda f, o=o: [o])
-      for o, v in (("-n", "0"), ("-n", "-2"), ("--limit", "0"), ("--limit", "-1"), ("--tests-per-generation", "0"),
-                   ("--max-tokens", "0"), ("--code-max-tokens", "-5"), ("--temperature", "-0.1"),
-                   ("--top-p", "0"))),
+    *_bad_counts("run", lambda f: ["--backend", "fake", "--out", _s(f["out"])],
+                 ("-n", "0"), ("-n", "-2"), ("--limit", "0"), ("--limit", "-1"), ("--tests-per-generation", "0"),
+                 ("--max-tokens", "0"), ("--code-max-tokens", "-5"), ("--temperature", "-0.1"), ("--top-p", "0")),
     # --- testgen eval
     Case("eval", "missing file", lambda f: [_s(f["missing"])], lambda f: [_s(f["missing"]), "RUN_DIR"]),
     Case("eval", "missing file", lambda f: [_s(f["no_generations_run"])],
@@ -124,9 +131,8 @@ CASES: list[Case] = [
          lambda f: ["'--reference-dataset'", "'humanevalx'", "did you mean"]),
     Case("eval", "unknown dataset", lambda f: [_s(f["unknown_dataset_run"])],
          lambda f: [_s(f["unknown_dataset_run"] / "config.json"), "field 'dataset'", "'humanevalx'"]),
-    *(Case("eval", "bad count", lambda f, o=o, v=v: [_s(f["run"]), o, v], lambda f, o=o: [o])
-      for o, v in (("--workers", "0"), ("--workers", "-1"), ("--timeout", "0"), ("--timeout", "-1"),
-                   ("--tests-per-generation", "-1"))),
+    *_bad_counts("eval", lambda f: [_s(f["run"])], ("--workers", "0"), ("--workers", "-1"), ("--timeout", "0"),
+                 ("--timeout", "-1"), ("--tests-per-generation", "-1")),
     # --- testgen report
     Case("report", "missing file", lambda f: [_s(f["missing"])], lambda f: [_s(f["missing"]), "RUN_DIRS"]),
     Case("report", "missing file", lambda f: [_s(f["run"]), "--out", _s(f["out"])],
@@ -148,9 +154,8 @@ CASES: list[Case] = [
          lambda f: [f"{f['unknown_samples']}:2:", "field 'task_id'", "'HumanEval/999'"]),
     Case("evaluate", "unknown dataset", lambda f: ["--samples", _s(f["samples"]), "--dataset", "humanevalx"],
          lambda f: ["'--dataset'", "'humanevalx'", "did you mean"]),
-    *(Case("evaluate", "bad count", lambda f, o=o, v=v: ["--samples", _s(f["samples"]), o, v], lambda f, o=o: [o])
-      for o, v in (("--workers", "0"), ("--workers", "-1"), ("--min-time-limit", "0"),
-                   ("--gt-time-limit-factor", "-4"))),
+    *_bad_counts("evaluate", lambda f: ["--samples", _s(f["samples"])], ("--workers", "0"), ("--workers", "-1"),
+                 ("--min-time-limit", "0"), ("--gt-time-limit-factor", "-4")),
     # --- rerank
     Case("rerank", "missing file", lambda f: ["--samples", _s(f["missing"]), "--tests", _s(f["tests"])],
          lambda f: [_s(f["missing"]), "--samples"]),
@@ -179,11 +184,10 @@ CASES: list[Case] = [
     Case("rerank", "unknown dataset", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]),
                                                  "--dataset", "humanevalx"],
          lambda f: ["'--dataset'", "'humanevalx'", "did you mean"]),
-    *(Case("rerank", "bad count", lambda f, o=o, v=v: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]), o, v],
-           lambda f, o=o: [o])
-      for o, v in (("--workers", "0"), ("--workers", "-1"), ("--tests-per-generation", "0"), ("--timeout", "0"),
-                   ("--short-timeout", "-1"), ("--shorten-timeouts-after", "-1"), ("--ks", "0"), ("--ks", "1,-2"),
-                   ("--rw-p", "1.5"))),
+    *_bad_counts("rerank", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"])],
+                 ("--workers", "0"), ("--workers", "-1"), ("--tests-per-generation", "0"), ("--timeout", "0"),
+                 ("--short-timeout", "-1"), ("--shorten-timeouts-after", "-1"), ("--ks", "0"), ("--ks", "1,-2"),
+                 ("--rw-p", "1.5")),
 ]
 
 RUN_FAILURES: list[Case] = [
