@@ -190,6 +190,25 @@ CASES: list[Case] = [
                  ("--rw-p", "1.5")),
 ]
 
+# `testgen sample` (issue 16), walked as soon as it is a command; its options as first written.
+SAMPLE_CASES: list[Case] = [
+    Case("sample", "missing file", lambda f: ["--backend", "fake", "--dataset-path", _s(f["missing"]), "--out", _s(f["out"])],
+         lambda f: [_s(f["missing"]), "--dataset-path"]),
+    Case("sample", "empty file", lambda f: ["--backend", "fake", "--dataset-path", _s(f["empty"]), "--out", _s(f["out"])],
+         lambda f: [_s(f["empty"]), "empty file"]),
+    Case("sample", "truncated last line", lambda f: ["--backend", "fake", "--dataset-path", _s(f["torn_dataset"]),
+                                                     "--out", _s(f["out"])],
+         lambda f: [f"{f['torn_dataset']}:3:", "truncated last line"]),
+    Case("sample", "unknown task", lambda f: ["--backend", "fake", "--task-id", "HumanEval/999", "--out", _s(f["out"])],
+         lambda f: ["--task-id", "'HumanEval/999'"]),
+    Case("sample", "unknown dataset", lambda f: ["--backend", "fake", "--dataset", "humanevalx", "--out", _s(f["out"])],
+         lambda f: ["'humanevalx'", "did you mean"]),
+    *_bad_counts("sample", lambda f: ["--backend", "fake", "--out", _s(f["out"])], ("-n", "0"), ("-n", "-2"),
+                 ("--limit", "0"), ("--max-tokens", "0"), ("--temperature", "-0.1"), ("--top-p", "0")),
+]
+if "sample" in COMMANDS:
+    CASES += SAMPLE_CASES
+
 RUN_FAILURES: list[Case] = [
     # a server that is not there: found only while running, so exit 1 (one line, no traceback)
     Case("run", "failure while running",
@@ -296,6 +315,7 @@ def test_every_command_refuses_bad_input_the_same_way(
 ) -> None:
     status, output = _invoke(case, files, capsys)
     assert "Traceback" not in output, output
+    assert "No such option" not in output, output  # the case must exercise a real option
     assert status == case.status, output
     marker = "warning:" if case.status == 0 else "Error:"
     lines = [line for line in output.splitlines() if line.startswith(marker)]
