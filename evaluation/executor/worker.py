@@ -381,7 +381,7 @@ def _arcs(cov: Any, filename: str, context: str) -> Any:
     collector: Any = getattr(cov, "_collector", None)
     data = getattr(collector, "data", None)
     core = getattr(collector, "core", None)
-    if _fast_arcs(cov):
+    if _fast_arcs(cov) and isinstance(data, dict):
         arcs = set()
         for values in list(data.values()):
             if getattr(core, "packed_arcs", False):
