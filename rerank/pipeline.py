@@ -3,10 +3,14 @@
 :func:`run` is what the CLI and ``bench/bench_rerank.py`` call. It writes into ``out``:
 
 * ``summary.json``: ``{method: {"base"|"plus"|...: {"pass@k": value}}}``, values in [0, 1];
-  the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`),
-  ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the original HumanEval
-  tests), and each with ``_hard`` for the hard subset (some but not all samples correct).
-  With several labelled test sets a method is named ``label:method``.
+  the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`;
+  for MBPP sanitized, which has no plus inputs, ``base`` only: its original asserts, via
+  :mod:`evaluation.asserts`), ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the
+  original HumanEval tests), and each with ``_hard`` for the hard subset (some but not all
+  samples correct). With several labelled test sets a method is named ``label:method``. With a
+  ``--baseline`` verdicts file (``testgen evaluate``'s output for the same model at T = 0.2,
+  Table 5's baseline of Xiong, Guo, Chen) a row ``baseline`` holds its unbiased pass@k on the
+  same tasks.
 * ``picks.jsonl``: per task and method, the chosen solution, its score, the size of its tie
   group and the expected pass@1 per verdict kind.
 * ``run.json``: the configuration, counts and the time spent in each step.
@@ -35,7 +39,7 @@ from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, bind_reranker
 from rerank.scoring import TaskScore, mean_scores, score_task
 
-__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS"]
+__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS", "baseline_scores"]
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
@@ -102,7 +106,10 @@ class RerankConfig:
     """Optional verdict file scored as ``original`` (CodeT's HumanEval verdicts format:
     ``task_id, completion, passed``; or ``task_id, solution_id, passed|base``)."""
     evalplus: bool = True
-    """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``)."""
+    """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``; MBPP sanitized: ``base`` on its asserts)."""
+    baseline: str | None = None
+    """A ``testgen evaluate`` verdicts file whose pass@k is reported as the ``baseline`` row
+    (Table 5: the model's code pass@1 at T = 0.2, beside the reranked pool sampled at 0.8)."""
     out: str = "rerank-out"
     """Output directory."""
     cache_dir: str | None = None
@@ -132,8 +139,9 @@ def _evalplus_verdicts(
     workers: int | None,
     progress: Callable[[int, int], None],
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
-    """(task_id, program key) -> (base, plus), cached per dataset file."""
-    from evaluation.evalplus import evaluate_solutions
+    """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
+    inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
+    from evaluation.verdicts import judge_solutions
 
     path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
     known: dict[tuple[str, str], tuple[bool, bool]] = {}
@@ -146,7 +154,7 @@ def _evalplus_verdicts(
             if (t.task_id, key) not in known:
                 todo.append((t.task_id, key, sol))
     if todo:
-        verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
+        verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
         with JsonlAppender(path) as app:
             for tid, key, sol in todo:
                 v = verdicts.get(sol.solution_id)
@@ -185,6 +193,47 @@ def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, st
             out[(t.task_id, key)] = v
     if missing:
         raise TestgenError(f"{path}: no verdict for {missing} distinct solutions (matched by solution_id or completion)")
+    return out
+
+
+def baseline_scores(
+    path: str, task_ids: Sequence[str], hard: Mapping[str, set[str]], ks: Sequence[int]
+) -> dict[str, dict[str, float]]:
+    """Unbiased pass@k of a ``testgen evaluate`` verdicts file, per verdict kind (``base``,
+    ``plus`` where it is not null), over ``task_ids`` and over each kind's hard tasks.
+
+    Every task must have verdicts; a k larger than a task's number of samples is NaN.
+    """
+    from rerank.scoring import unbiased_pass_at_k
+
+    counts: dict[str, dict[str, list[int]]] = {}
+    for line, rec in read_jsonl(path):
+        tid = rec.get("task_id")
+        if not isinstance(tid, str) or not isinstance(rec.get("base"), bool):
+            raise RecordError(path, line, "need 'task_id' and a boolean 'base' (a testgen evaluate verdicts file)",
+                              field="base")
+        for kind in ("base", "plus"):
+            value = rec.get(kind)
+            if value is None:
+                continue
+            if not isinstance(value, bool):
+                raise RecordError(path, line, f"expected a boolean or null, got {type(value).__name__}", field=kind)
+            n_c = counts.setdefault(kind, {}).setdefault(tid, [0, 0])
+            n_c[0] += 1
+            n_c[1] += int(value)
+    missing = [t for t in task_ids if t not in counts.get("base", {})]
+    if missing:
+        raise TestgenError(f"--baseline {path}: no verdicts for {len(missing)} task(s), e.g. {missing[0]}")
+    out: dict[str, dict[str, float]] = {}
+    for kind, per_task in counts.items():
+        for suffix, chosen in (("", list(task_ids)), ("_hard", [t for t in task_ids if t in hard.get(kind, set())])):
+            row: dict[str, float] = {}
+            for k in ks:
+                vals = [unbiased_pass_at_k(per_task[t][0], per_task[t][1], k) if k <= per_task[t][0] else float("nan")
+                        for t in chosen]
+                row[f"pass@{k}"] = sum(vals) / len(vals) if vals else float("nan")
+            row["tasks"] = float(len(chosen))
+            out[kind + suffix] = row
     return out
 
 
@@ -256,9 +305,12 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     t0 = time.perf_counter()
     if config.evalplus:
+        from evaluation.verdicts import has_plus_inputs
+
         ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"))
         kinds["base"] = {k: v[0] for k, v in ep.items()}
-        kinds["plus"] = {k: v[1] for k, v in ep.items()}
+        if has_plus_inputs(dataset):
+            kinds["plus"] = {k: v[1] for k, v in ep.items()}
     if config.verdicts:
         kinds["original"] = _file_verdicts(config.verdicts, base_tasks)
     timings["verdicts"] = time.perf_counter() - t0
@@ -296,6 +348,9 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
                 summary[name][f"{kind}_hard"] = mean_scores(scores, config.ks, hard_only=True)
             step += 1
             scoring_bar(step, total_steps)
+    if config.baseline:
+        hard = {kind: {s.task_id for s in scores if s.hard} for kind, scores in per_kind.items()}
+        summary = {"baseline": baseline_scores(config.baseline, task_ids, hard, config.ks), **summary}
     timings["scoring"] = time.perf_counter() - t0
 
     counts = {

@@ -255,3 +255,41 @@ def test_datasets_lists_mbpp(shared_data: Path, monkeypatch: pytest.MonkeyPatch,
     row = res.output.splitlines()[1].split()
     assert row[0] == "mbpp" and "427" in row and "TESTGEN_MBPP_PATH" in res.output
     assert "281 repairs on load" in res.output
+
+
+def test_rerank_on_mbpp_with_a_baseline(mbpp: ds.Dataset, shared_data: Path, tmp_path: Path) -> None:
+    """rerank --dataset mbpp judges picks on the original asserts (no plus), and --baseline adds
+    the pass@k of a testgen evaluate verdicts file beside random. Hand-checked figures."""
+    from rerank.cli import rerank_cmd
+
+    two, three = mbpp["MbppEval/2"], mbpp["MbppEval/3"]
+    wrong = "    return None\n"
+    pool = [("MbppEval/2", two.canonical_solution), ("MbppEval/2", wrong), ("MbppEval/2", "    return ()\n"),
+            ("MbppEval/3", three.canonical_solution), ("MbppEval/3", wrong)]
+    samples = tmp_path / "pool.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in pool))
+    gens = tmp_path / "generations.jsonl"
+    gens.write_text("".join(json.dumps({"task_id": p.task_id, "generation_id": f"{p.task_id}/h/0",
+                                        "tests": list(human_tests(p).tests)}) + "\n" for p in (two, three)))
+    # the baseline: samples at T = 0.2, judged by testgen evaluate (2 of 4 correct, 1 of 1)
+    low = tmp_path / "t02.jsonl"
+    low.write_text("".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in (
+        ("MbppEval/2", two.canonical_solution), ("MbppEval/2", two.canonical_solution), ("MbppEval/2", wrong),
+        ("MbppEval/2", wrong), ("MbppEval/3", three.canonical_solution))))
+    res = CliRunner().invoke(cli, ["evaluate", "--dataset", "mbpp", "--dataset-path", str(shared_data / CODE),
+                                   "--samples", str(low), "--out", str(tmp_path / "t02.verdicts.jsonl")])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "rr"
+    res = CliRunner().invoke(rerank_cmd, ["--samples", str(samples), "--tests", str(gens), "--dataset", "mbpp",
+                                          "--dataset-path", str(shared_data / CODE), "--method", "random",
+                                          "--method", "codet", "--ks", "1", "--out", str(out), "--no-progress",
+                                          "--baseline", str(tmp_path / "t02.verdicts.jsonl")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == ["baseline", "random", "codet"]
+    assert set(summary["codet"]) == {"base", "base_hard"}  # MBPP has no plus inputs
+    assert summary["random"]["base"]["pass@1"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert summary["codet"]["base"]["pass@1"] == pytest.approx(1.0)
+    assert summary["baseline"]["base"]["pass@1"] == pytest.approx((2 / 4 + 1) / 2)
+    assert summary["baseline"]["base_hard"]["tasks"] == 2  # both tasks are hard for the pool
+    assert "baseline" in res.output
