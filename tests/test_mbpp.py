@@ -293,3 +293,29 @@ def test_rerank_on_mbpp_with_a_baseline(mbpp: ds.Dataset, shared_data: Path, tmp
     assert summary["baseline"]["base"]["pass@1"] == pytest.approx((2 / 4 + 1) / 2)
     assert summary["baseline"]["base_hard"]["tasks"] == 2  # both tasks are hard for the pool
     assert "baseline" in res.output
+
+
+def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
+    mbpp: ds.Dataset, shared_data: Path, tmp_path: Path
+) -> None:
+    """CodeT's MBPP test generations are not in the shared data; a file in CodeT's format on its
+    real MBPP test prompts (one made-up sample each) shows which tasks a replay matches by
+    prompt text: all but the 12 repaired ones."""
+    from testgen.pipeline import RunConfig, run
+    from testgen.settings import Setting
+
+    raw = _raw(shared_data, TESTS)
+    fake_codet = tmp_path / "MBPP_fake_test_case.jsonl"
+    fake_codet.write_text("".join(
+        json.dumps({"prompt": r["prompt"], "samples": [f"{r['entry_point'].strip()}(1) == 1\n"]}) + "\n"
+        for r in raw.values()))
+    cfg = RunConfig(dataset="mbpp", dataset_path=str(shared_data / CODE), setting=Setting.PLACEHOLDER,
+                    backend="replay", model="fake-codet", prompt_template="tests_codet", extraction_mode="codet",
+                    backend_options={"file": str(fake_codet), "match": "prompt", "on_missing": "empty"}, n=1)
+    summary = run(cfg, out=tmp_path / "run")
+    assert summary.generated == 427
+    gens = {json.loads(line)["task_id"]: json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").open()}
+    matched = [t for t, g in gens.items() if g["tests"]]
+    assert len(matched) == 415
+    assert gens["MbppEval/3"]["tests"] == ["assert is_not_prime(1) == 1"]
+    assert gens["MbppEval/18"]["raw"] == ""  # entry point repaired: CodeT's prompt asks about str_to_list
