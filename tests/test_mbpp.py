@@ -319,3 +319,32 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
     assert len(matched) == 415
     assert gens["MbppEval/3"]["tests"] == ["assert is_not_prime(1) == 1"]
     assert gens["MbppEval/18"]["raw"] == ""  # entry point repaired: CodeT's prompt asks about str_to_list
+
+
+def test_every_setting_runs_on_mbpp_and_eval_uses_the_repaired_oracle(shared_data: Path, tmp_path: Path) -> None:
+    from testgen.evaluate_run import evaluate_run
+    from testgen.pipeline import RunConfig, run
+    from testgen.settings import Setting
+
+    path = str(shared_data / CODE)
+    pool = tmp_path / "pool.jsonl"
+    mbpp_ds = load_dataset("mbpp", path=path)
+    refs = [mbpp_ds[t] for t in ("MbppEval/2", "MbppEval/3")]
+    pool.write_text("".join(json.dumps({"task_id": p.task_id, "completion": c}) + "\n"
+                            for p in refs for c in (p.canonical_solution, "    return None\n")))
+    for setting in Setting:
+        cfg = RunConfig(dataset="mbpp", dataset_path=path, setting=setting, backend="fake", n=2, limit=2,
+                        code_pool=str(pool) if setting is Setting.CROSS else None)
+        assert run(cfg, out=tmp_path / setting.value).generated == 4
+    oracle = _records_of(tmp_path / "oracle" / "generations.jsonl")
+    assert oracle[0]["prompt"].startswith(refs[0].reference_code)  # the repaired reference is shown
+    # MbppEval/2's reference defines similar_elements under CodeT's docstring, re-indented
+    assert "    res = tuple(set(test_tup1) & set(test_tup2))" in oracle[0]["prompt"]
+    m = evaluate_run(tmp_path / "cross").metrics
+    assert m["options"]["reference_dataset"] == "mbpp" and m["counts"]["tests_kept"] == 12
+    m = evaluate_run(tmp_path / "self").metrics  # the fake model's constants fail the asserts
+    assert m["code_pass1"] == 0.0 and m["prompt_correctness"]["only_correct"]["tasks"] == 2
+
+
+def _records_of(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
