@@ -133,7 +133,14 @@ def evaluate_on_asserts(
     from evaluation.executor.pool import Executor
 
     cfg = time_limits or TimeLimits()
-    gt = truth or assert_truth(dataset, workers=workers, time_limits=cfg)
+    solutions = list(solutions)
+    if truth is None:  # run only the references of the tasks that have solutions
+        from dataclasses import replace
+
+        present = {s.task_id for s in solutions}
+        needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+        truth = assert_truth(needed, workers=workers, time_limits=cfg)
+    gt = truth
     groups: dict[tuple[str, str], list[Solution]] = {}
     for sol in solutions:
         suite = gt.tasks.get(sol.task_id)

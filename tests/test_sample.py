@@ -192,6 +192,16 @@ def test_self_code_from_and_cross_with_two_pools(tmp_path: Path) -> None:
     assert ">>>" not in gens[0]["prompt"] and ">>>" in a_recs[0]["solution"]  # the test prompt loses the examples
     config = json.loads((tmp_path / "self" / "config.json").read_text())
     assert config["code_from"] == str(a / "solutions.jsonl") and config["code_sampling"] is None
+    # rerank reads the samples and the SG tests; HumanEval's own tests judge (no plus inputs)
+    from rerank.cli import rerank_cmd
+
+    res = CliRunner().invoke(rerank_cmd, ["--samples", str(a / "solutions.jsonl"), "--tests",
+                                          str(tmp_path / "self" / "generations.jsonl"), "--dataset", "humaneval",
+                                          "--method", "random", "--method", "codet", "--ks", "1", "--no-progress",
+                                          "--out", str(tmp_path / "rr")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "rr" / "summary.json").read_text())
+    assert set(summary["codet"]) == {"base", "base_hard"} and summary["random"]["base"]["pass@1"] == 0.0
     # cross with two pools and N = 3: the first 2 of a, the first 1 of b, per task
     assert pool_shares(3, 2) == [2, 1] and pool_shares(100, 3) == [34, 33, 33]
     run(RunConfig(dataset="humaneval", setting=Setting.CROSS, backend="fake", n=3, limit=2,
