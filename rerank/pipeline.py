@@ -30,7 +30,7 @@ import numpy as np
 
 from evaluation.datasets import Dataset, load_dataset
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
+from evaluation.io import JsonlAppender, empty_file, read_jsonl, write_jsonl
 from evaluation.records import content_id
 from rerank import __version__
 from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task
@@ -39,10 +39,12 @@ from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, bind_reranker
 from rerank.scoring import TaskScore, mean_scores, score_task
 
-__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS", "baseline_scores"]
+__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS", "baseline_scores", "read_baseline"]
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
+Notify = Callable[[str], None]
+"""Receives one-line notices: what was reused from the caches (the CLI prints them)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,16 +134,26 @@ def _noop(_: str) -> Callable[[int, int], None]:
     return lambda done, total: None
 
 
+def _quiet(_: str) -> None:
+    pass
+
+
+def _labelled(notify: Notify, label: str) -> Notify:
+    return lambda message: notify(f"{label}: {message}")
+
+
 def _evalplus_verdicts(
     dataset: Dataset,
     tasks: Sequence[TaskInputs],
     cache: Path,
     workers: int | None,
     progress: Callable[[int, int], None],
+    notify: Notify = _quiet,
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
     """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
     inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
-    from evaluation.verdicts import judge_solutions
+    from evaluation.evalplus import evaluate_solutions, ground_truth
+    from evaluation.verdicts import has_plus_inputs, judge_solutions
 
     path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
     known: dict[tuple[str, str], tuple[bool, bool]] = {}
@@ -149,12 +161,24 @@ def _evalplus_verdicts(
         for _, rec in read_jsonl(path, tolerate_torn_tail=True):
             known[(rec["t"], rec["p"])] = (bool(rec["base"]), bool(rec["plus"]))
     todo = []
+    wanted = 0
     for t in tasks:
         for key, sol in zip(t.program_keys, t.first_solution):
+            wanted += 1
             if (t.task_id, key) not in known:
                 todo.append((t.task_id, key, sol))
+    if path.exists():
+        notify(f"{dataset.name} verdicts: {wanted - len(todo):,} of {wanted:,} distinct programs from the cache "
+               f"{path}; {len(todo):,} to judge")
     if todo:
-        verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
+        if has_plus_inputs(dataset):
+            truth = ground_truth(dataset, workers=workers)
+            if truth.from_cache:
+                notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
+            verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
+                                          progress=progress)
+        else:
+            verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
         with JsonlAppender(path) as app:
             for tid, key, sol in todo:
                 v = verdicts.get(sol.solution_id)
@@ -180,6 +204,8 @@ def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, st
             by_completion[(tid, rec["completion"])] = ok
         if isinstance(rec.get("solution_id"), str):
             by_id[rec["solution_id"]] = ok
+    if not by_completion and not by_id:
+        raise empty_file(path, "verdicts")
     out: dict[tuple[str, str], bool] = {}
     missing = 0
     for t in tasks:
@@ -196,16 +222,9 @@ def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, st
     return out
 
 
-def baseline_scores(
-    path: str, task_ids: Sequence[str], hard: Mapping[str, set[str]], ks: Sequence[int]
-) -> dict[str, dict[str, float]]:
-    """Unbiased pass@k of a ``testgen evaluate`` verdicts file, per verdict kind (``base``,
-    ``plus`` where it is not null), over ``task_ids`` and over each kind's hard tasks.
-
-    Every task must have verdicts; a k larger than a task's number of samples is NaN.
-    """
-    from rerank.scoring import unbiased_pass_at_k
-
+def read_baseline(path: str, task_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
+    """``kind -> task_id -> (n, c)`` of a ``testgen evaluate`` verdicts file (``base``; ``plus``
+    where it is not null). Every task of ``task_ids`` must have verdicts."""
     counts: dict[str, dict[str, list[int]]] = {}
     for line, rec in read_jsonl(path):
         tid = rec.get("task_id")
@@ -224,6 +243,17 @@ def baseline_scores(
     missing = [t for t in task_ids if t not in counts.get("base", {})]
     if missing:
         raise TestgenError(f"--baseline {path}: no verdicts for {len(missing)} task(s), e.g. {missing[0]}")
+    return {kind: {t: (nc[0], nc[1]) for t, nc in per_task.items()} for kind, per_task in counts.items()}
+
+
+def baseline_scores(
+    counts: Mapping[str, Mapping[str, tuple[int, int]]], task_ids: Sequence[str], hard: Mapping[str, set[str]],
+    ks: Sequence[int],
+) -> dict[str, dict[str, float]]:
+    """Unbiased pass@k of the baseline (:func:`read_baseline`), per verdict kind, over
+    ``task_ids`` and over each kind's hard tasks; a k larger than a task's samples is NaN."""
+    from rerank.scoring import unbiased_pass_at_k
+
     out: dict[str, dict[str, float]] = {}
     for kind, per_task in counts.items():
         for suffix, chosen in (("", list(task_ids)), ("_hard", [t for t in task_ids if t in hard.get(kind, set())])):
@@ -251,18 +281,20 @@ def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
     }
 
 
-def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankResult:
-    """Run the whole rerank pipeline (see the module docstring for what is written)."""
+def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Notify = _quiet) -> RerankResult:
+    """Run the whole rerank pipeline (see the module docstring for what is written).
+
+    ``notify`` receives a line for each cache that was reused, saying how much of it."""
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
     labels = [label for label, _ in config.tests]
     if len(set(labels)) != len(labels):
         raise TestgenError(f"--tests labels must be distinct, got {labels}")
     specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
+    if not config.evalplus and not config.verdicts:
+        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
     need_outputs = any(m.reranker == "mbr-exec" for m in config.methods)
 
     t0 = time.perf_counter()
@@ -282,6 +314,11 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
         ]
         for ts in test_sets
     }
+    # Every input is read before anything runs or is written: a bad file is refused at once.
+    original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
+    baseline = read_baseline(config.baseline, task_ids) if config.baseline else None
+    out.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     timings["read"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -297,6 +334,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
             outputs=need_outputs,
             codet_packing=config.codet_packing,
             progress=progress(f"matrix {ts.label}" if len(test_sets) > 1 else "matrix"),
+            notify=_labelled(notify, ts.label) if len(test_sets) > 1 else notify,
         )
     timings["matrix"] = time.perf_counter() - t0
 
@@ -307,15 +345,14 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
     if config.evalplus:
         from evaluation.verdicts import has_plus_inputs
 
-        ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"))
+        ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
+                                notify)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         if has_plus_inputs(dataset):
             kinds["plus"] = {k: v[1] for k, v in ep.items()}
-    if config.verdicts:
-        kinds["original"] = _file_verdicts(config.verdicts, base_tasks)
+    if original is not None:
+        kinds["original"] = original
     timings["verdicts"] = time.perf_counter() - t0
-    if not kinds:
-        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
 
     t0 = time.perf_counter()
     summary: dict[str, dict[str, dict[str, float]]] = {}
@@ -348,9 +385,9 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
                 summary[name][f"{kind}_hard"] = mean_scores(scores, config.ks, hard_only=True)
             step += 1
             scoring_bar(step, total_steps)
-    if config.baseline:
+    if baseline is not None:
         hard = {kind: {s.task_id for s in scores if s.hard} for kind, scores in per_kind.items()}
-        summary = {"baseline": baseline_scores(config.baseline, task_ids, hard, config.ks), **summary}
+        summary = {"baseline": baseline_scores(baseline, task_ids, hard, config.ks), **summary}
     timings["scoring"] = time.perf_counter() - t0
 
     counts = {

@@ -30,12 +30,12 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from evaluation.errors import TestgenError
+from evaluation.errors import RunFailure, TestgenError
 from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
 from evaluation.records import Problem, Solution, content_id
 from testgen import __version__
@@ -388,8 +388,11 @@ def run(
     out: str | Path | None = None,
     backend: Backend | None = None,
     progress: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Make (or resume) the run described by ``config`` in ``out``."""
+    """Make (or resume) the run described by ``config`` in ``out``.
+
+    ``notify`` is told, when resuming, how much of the run was already present."""
     from evaluation.datasets import load_dataset
 
     from testgen.extraction import extract_tests
@@ -412,14 +415,15 @@ def run(
     if backend is None:
         backend = create_backend(config.backend, model=config.model, options=config.backend_options)
     try:
-        return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests)
+        return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests,
+                    notify=notify or (lambda _msg: None))
     finally:
         if own_backend:
             backend.close()
 
 
 def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: list[Problem], *,
-         progress: bool, extract_tests: Any) -> RunSummary:
+         progress: bool, extract_tests: Any, notify: Callable[[str], None]) -> RunSummary:
     n = backend.fixed_samples or config.n
     style = config.prompt_style
     if style is PromptStyle.AUTO:
@@ -434,6 +438,15 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         raise TestgenError(f"the {backend.name} backend only makes sense with --setting oracle")
     cfg = _config_json(config, backend, n=n, style=style, tests_tpl=tests_tpl, code_tpl=code_tpl,
                        dataset_source=ds.source, dataset_version=ds.version)
+    # Inputs are checked before config.json is written: a refused input must not leave a run
+    # directory that then refuses the corrected command.
+    from testgen.pools import read_code_from, read_pools
+
+    pool: dict[str, list[Solution]] = {}
+    if config.code_from:
+        pool = read_code_from(config.code_from, ds, problems, n)
+    elif config.setting is Setting.CROSS and config.code_pool:
+        pool = read_pools(_pools(config), ds, problems, n)
     _check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     sols_path = out_dir / "solutions.jsonl"
@@ -455,10 +468,6 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 plan[p.task_id] = [(sol, n)]
             write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
         elif config.setting is Setting.CROSS or config.code_from:
-            from testgen.pools import read_code_from, read_pools
-
-            pool = (read_code_from(config.code_from, ds, problems, n) if config.code_from
-                    else read_pools(_pools(config), ds, problems, n))
             for p in problems:
                 sols: list[tuple[Solution, int]] = []
                 for j, s in enumerate(pool[p.task_id]):
@@ -473,7 +482,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             summary_solutions, _ = sample_solutions(
                 backend, problems, n=n, sampling=config.code_sampling, code_tpl=code_tpl, style=style,
                 strip_code_examples=config.strip_code_examples, path=sols_path, bar=bar, num_tests=num_tests,
-                label="solutions (self)")
+                label="solutions (self)", notify=notify)
             by_task: dict[str, list[Solution]] = defaultdict(list)
             for line, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
                 by_task[rec["task_id"]].append(
@@ -510,6 +519,9 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                                        prompt_hash=_prompt_hash(prompt), sample_indices=run_))
 
         total = sum(len(u.sample_indices) for u in units)
+        if skipped:
+            notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
+                   f"{total:,} to make")
         task = bar.add(f"tests ({config.setting.value})", total)
         stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
         generated = 0
@@ -522,7 +534,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                     nonlocal generated, tests_total
                     unit = batch[i]
                     if len(gens) != len(unit.sample_indices):
-                        raise TestgenError(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
+                        raise RunFailure(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
                     for j, gen in zip(unit.sample_indices, gens):
                         rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests, n)
                         sink.write(rec)
@@ -549,7 +561,7 @@ def _generate_checked(backend: Backend, prompts: list[Prompt], sampling: Samplin
 
     results = backend.generate(prompts, sampling, on_result=once)
     if len(results) != len(prompts):
-        raise TestgenError(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
+        raise RunFailure(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
     for i, gens in enumerate(results):
         once(i, gens)
 

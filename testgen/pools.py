@@ -64,11 +64,13 @@ def file_sha256(path: str) -> str:
 
 
 def _by_task(path: str, dataset: Any, problems: Sequence[Problem], *, option: str) -> dict[str, list[Solution]]:
-    from evaluation.solutions import read_solutions
+    from evaluation.solutions import read_solutions, require_known_tasks
 
     wanted = {p.task_id for p in problems}
     by_task: dict[str, list[Solution]] = defaultdict(list)
-    for sol in read_solutions(solutions_path(path), dataset=dataset).solutions:
+    found = read_solutions(solutions_path(path), dataset=dataset)
+    require_known_tasks(found, dataset)
+    for sol in found.solutions:
         if sol.task_id in wanted:
             by_task[sol.task_id].append(sol)
     missing = sorted(t for t in wanted if not by_task.get(t))

@@ -29,6 +29,7 @@ its first fenced block that defines the entry point (:func:`testgen.prompting.ex
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -138,10 +139,12 @@ def sample_solutions(
     bar: Any,
     num_tests: int = 3,
     label: str = "solutions",
+    notify: Callable[[str], None] | None = None,
 ) -> tuple[int, int]:
     """Sample ``n`` solutions per task into ``path`` (appending; resumable). Returns (made, reused).
 
-    Shared by ``testgen sample`` and the ``self`` setting of ``testgen run``.
+    Shared by ``testgen sample`` and the ``self`` setting of ``testgen run``; ``notify`` is told,
+    when resuming, how many solutions were already present.
     """
     from testgen.pipeline import _generate_checked, _prompt_hash, _runs, _slug, _solution_record
 
@@ -161,6 +164,9 @@ def sample_solutions(
         for run_ in _runs(missing):
             units.append((p, replace(prompt, sample_offset=run_[0]), run_))
     total = sum(len(u[2]) for u in units)
+    if notify is not None and n * len(problems) > total:
+        notify(f"resuming {path}: {n * len(problems) - total:,} of {n * len(problems):,} solutions already present; "
+               f"{total:,} to sample")
     if not total:
         return 0, reused
     task = bar.add(label, total)
@@ -245,7 +251,7 @@ class PreparedSample:
     own_backend: bool
     """Whether :meth:`close` closes the backend."""
 
-    def run(self, *, progress: bool = False) -> SampleSummary:
+    def run(self, *, progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
         """Sample what is missing (the part that can fail while running: the model)."""
         from testgen.pipeline import _Progress
 
@@ -253,7 +259,7 @@ class PreparedSample:
             made, reused = sample_solutions(
                 self.backend, self.problems, n=self.config.n, sampling=self.config.sampling,
                 code_tpl=self.template, style=self.style, strip_code_examples=self.config.strip_code_examples,
-                path=self.out / "solutions.jsonl", bar=bar)
+                path=self.out / "solutions.jsonl", bar=bar, notify=notify)
         return SampleSummary(out=self.out, tasks=len(self.problems), sampled=made, reused=reused)
 
     def close(self) -> None:
@@ -294,10 +300,10 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
 
 
 def sample(config: SampleConfig, *, out: str | Path | None = None, backend: Backend | None = None,
-           progress: bool = False) -> SampleSummary:
+           progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
     """Make (or resume) the sampling run described by ``config`` in ``out``."""
     prepared = prepare(config, out=out, backend=backend)
     try:
-        return prepared.run(progress=progress)
+        return prepared.run(progress=progress, notify=notify)
     finally:
         prepared.close()

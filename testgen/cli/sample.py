@@ -1,41 +1,42 @@
 """``testgen sample``: sample code from a model for every problem (the paper's Table 1, and the
 pool for ``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank``).
 
-A thin layer over :mod:`testgen.sampling` (Xiong, Guo, Chen, arXiv 2310.05727). Exit status 2
-for a bad input (unknown dataset or backend option, a run directory holding another
-configuration), 1 when sampling fails while running (the model server gives up, ...).
+A thin layer over :mod:`testgen.sampling` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
+exit-status rule (``docs/cli.md``): 2 for a bad input (unknown dataset or backend option, a run
+directory holding another configuration), checked before anything is sampled; 1 when sampling
+fails while running (:class:`~evaluation.errors.RunFailure`: the model server gives up, ...).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-__all__ = ["sample", "RunFailed"]
+from evaluation.cli_common import (
+    NON_NEGATIVE_FLOAT,
+    POSITIVE_INT,
+    PROBABILITY,
+    DatasetName,
+    notice,
+)
 
-
-class RunFailed(click.ClickException):
-    """A failure while running (exit status 1), shown as one line."""
-
-    exit_code = 1
-
-    def show(self, file: Any = None) -> None:
-        click.secho(f"Error: {self.format_message()}", fg="red", err=True)
+__all__ = ["sample"]
 
 
 @click.command(name="sample")
-@click.option("--dataset", default="humaneval+", show_default=True, help="humaneval, humaneval+, mbpp+ or mbpp.")
-@click.option("--dataset-path", type=click.Path(dir_okay=False), default=None, help="Explicit dataset file.")
+@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
+              help="humaneval, humaneval+, mbpp+ or mbpp.")
+@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Explicit dataset file.")
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, fake, or a plugin.")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
-@click.option("-n", "--num-samples", "n", type=click.IntRange(min=1), default=200, show_default=True,
+@click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
               help="Samples per task (the paper's Table 1: 200).")
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.2, show_default=True,
+@click.option("--temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True,
               help="Sampling temperature (Table 1: 0.2, 0.6, 0.8; 0 = greedy).")
-@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=0.95, show_default=True)
-@click.option("--max-tokens", type=click.IntRange(min=1), default=512, show_default=True, help="New tokens per sample.")
+@click.option("--top-p", type=PROBABILITY, default=0.95, show_default=True)
+@click.option("--max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="New tokens per sample.")
 @click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
 @click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
 @click.option("--code-template", default=None,
@@ -43,7 +44,7 @@ class RunFailed(click.ClickException):
 @click.option("--strip-code-examples", is_flag=True,
               help="Remove the docstring examples from the prompts (kept by default, as the paper samples code; "
                    "CodeT's prompt files have them removed).")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N tasks.")
+@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")
 @click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
 @click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
 @click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
@@ -66,7 +67,7 @@ def sample(
     """
     import sys
 
-    from evaluation.errors import TestgenError
+    from evaluation.errors import RunFailure
     from testgen.backends import BACKENDS
     from testgen.backends.base import Sampling, options_help
     from testgen.cli.run import _parse_options
@@ -90,12 +91,12 @@ def sample(
         prompt_style=PromptStyle(prompt_style), code_template=code_template,
         strip_code_examples=strip_code_examples, limit=limit, task_ids=task_ids,
     )
-    prepared = prepare(config, out=Path(out) if out else None)  # bad inputs: exit 2
+    prepared = prepare(config, out=Path(out) if out else None)  # bad inputs: exit 2, nothing sampled
     try:
         show = sys.stderr.isatty() if progress is None else progress
-        summary = prepared.run(progress=show)
-    except TestgenError as exc:
-        raise RunFailed(f"{exc} (what was sampled is saved in {prepared.out}; run the same command to resume)") \
+        summary = prepared.run(progress=show, notify=notice)
+    except RunFailure as exc:
+        raise RunFailure(f"{exc} (what was sampled is saved in {prepared.out}; run the same command to resume)") \
             from exc
     finally:
         prepared.close()
