@@ -286,6 +286,10 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
     try:
         if backend.fixed_samples is not None:
             raise TestgenError(f"the {backend.name} backend writes no code; choose a model backend")
+        if backend.name == "replay" and not getattr(backend.options, "code_file", None):
+            # refused here, before config.json is written, so the corrected command is not blocked
+            raise TestgenError("testgen sample --backend replay needs -o code_file=PATH (code samples, e.g. "
+                               "CodeT's ..._code_solution.jsonl.gz)")
         style = _resolve_style(config.prompt_style, backend)
         tpl = code_template_for(config.code_template, style)
         cfg = _config_json(config, backend, style=style, tpl=tpl, dataset_source=ds.source,

@@ -144,6 +144,9 @@ def test_openai_backend_against_the_fake_server(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "needs --model" in res.output
     res = CliRunner().invoke(cli, ["sample", "--backend", "fake", "--dataset", "humaneval", "-o", "delays=1"])
     assert res.exit_code == 2 and "did you mean 'delay'" in res.output
+    res = CliRunner().invoke(cli, ["sample", "--backend", "replay", "--dataset", "humaneval", "-o",
+                                   f"file={tmp_path / 'ok' / 'solutions.jsonl'}", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "needs -o code_file=PATH" in res.output and not (tmp_path / "r").exists()
 
 
 def test_replay_of_codet_samples_feeds_evaluate(shared_data: Path, tmp_path: Path) -> None:
