@@ -15,14 +15,14 @@ What is written (the run-directory contract, README "Data formats"):
 * ``RUN/solutions.jsonl``: the solutions shown in prompts (``self``: appended as sampled, or the
   first N per task of ``--code-from``; ``cross``: drawn from the ``--code-pool`` files by
   :data:`testgen.pools.POOL_RULE`).
-
-Docstring examples (the paper's rule): test prompts show the problem without them
-(``keep_examples`` keeps them), code prompts (``self``) keep them (``strip_code_examples``
-removes them); a solution shown in a test prompt gets the example-free header.
 * ``RUN/generations.jsonl``: one record per test generation, appended (and flushed) the moment
   its prompt is answered, so a kill loses at most the prompts in flight. On resume the keys
   ``(task_id, solution_id, sample_index)`` already present are skipped: nothing is generated
   twice, and deterministic backends (replay, fake) continue at the right sample index.
+
+Docstring examples (the paper's rule): test prompts show the problem without them
+(``keep_examples`` keeps them), code prompts (``self``) keep them (``strip_code_examples``
+removes them); a solution shown in a test prompt gets the example-free header.
 """
 
 from __future__ import annotations

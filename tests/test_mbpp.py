@@ -31,6 +31,9 @@ from evaluation.verdicts import judge_solutions
 from testgen.cli import cli
 from testgen.prompting import builtin_template, code_generation_head, placeholder_code, render
 
+# MBPP's old code and tests use regex strings such as "\w" without a raw prefix
+pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
+
 CODE = "codet/mbpp_sanitized_for_code_generation.jsonl.gz"
 TESTS = "codet/mbpp_sanitized_for_test_case_generation.jsonl.gz"
 
