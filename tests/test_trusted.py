@@ -1,7 +1,8 @@
-"""Trusted checks of generated tests (evaluation.executor.trusted): which tests are checked in
-trusted code and how, the replay of recorded calls, and the run-time guards of the checker.
+"""Trusted checks of generated tests (evaluation.executor.trusted, .guarded): which tests are
+checked in trusted code and how, the replay of recorded calls, and the run-time guards of the
+checker.
 
-``trusted.check`` runs here on hand-written test texts and hand-made recordings (plain data):
+``guarded.check`` runs here on hand-written test texts and hand-made recordings (plain data):
 no program code runs in this process. The executor paths are in tests/hostile and
 tests/test_executor.py."""
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from evaluation.executor import trusted
+from evaluation.executor import guarded, trusted
 from evaluation.executor.trusted import rebinds_entry_point, trusted_check
 
 P, F, E = 0, 1, 2
@@ -32,7 +33,7 @@ def rec(*calls: tuple[Any, Any]) -> list[Any]:
 
 
 def check(source: str, calls: list[Any], ep: str = "f") -> tuple[int, Any, str, bool]:
-    return trusted.check(source, ep, calls, max_bytes=1 << 20)
+    return guarded.check(source, ep, calls, max_bytes=1 << 20)
 
 
 @pytest.mark.parametrize(("source", "want"), [

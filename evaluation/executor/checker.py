@@ -4,11 +4,11 @@ Each executor worker forks, on first need, one checker process from itself. The 
 imports or runs program code, so the checker starts with pristine builtins and freshly imported
 standard modules, and it only ever receives plain data: the test's source, the name of the
 function under test and the calls the program's child recorded (arguments and results as
-marshal bytes). It runs :func:`evaluation.executor.trusted.check` and answers with the verdict.
+marshal bytes). It runs :func:`evaluation.executor.guarded.check` and answers with the verdict.
 
 A generated test is untrusted text too, so the checker is sandboxed like a child (seccomp,
 Landlock, rlimits: 1 GiB of address space, no file writes), its evaluation is restricted by
-allow-lists (see :mod:`evaluation.executor.trusted`), and the worker kills it when a check runs
+allow-lists (see :mod:`evaluation.executor.guarded`), and the worker kills it when a check runs
 past its deadline (a test may compute ``10 ** 10 ** 10``); the next check starts a fresh one.
 
 Protocol over a socketpair, one request at a time, marshal frames:
@@ -70,7 +70,7 @@ class Checker:
     def check(self, source: str, entry_point: str, calls: Any, *, max_bytes: int,
               deadline: float) -> tuple[int, Any, str, bool]:
         """Verdict of one test; ``(outcome, value, detail, literal_free)`` as
-        :func:`evaluation.executor.trusted.check` returns it. A check that runs past
+        :func:`evaluation.executor.guarded.check` returns it. A check that runs past
         ``deadline`` seconds is a TIMEOUT; a checker that dies is an ERROR."""
         if self.sock is None:
             self._start()
@@ -140,7 +140,7 @@ def _checker_main(sock: socket.socket, prep: sandbox.Prepared) -> None:
     """Body of the checker process. Never returns normally."""
     import sys
 
-    from evaluation.executor import trusted
+    from evaluation.executor import guarded
     from evaluation.executor.wire import loads_plain
 
     fd = sock.fileno()
@@ -164,7 +164,7 @@ def _checker_main(sock: socket.socket, prep: sandbox.Prepared) -> None:
         source, entry_point, calls_blob, max_bytes = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
         try:
             calls = loads_plain(calls_blob, max_bytes=1 << 31)
-            outcome, value, detail, literal_free = trusted.check(source, entry_point, calls, max_bytes=max_bytes)
+            outcome, value, detail, literal_free = guarded.check(source, entry_point, calls, max_bytes=max_bytes)
         except NotPlain as exc:
             outcome, value, detail, literal_free = 2, None, f"recorded calls: {exc}", True
         except BaseException as exc:  # noqa: BLE001 - a bug must not leave the worker waiting
