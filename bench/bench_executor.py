@@ -6,7 +6,10 @@ same model's 100 test generations per task (first 5 asserts of each), as recorde
 released code in ``codet/codet_reference_outcomes_codegen16B.jsonl.gz``: per task the distinct
 ``tests`` and, per distinct completion, ``result`` (one boolean per test) or ``error`` (the
 solution did not load). Program = CodeT's code-generation prompt + completion. Every
-(solution, test) pair runs with CodeT's 0.1 s per-test timeout (558,829 pairs in full).
+(solution, test) pair runs with CodeT's 0.1 s per-test timeout (558,829 pairs in full). Tests
+name the task's entry point, so the executor checks them in trusted code where it can
+(``--no-entry-point``: every test as before trusted checks, whole in the child or compared in
+the worker); the share of tests and pairs checked in trusted code is reported.
 
 Reports wall time, CPU time (self + children, from ``resource.getrusage``), peak RSS summed
 over the parent, workers and their children (sampled with psutil), pairs per second (median
@@ -42,15 +45,18 @@ from _measure import PeakRss  # noqa: E402
 def load_workload(data: Path, limit_tasks: int | None) -> list[dict[str, Any]]:
     """Per task: prompt, distinct tests, distinct completions with CodeT's outcomes."""
     prompts = {}
+    entry_points = {}
     with gzip.open(data / "codet" / "HumanEval_for_code_generation.jsonl.gz", "rt") as fh:
         for line in fh:
             rec = json.loads(line)
             prompts[rec["task_id"]] = rec["prompt"]
+            entry_points[rec["task_id"]] = rec["entry_point"]
     tasks = []
     with gzip.open(data / "codet" / "codet_reference_outcomes_codegen16B.jsonl.gz", "rt") as fh:
         for line in fh:
             rec = json.loads(line)
             rec["prompt"] = prompts[rec["task_id"]]
+            rec["entry_point"] = entry_points[rec["task_id"]]
             tasks.append(rec)
             if limit_tasks is not None and len(tasks) >= limit_tasks:
                 break
@@ -59,13 +65,14 @@ def load_workload(data: Path, limit_tasks: int | None) -> list[dict[str, Any]]:
 
 def run_once(tasks: list[dict[str, Any]], workers: int, isolation: str, timeout: float = 0.1,
              exclude: set[tuple[str, int, int]] | None = None, shorten_after: int = 0,
-             short_timeout: float = 0.01) -> dict[str, Any]:
+             short_timeout: float = 0.01, entry_point: bool = True) -> dict[str, Any]:
     from evaluation.executor import AssertTest, Job, Limits, execute
 
     limits = Limits(timeout=timeout, load_timeout=1.0, shorten_after=shorten_after, short_timeout=short_timeout)
     jobs = []
     for t, task in enumerate(tasks):
-        tests = tuple(AssertTest(source=s) for s in task["tests"])
+        ep = task["entry_point"] if entry_point else None
+        tests = tuple(AssertTest(source=s, entry_point=ep) for s in task["tests"])
         for s, sol in enumerate(task["solutions"]):
             mine = tests
             if exclude:
@@ -154,6 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shorten-after", type=int, default=0,
                     help="Limits.shorten_after: after N timeouts of a program, its other tests get --short-timeout (0: off)")
     ap.add_argument("--short-timeout", type=float, default=0.01, help="Limits.short_timeout (seconds)")
+    ap.add_argument("--no-entry-point", action="store_true",
+                    help="tests without AssertTest.entry_point: nothing checked in trusted code (the old way)")
     ap.add_argument("--save-timeouts", type=Path, default=None,
                     help="write the (task, solution, test) pairs that timed out in the last run (JSON)")
     ap.add_argument("--exclude-pairs", type=Path, default=None,
@@ -170,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         if runs:
             runs[-1]["results"] = None  # keep only the last run's results alive (memory, GC time)
         run = run_once(tasks, args.workers or os.cpu_count() or 1, args.isolation, args.timeout, exclude,
-                       args.shorten_after, args.short_timeout)
+                       args.shorten_after, args.short_timeout, not args.no_entry_point)
         runs.append(run)
         if exclude is not None:
             print(f"run {k + 1}: wall {run['wall']:.1f} s, cpu {run['cpu']:.1f} s, peak rss {run['rss'] / 2**20:.0f} MiB, "
@@ -220,6 +229,21 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| our outcomes | {', '.join(f'{k} {v:,}' for k, v in sorted(agr['outcomes'].items()))} |")
     print(f"| children forked (restarts after a kill/crash) | {agr['children']:,} ({agr['restarts']:,}) |")
     print(f"| tests judged on another test's evaluation of the same call | {agr['shared']:,} |")
+    if not args.no_entry_point:
+        from evaluation.executor.trusted import trusted_check
+
+        n_tests = n_trusted = n_pairs = p_trusted = 0
+        for task in tasks:
+            flags = [trusted_check(s, task["entry_point"]) for s in task["tests"]]
+            n_tests += len(flags)
+            n_trusted += sum(flags)
+            n_pairs += len(flags) * len(task["solutions"])
+            p_trusted += sum(flags) * len(task["solutions"])
+        checker = sum(r.stats.get("checker_calls", 0) / (1 + r.stats.get("duplicates", 0))
+                      for r in last["results"].values())
+        print(f"| checked in trusted code | {n_trusted:,} of {n_tests:,} distinct tests "
+              f"({100 * n_trusted / max(1, n_tests):.1f}%), {p_trusted:,} of {n_pairs:,} pairs "
+              f"({100 * p_trusted / max(1, n_pairs):.1f}%); {checker:,.0f} checks by the checker process |")
     print(f"| load agreement (CodeT error == our load_error) | {agr['load_agree']:,}/{agr['load_total']:,} |")
     print("\ndisagreements (last run):")
     for kind, n in agr["kinds"].most_common():

@@ -4,7 +4,9 @@ Per task, every distinct solution program runs every distinct test once (CodeT's
 ``evaluate_with_test_cases`` does the same: ``set`` of tests, one run per distinct
 completion); multiplicities and test positions are kept for the rerankers. One job per
 distinct program: the program is loaded once and the tests run against it, each with its
-own deadline (0.1 s per test in CodeT; ``timeout``).
+own deadline (0.1 s per test in CodeT; ``timeout``). Each test names the task's entry point,
+so the executor checks it in trusted code where it can: a program cannot forge a pass with a
+patched module, a lying ``__eq__`` or a mutated argument (:mod:`evaluation.executor.trusted`).
 
 With ``outputs=True`` the executor also returns, per test, the value of the checked
 expression (``f(x)`` in ``assert f(x) == y``; it evaluates that in the child and compares
@@ -51,8 +53,8 @@ __all__ = [
     "CACHE_VERSION",
 ]
 
-CACHE_VERSION = 2
-"""Bumped when the meaning of cached lines changes."""
+CACHE_VERSION = 3
+"""Bumped when the meaning of cached lines changes (3: tests checked in trusted code)."""
 
 _CODE = {Outcome.PASSED: "P", Outcome.FAILED: "F", Outcome.ERROR: "E", Outcome.TIMEOUT: "T"}
 
@@ -232,7 +234,7 @@ def build_matrices(
     for task in task_list:
         if not task.tests or task.task_id in unpackable:
             continue
-        tests = tuple(AssertTest(source=t) for t in task.tests)
+        tests = tuple(AssertTest(source=t, entry_point=task.entry_point) for t in task.tests)
         for prog, key in zip(task.programs, task.program_keys):
             wanted += 1
             if (task.task_id, key, task.tests_key, flag) in done:

@@ -235,6 +235,11 @@ def rerank_cmd(
         result = run(config, progress=factory, notify=notice)
     _print_tables(result.summary, k_values)
     t = result.timings
+    for label, _ in config.tests:
+        c = result.counts
+        notice(f"{label}: {c[f'checked_trusted_code[{label}]']:,} distinct tests checked in trusted code, "
+               f"{c[f'checked_child[{label}]']:,} in the programs' processes; "
+               f"{c[f'tests_dropped_rebinding[{label}]']:,} dropped for rebinding the entry point")
     click.echo(
         f"wrote {out}/summary.json, picks.jsonl, run.json  "
         f"(matrix {t['matrix']:.1f}s, verdicts {t['verdicts']:.1f}s, scoring {t['scoring']:.1f}s, total {t['total']:.1f}s)",

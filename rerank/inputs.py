@@ -13,7 +13,9 @@ Solutions (``--samples``):
 Tests (``--tests``):
 
 * ours (``RUN/generations.jsonl``): ``{"task_id", "generation_id", "tests": [...],
-  "solution_id"?, "raw"?, "prefix"?}``; the first ``limit`` tests of each generation are kept;
+  "solution_id"?, "raw"?, "prefix"?}``; the first ``limit`` tests of each generation are kept,
+  after dropping tests that rebind the entry point (vacuous; runs made before ``testgen run``
+  dropped them);
 * CodeT's ``{"prompt", "samples": [raw text, ...]}``: tests extracted exactly as CodeT does
   (:func:`testgen.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
   call the entry point and compile).
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluation.datasets import Dataset
@@ -62,6 +64,8 @@ class TestSet:
     their generation)."""
     generations: dict[str, int]
     """task_id -> number of generations read."""
+    dropped_rebinding: dict[str, int] = field(default_factory=dict)
+    """task_id -> tests dropped because they rebind the entry point (vacuous)."""
 
 
 def _stem(path: Path) -> str:
@@ -173,10 +177,13 @@ def read_tests(
 
     p = Path(path)
     first = _first_record(p)
+    from evaluation.executor.trusted import rebinds_entry_point
+
     if first is None:
         raise empty_file(p, "test generations")
     tests: dict[str, list[TestCase]] = {}
     gens: dict[str, int] = {}
+    dropped: dict[str, int] = {}
     if "samples" in first and "task_id" not in first:
         index = _prompt_index(dataset, _codet_prompt_files(p, prompts))
         for line, rec in read_jsonl(p):
@@ -191,6 +198,8 @@ def read_tests(
                 gid = f"{tid}/gen/{gens.get(tid, 0)}"
                 gens[tid] = gens.get(tid, 0) + 1
                 ext = extract_tests(str(raw), entry_point=entry, prefix="assert ", limit=limit, mode="codet")
+                if ext.dropped_rebinding:
+                    dropped[tid] = dropped.get(tid, 0) + ext.dropped_rebinding
                 bucket.extend(
                     TestCase(task_id=tid, source=src, generation_id=gid, position=i)
                     for i, src in enumerate(ext.tests)
@@ -207,7 +216,10 @@ def read_tests(
             gid = str(gid) if gid is not None else f"{tid}/gen/{gens.get(tid, 0)}"
             gens[tid] = gens.get(tid, 0) + 1
             sid = rec.get("solution_id")
-            kept = srcs if limit is None else srcs[:limit]
+            valid = [s for s in srcs if not rebinds_entry_point(s, dataset[tid].entry_point)]
+            if len(valid) < len(srcs):
+                dropped[tid] = dropped.get(tid, 0) + len(srcs) - len(valid)
+            kept = valid if limit is None else valid[:limit]
             tests.setdefault(tid, []).extend(
                 TestCase(
                     task_id=tid,
@@ -220,4 +232,4 @@ def read_tests(
             )
     if not gens:
         raise TestgenError(f"{p}: no test generations found")
-    return TestSet(label=label or _stem(p), path=str(p), tests=tests, generations=gens)
+    return TestSet(label=label or _stem(p), path=str(p), tests=tests, generations=gens, dropped_rebinding=dropped)

@@ -13,7 +13,10 @@
   same tasks.
 * ``picks.jsonl``: per task and method, the chosen solution, its score, the size of its tie
   group and the expected pass@1 per verdict kind.
-* ``run.json``: the configuration, counts and the time spent in each step.
+* ``run.json``: the configuration, counts and the time spent in each step. The counts include,
+  per test set, ``tests_dropped_rebinding`` (tests that rebind the entry point: vacuous) and
+  where the distinct tests were checked: ``checked_trusted_code`` (the program cannot forge
+  their pass) and ``checked_child`` (run whole in the program's process), also in pairs.
 * ``cache/``: the outcome matrix and verdict caches (a second run reads them).
 """
 
@@ -29,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.datasets import Dataset, load_dataset
+from evaluation.executor.trusted import trusted_check
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import JsonlAppender, empty_file, read_jsonl, write_jsonl
 from evaluation.records import content_id
@@ -404,6 +408,12 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
         counts[f"codet_unpackable_tasks[{ts.label}]"] = sum(
             1 for t in prepared[ts.label] if t.tests and not codet_packing_compiles(t.tests)
         )
+        counts[f"tests_dropped_rebinding[{ts.label}]"] = sum(ts.dropped_rebinding.get(t, 0) for t in task_ids)
+        trusted = [[trusted_check(src, t.entry_point) for src in t.tests] for t in prepared[ts.label]]
+        counts[f"checked_trusted_code[{ts.label}]"] = sum(sum(flags) for flags in trusted)
+        counts[f"checked_child[{ts.label}]"] = sum(len(flags) - sum(flags) for flags in trusted)
+        counts[f"pairs_checked_trusted_code[{ts.label}]"] = sum(
+            sum(flags) * len(t.programs) for flags, t in zip(trusted, prepared[ts.label]))
     timings["total"] = time.perf_counter() - t_start
 
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")

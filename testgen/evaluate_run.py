@@ -9,13 +9,18 @@ Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models 
    the ``human`` backend, whose one generation is the dataset's whole human test suite).
 3. Run every *distinct* kept test of a task once against the reference solution in the sandboxed
    executor (:mod:`evaluation.executor`), with ``measure_coverage`` so each test's executed arcs
-   come back; identical tests of different generations share the result. For self/cross the
-   kept tests also run against the code that was in the prompt (Table 6).
+   come back; identical tests of different generations share the result. Tests name the task's
+   entry point, so the executor checks them in trusted code where it can (a program cannot forge
+   their pass); ``metrics.json`` counts how many were checked there and how many in the
+   program's process. Tests that rebind the entry point are vacuous: dropped (runs made before
+   extraction dropped them) and counted. For self/cross the kept tests also run against the code
+   that was in the prompt (Table 6).
 4. Per generation: outcomes of its kept tests, and branch coverage of the union of the load arcs
    and its tests' arcs, computed by coverage.py's own analysis (:mod:`testgen.coverage`).
 5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
 
-Execution results are cached in ``EVAL/executions.jsonl`` keyed by (program, test, timeout), so
+Execution results are cached in ``EVAL/executions.jsonl`` keyed by (program, test, timeout) and
+:data:`CACHE_VERSION`, so
 re-running with other options (``--tests-per-generation``, ``--empty``, ...) or after an
 interruption executes only what is missing.
 """
@@ -48,6 +53,10 @@ if TYPE_CHECKING:
     from evaluation.datasets import Dataset
 
 __all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
+
+CACHE_VERSION = 2
+"""Version of ``executions.jsonl`` records; 2: tests checked in trusted code (earlier records
+are not reused)."""
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as execution jobs finish."""
@@ -107,6 +116,8 @@ class GenerationInput:
     dropped_no_entry_point: int
     """From ``dropped``."""
     dropped_unparsable: int
+    """From ``dropped``."""
+    dropped_rebinding: int
     """From ``dropped``."""
     line: int
     """Line in generations.jsonl (for messages)."""
@@ -188,7 +199,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
         gens.append(GenerationInput(
             task_id=task_id, generation_id=gid, solution_id=sol, tests=tuple(tests),
             dropped_no_entry_point=_int(dropped.get("no_entry_point")),
-            dropped_unparsable=_int(dropped.get("unparsable")), line=line,
+            dropped_unparsable=_int(dropped.get("unparsable")), dropped_rebinding=_int(dropped.get("rebinding")),
+            line=line,
         ))
     if not gens:
         raise empty_file(gen_path, "test generations")
@@ -256,7 +268,7 @@ class _ExecCache:
         """Whether the file existed (read with ``use``, deleted without)."""
         if use and path.is_file():
             for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-                if rec.get("timeout") != timeout:
+                if rec.get("timeout") != timeout or rec.get("v") != CACHE_VERSION:
                     continue
                 pid = rec["program"]
                 la = rec.get("load_arcs")
@@ -286,7 +298,7 @@ class _ExecCache:
         for tid, ex in results:
             self.tests[(pid, tid)] = ex
         self._appender.write({
-            "program": pid, "timeout": self.timeout,
+            "program": pid, "timeout": self.timeout, "v": CACHE_VERSION,
             "load_arcs": None if load_arcs is None else [list(a) for a in load_arcs],
             "load_error": load_error,
             "results": [[tid, ex.outcome.value, None if ex.arcs is None else [list(a) for a in ex.arcs]]
@@ -299,25 +311,25 @@ class _ExecCache:
 
 
 def _run_programs(
-    wanted: Mapping[str, tuple[str, list[str]]],
+    wanted: Mapping[str, tuple[str, list[str], str]],
     cache: _ExecCache,
     opts: EvalOptions,
     progress: ProgressFn | None,
     stage: str,
 ) -> dict[str, int]:
-    """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests)) that is
-    not cached yet, in jobs of ``chunk_size`` tests; results go into ``cache``."""
+    """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
+    point)) that is not cached yet, in jobs of ``chunk_size`` tests; results go into ``cache``."""
     from evaluation.executor import AssertTest, Job, Limits, execute
 
     jobs: list[Job] = []
-    for pid, (program, tests) in wanted.items():
+    for pid, (program, tests, entry_point) in wanted.items():
         todo = [t for t in dict.fromkeys(tests) if not cache.has(pid, content_id(t))]
         for start in range(0, len(todo), opts.chunk_size):
             chunk = todo[start:start + opts.chunk_size]
-            jobs.append(Job(program=program, tests=tuple(AssertTest(source=t) for t in chunk),
+            jobs.append(Job(program=program, tests=tuple(AssertTest(source=t, entry_point=entry_point) for t in chunk),
                             measure_coverage=True, tag=(pid, tuple(content_id(t) for t in chunk))))
     stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0,
-             "tests_wanted": sum(len(dict.fromkeys(tests)) for _, tests in wanted.values())}
+             "tests_wanted": sum(len(dict.fromkeys(tests)) for _, tests, _ in wanted.values())}
     if progress:
         progress(stage, 0, len(jobs))
     if not jobs:
@@ -411,14 +423,20 @@ def evaluate_run(
             raise RecordError(str(run.path / "generations.jsonl"), g.line,
                               f"task {g.task_id!r} is not in the reference dataset {ref_name}", field="task_id")
 
-    kept = {g.generation_id: (g.tests if k is None else g.tests[:k]) for g in run.generations}
+    from evaluation.executor.trusted import rebinds_entry_point, trusted_check
+
+    # Tests that rebind the entry point are not tests (runs made before extraction dropped them).
+    valid = {g.generation_id: [t for t in g.tests if not rebinds_entry_point(t, problems[g.task_id].entry_point)]
+             for g in run.generations}
+    kept = {g.generation_id: tuple(valid[g.generation_id] if k is None else valid[g.generation_id][:k])
+            for g in run.generations}
     # 1. reference solutions: every distinct kept test of a task, once.
-    ref_wanted: dict[str, tuple[str, list[str]]] = {}
+    ref_wanted: dict[str, tuple[str, list[str], str]] = {}
     ref_pid: dict[str, str] = {}
     for g in run.generations:
         prob = problems[g.task_id]
         pid = ref_pid.setdefault(g.task_id, "ref:" + content_id(prob.reference_code))
-        ref_wanted.setdefault(pid, (prob.reference_code, []))[1].extend(kept[g.generation_id])
+        ref_wanted.setdefault(pid, (prob.reference_code, [], prob.entry_point))[1].extend(kept[g.generation_id])
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
     verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
@@ -437,13 +455,14 @@ def evaluate_run(
         reused("reference solutions", ref_stats)
         # 2. the prompt's code (Table 6), for self/cross.
         want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
-        prompt_wanted: dict[str, tuple[str, list[str]]] = {}
+        prompt_wanted: dict[str, tuple[str, list[str], str]] = {}
         if want_prompt:
             for g in run.generations:
                 sol = run.solutions.get(g.solution_id or "")
                 if sol is not None:
                     code = str(sol["solution"])
-                    prompt_wanted.setdefault("sol:" + content_id(code), (code, []))[1].extend(kept[g.generation_id])
+                    prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
+                                             )[1].extend(kept[g.generation_id])
         prompt_stats = _run_programs(prompt_wanted, cache, opts, progress, "prompt code") if prompt_wanted else {}
         if prompt_stats:
             reused("code in the prompts", prompt_stats)
@@ -481,8 +500,9 @@ def evaluate_run(
             canonical=tuple(canonical_test(t, opts.dedup) for t in tests), outcomes=outcomes,
             coverage=cov, prompt_coverage=pcov, coverage_tests_only=cov_tests,
             prompt_correct=verdicts.get(g.solution_id) if g.solution_id else None,
-            n_extracted=len(g.tests), dropped_no_entry_point=g.dropped_no_entry_point,
+            n_extracted=len(valid[g.generation_id]), dropped_no_entry_point=g.dropped_no_entry_point,
             dropped_unparsable=g.dropped_unparsable,
+            dropped_rebinding=g.dropped_rebinding + len(g.tests) - len(valid[g.generation_id]),
         ))
 
     positions = k if k is not None else max((r.n for r in results), default=0)
@@ -502,6 +522,16 @@ def evaluate_run(
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
         "reference_dataset": ref_name, "reference_source": ref_source,
         "prompt_coverage": want_prompt, "verdicts": bool(verdicts),
+    }
+    # Where each kept test's verdict is reached: trusted code, or the program's own process.
+    site = {(t, ep): trusted_check(t, ep) for (t, ep) in
+            {(t, problems[g.task_id].entry_point) for g in run.generations for t in kept[g.generation_id]}}
+    occurrences = [site[(t, problems[g.task_id].entry_point)] for g in run.generations for t in kept[g.generation_id]]
+    distinct = [site[(t, problems[task].entry_point)] for task, t in
+                {(g.task_id, t) for g in run.generations for t in kept[g.generation_id]}]
+    metrics["checks"] = {
+        "kept_tests": {"trusted_code": sum(occurrences), "child": len(occurrences) - sum(occurrences)},
+        "distinct_tests": {"trusted_code": sum(distinct), "child": len(distinct) - sum(distinct)},
     }
     metrics["execution"] = {
         "reference": ref_stats, "prompt_code": prompt_stats,

@@ -10,7 +10,9 @@ Two modes:
   piece is a candidate when the entry point name occurs in it (substring test, before
   truncation); it is cut at the first of ``\\nclass``, ``\\ndef``, ``\\n#``, ``\\nif``,
   ``\\nprint`` and stripped; it is kept when it compiles inside a ``try:`` block. The first
-  ``limit`` kept pieces (5 in CodeT) are the tests. Strings are byte-for-byte CodeT's.
+  ``limit`` kept pieces (5 in CodeT) are the tests. Strings are byte-for-byte CodeT's. One
+  difference, in both modes: a piece that rebinds the function under test (see below) is
+  dropped before the limit (CodeT's CodeGen-16B data has none).
 * ``"robust"``: for the testing study (Xiong, Guo, Chen, "The Program Testing Ability of Large
   Language Models for Code", arXiv 2310.05727; prompts end with ``assert <entry_point>(``, the
   first 3 tests are kept). Complete ``assert`` statements are found with :mod:`ast` by parsing
@@ -38,6 +40,12 @@ Two modes:
   A test is the statement's source text as the model wrote it (dedented; trailing comments and
   ``;`` companions cut off; rescued statements joined into one line). :func:`canonical_test`
   gives a layout-free form (``ast.unparse``) for deduplication.
+
+In both modes a test that rebinds the function under test (a ``def``, ``class``, assignment,
+import, parameter or ``del`` of its name, in any scope: ``add = lambda a, b: a + b`` after the
+assert, ``all(add(1) for add in ...)``) checks its own definition, not the program's: every
+program, wrong ones included, would pass it. It is dropped and counted in
+``dropped_rebinding`` (:func:`evaluation.executor.trusted.rebinds_entry_point`).
 """
 
 from __future__ import annotations
@@ -87,6 +95,8 @@ class Extraction:
     dropped_empty: int = 0
     """Bare ``assert`` keywords with no expression (e.g. an empty generation after a prompt
     ending with ``assert ``); robust mode only, CodeT skips them silently."""
+    dropped_rebinding: int = 0
+    """Tests that rebind the function under test (vacuous: they check their own definition)."""
 
 
 def extract_tests(
@@ -135,16 +145,21 @@ def _apply_limit(
     limit: int | None,
     no_entry_point: int,
     unparsable: int,
+    entry_point: str,
     empty: int = 0,
 ) -> Extraction:
-    kept = tests if limit is None else tests[:limit]
+    from evaluation.executor.trusted import rebinds_entry_point
+
+    valid = [t for t in tests if not rebinds_entry_point(t, entry_point)]
+    kept = valid if limit is None else valid[:limit]
     return Extraction(
         tests=tuple(kept),
         raw=raw,
         dropped_no_entry_point=no_entry_point,
         dropped_unparsable=unparsable,
-        dropped_over_limit=len(tests) - len(kept),
+        dropped_over_limit=len(valid) - len(kept),
         dropped_empty=empty,
+        dropped_rebinding=len(tests) - len(valid),
     )
 
 
@@ -195,6 +210,7 @@ def _extract_codet(text: str, *, entry_point: str, prefix: str, limit: int | Non
         limit=limit,
         no_entry_point=no_entry_point,
         unparsable=unparsable,
+        entry_point=name,
     )
 
 
@@ -356,5 +372,6 @@ def _extract_robust(
         limit=limit,
         no_entry_point=no_entry_point,
         unparsable=unparsable,
+        entry_point=name,
         empty=empty,
     )

@@ -110,6 +110,8 @@ class GenerationResult:
     """Asserts dropped because they never call the entry point."""
     dropped_unparsable: int = 0
     """Pieces dropped because they do not parse."""
+    dropped_rebinding: int = 0
+    """Tests dropped because they rebind the function under test (vacuous)."""
 
     @property
     def n(self) -> int:
@@ -338,6 +340,7 @@ def summarize(
             "tests_kept_distinct_per_generation": sum(g.n_distinct for g in gens),
             "tests_dropped_no_entry_point": sum(g.dropped_no_entry_point for g in gens),
             "tests_dropped_unparsable": sum(g.dropped_unparsable for g in gens),
+            "tests_dropped_rebinding": sum(g.dropped_rebinding for g in gens),
             "outcomes": outcome_counts,
         },
         "per_task_distribution": {
@@ -375,4 +378,5 @@ def generation_record(g: GenerationResult, *, measure: CoverageMeasure = Coverag
         "n_extracted": g.n_extracted,
         "dropped_no_entry_point": g.dropped_no_entry_point,
         "dropped_unparsable": g.dropped_unparsable,
+        "dropped_rebinding": g.dropped_rebinding,
     }

@@ -571,8 +571,11 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
     p = unit.problem
     prefix = gen.prefix if gen.prefix is not None else prompt_prefix(unit.prompt)
     if gen.tests is not None:
-        tests = list(gen.tests)
+        from evaluation.executor.trusted import rebinds_entry_point
+
+        tests = [t for t in gen.tests if not rebinds_entry_point(t, p.entry_point)]
         dropped = dict(gen.dropped or {"no_entry_point": 0, "unparsable": 0})
+        dropped["rebinding"] = dropped.get("rebinding", 0) + len(gen.tests) - len(tests)
         prompt_json: Any = ""
         prompt_hash = content_id("")
         prefix = ""
@@ -580,7 +583,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
         tests = list(ex.tests)
         dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
-                   "empty": ex.dropped_empty}
+                   "empty": ex.dropped_empty, "rebinding": ex.dropped_rebinding}
         prompt_json = unit.prompt.to_json()
         prompt_hash = unit.prompt_hash
     return {

@@ -4,8 +4,9 @@ A :class:`Job` is one program plus the tests to run against it. The program is l
 once (in a forked, sandboxed child) and each test then runs against it. Two kinds of test:
 
 * :class:`AssertTest`: a statement such as ``assert f(1) == 2``; passes when it raises no
-  exception. Where the statement has the shape ``assert <call> == <literal>`` the executor
-  may evaluate ``<call>`` in the child and compare plain values in the trusted parent.
+  exception. With :attr:`AssertTest.entry_point` set, the executor checks it in trusted code
+  where it can (:mod:`evaluation.executor.trusted`): the child only reports the values the
+  function under test returned, and the verdict is reached outside the program's process.
 * :class:`CallTest`: call ``entry_point(*args)`` and return the value as plain data, for
   the caller to compare; or, in a job with a :attr:`Job.judge`, have the value judged in the
   trusted worker against the test's :attr:`CallTest.expected` (the HumanEval+ evaluator).
@@ -27,6 +28,15 @@ class AssertTest:
 
     source: str
     """Python source, e.g. ``"assert add(1, 2) == 3"``."""
+    entry_point: str | None = None
+    """The function under test (``"add"``). When given, the test is checked in trusted code if
+    its shape allows (:func:`evaluation.executor.trusted.trusted_check` says which): the
+    child evaluates only the calls of this function (or runs the test with them recorded) and
+    returns their values as plain data; the worker, or the sandboxed checker process, applies
+    the test's check to them with pristine builtins and modules. Its pass cannot be forged by
+    the program (patched modules or builtins, lying dunder methods, mutated arguments), and a
+    value that is not plain data is an ERROR. ``None``: the test runs whole in the child (only
+    ``assert <expr> == <literal>`` has its comparison made in the worker)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +165,7 @@ class ExecutionResult:
     stats: dict[str, Any] = field(default_factory=dict, compare=False)
     """Diagnostics, never used for verdicts: ``children`` forked, ``restarts`` after a kill
     or crash, ``shared`` (tests judged on another test's evaluation of the same expression),
-    ``deadlines_hit`` (evaluations killed at the per-test deadline), ``seconds``,
+    ``deadlines_hit`` (evaluations killed at the per-test deadline), ``trusted`` (distinct tests
+    checked in trusted code), ``checker_calls`` (tests the checker process judged), ``seconds``,
     ``distinct_tests``, ``duplicates`` (other jobs with the same program), ``warnings``,
     ``output`` (the program's captured stdout/stderr)."""

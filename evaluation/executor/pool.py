@@ -107,7 +107,7 @@ def _parse_error(program: str) -> str | None:
 
 def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
     if isinstance(test, AssertTest):
-        return ("a", test.source)
+        return ("a", test.source, test.entry_point)
     if isinstance(test, CallTest):
         try:
             args_blob = marshal.dumps(tuple(test.args))
@@ -251,7 +251,7 @@ class _Plan:
                     pos = len(unit.tests)
                     unit.test_pos[tkey] = pos
                     if isinstance(test, AssertTest):
-                        unit.tests.append(("a", test.source))
+                        unit.tests.append(("a", test.source, test.entry_point))
                     else:
                         unit.tests.append(("c", test.entry_point, tuple(test.args)))
                     unit.expected.append(test.expected if isinstance(test, CallTest) else None)

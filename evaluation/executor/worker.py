@@ -15,10 +15,15 @@ each test's deadline from outside (SIGKILL of the child's process group): a chil
 SIGALRM, but not that. When a child dies or is killed, the test it was running is marked
 (TIMEOUT, or ERROR for a crash) and the tests after it run in a fresh child.
 
-For ``assert <expr> == <literal>`` (also ``!=``, and ``is``/``is not`` with None/True/False)
-the child only evaluates ``<expr>`` and sends its value as plain data; the comparison happens
-here, in trusted code, so always-equal objects, patched builtins or a hijacked ``sys.exit``
-cannot forge a pass.
+Tests that name the function under test (``AssertTest.entry_point``) are checked in trusted
+code where :mod:`evaluation.executor.trusted` can: the child only evaluates the calls of that
+function (or runs the test with them recorded) and sends their values as plain data; the
+predicate is applied here, or the test is re-run against the recorded calls in the sandboxed
+checker process (:mod:`evaluation.executor.checker`), so patched modules and builtins, lying
+dunder methods or a hijacked ``sys.exit`` cannot forge a pass: for these tests a pass never
+comes from the child. For other tests of the shape ``assert <expr> == <literal>`` (also
+``!=``, and ``is``/``is not`` with None/True/False) the child evaluates ``<expr>`` and the
+comparison happens here; everything else runs whole in the child.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evaluation.executor import sandbox
+from evaluation.executor import sandbox, trusted
+from evaluation.executor.checker import Checker
 from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain, read_size
 
 __all__ = ["main", "OUTCOME_CODES"]
@@ -45,14 +51,22 @@ OUTCOME_CODES = ("passed", "failed", "error", "timeout")
 """Wire codes of :class:`evaluation.records.Outcome`, by index."""
 _PASSED, _FAILED, _ERROR, _TIMEOUT = range(4)
 
-# Kinds of prepared test.
-_K_STMT, _K_CMP, _K_CALL, _K_BAD = range(4)
+# Kinds of prepared test. The last three are checked in trusted code (evaluation.executor.trusted):
+# a call of the function under test whose value the worker judges, and tests whose calls the
+# child records for the checker process (a checked expression, or the whole test).
+_K_STMT, _K_CMP, _K_CALL, _K_BAD, _K_VAL, _K_RVAL, _K_REC = range(7)
 # Child -> worker test statuses. The first four depend on the test's expression only; the
 # next three are verdicts the child reached by comparing a non-plain value with the test's
 # own literal, so they cannot be shared with another test of the same expression. The last:
 # the child's own alarm (a shortened deadline, see :func:`_child_main`) ended the test.
-_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR, _S_TIMEOUT = range(8)
+# _S_RECORD: the calls a test made of the function under test, for the checker.
+_S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR, _S_TIMEOUT, _S_RECORD = range(9)
 _JUDGED = {_S_J_PASSED: _S_PASSED, _S_J_FAILED: _S_FAILED, _S_J_ERROR: _S_ERROR}
+_TRUSTED_STATUSES = {_K_VAL: (_S_VALUE, _S_FAILED, _S_ERROR), _K_RVAL: (_S_RECORD, _S_FAILED, _S_ERROR),
+                     _K_REC: (_S_RECORD, _S_FAILED, _S_ERROR)}
+"""What a child may answer for a test checked in trusted code: never a verdict of its own."""
+_ARGS_SNAPSHOT_BYTES = 64 * 1024
+"""Recorded calls keep their arguments (for the checker to compare) up to this size."""
 
 PROGRAM_FILENAME = "<program>"
 """Filename the program is compiled under (tracebacks, SyntaxError messages)."""
@@ -129,6 +143,32 @@ def _analyze_assert(source: str) -> tuple[int, Any, Any]:
     return _K_STMT, code, None
 
 
+def _analyze_trusted(source: str, entry_point: str) -> tuple[int, Any, Any]:
+    """Prepare a test of ``entry_point``: checked in trusted code when the test's shape allows
+    (see :mod:`evaluation.executor.trusted`), else as :func:`_analyze_assert` does."""
+    try:
+        tree = ast.parse(source)
+        p = trusted.plan(tree, entry_point)
+        if p.kind == "child":
+            return _analyze_assert(source)
+        if p.kind == "recorded":
+            return _K_REC, compile(tree, "<test>", "exec", dont_inherit=True, optimize=0), \
+                (None, None, None, entry_point, source)
+        assert p.expr is not None
+        prefix = None
+        if p.prefix:
+            prefix = compile(ast.Module(body=list(p.prefix), type_ignores=[]), "<test>", "exec", dont_inherit=True,
+                             optimize=0)
+        node = ast.fix_missing_locations(ast.copy_location(ast.Expression(body=p.expr), p.expr))
+        code = (prefix, compile(node, "<test>", "eval", dont_inherit=True, optimize=0))
+        key = "".join(ast.dump(s) for s in p.prefix) + "\x00" + ast.dump(p.expr)
+        if p.kind == "value":
+            return _K_VAL, code, (p.op, p.literal, "v" + key)
+        return _K_RVAL, code, (p.op, p.literal, "r" + entry_point + "\x00" + key, entry_point, source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return _analyze_assert(source)
+
+
 def _compare(opname: str, value: Any, literal: Any) -> bool:
     """Python's comparison on two plain values (both decoded here: no foreign ``__eq__``)."""
     if opname == "eq":
@@ -137,7 +177,55 @@ def _compare(opname: str, value: Any, literal: Any) -> bool:
         return bool(value != literal)
     if opname == "is":
         return value is literal
-    return value is not literal
+    if opname == "isnot":
+        return value is not literal
+    return trusted.compare(opname, value, literal)
+
+
+def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any]:
+    """:func:`_judge_value` for a trusted value test; the value is reported only for the
+    predicates that reported one before trusted checks (MBR-exec's output keys)."""
+    res = _judge_value(extra, value, dt, arcs)
+    return res if extra[0] in trusted.VALUE_OPS else (res[0], None, *res[2:])
+
+
+def _recorded_run(kind: int, code: Any, entry_point: str, ns: dict[str, Any], g: dict[str, Any],
+                  dumps: Any) -> list[Any]:
+    """Run a recorded test in the child; the calls it made of ``entry_point``, each as
+    ``(arguments or None, 0, value)``, ``(arguments or None, 1, (is AssertionError, type name,
+    detail))`` or ``(arguments or None, 2, type name of a non-plain value)`` (marshal bytes).
+    What the child does here is not trusted: the checker re-runs the test on these values."""
+    calls: list[Any] = []
+    fn = ns.get(entry_point)
+    if fn is not None:
+        append = calls.append
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                snap = dumps((args, kwargs))
+                if len(snap) > _ARGS_SNAPSHOT_BYTES:
+                    snap = None
+            except Exception:  # noqa: BLE001 - not plain: not compared
+                snap = None
+            try:
+                value = fn(*args, **kwargs)
+            except BaseException as exc:
+                append((snap, 1, (isinstance(exc, AssertionError), str(type(exc).__name__), _detail(exc))))
+                raise
+            try:
+                append((snap, 0, dumps(value)))
+            except Exception:  # noqa: BLE001
+                append((snap, 2, str(type(value).__name__)))
+            return value
+
+        g[entry_point] = recorded
+    if kind == _K_REC:
+        exec(code, g)
+    else:
+        if code[0] is not None:
+            exec(code[0], g)
+        eval(code[1], g)
+    return calls
 
 
 def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any]:
@@ -291,6 +379,14 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
                     if kind == _K_CMP:
                         value = eval(code, g)
                         status = _S_VALUE
+                    elif kind == _K_VAL:
+                        if code[0] is not None:
+                            exec(code[0], g)
+                        value = eval(code[1], g)
+                        status = _S_VALUE
+                    elif kind == _K_RVAL or kind == _K_REC:
+                        value = _recorded_run(kind, code, extra[3], ns, g, dumps)
+                        status = _S_RECORD
                     elif kind == _K_STMT:
                         exec(code, g)
                         status = _S_PASSED
@@ -314,7 +410,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
                 armed[1] = False
                 send(("T", i, _S_TIMEOUT, None, "", perf() - t0, _arcs(cov, filename, f"t{i}")))
                 continue
-            if status == _S_VALUE:
+            if status == _S_VALUE or status == _S_RECORD:
                 try:
                     value_blob = dumps(value)
                     if len(value_blob) > value_bytes:
@@ -433,6 +529,10 @@ class _Worker:
         self.expected: list[Any] | None = None
         self.template: _Template | None = None
         self.template_failures = 0
+        self.checker: Checker | None = None
+        """The trusted checker process (started on first need)."""
+        self.records: dict[int, bytes] = {}
+        """The current unit's recorded calls, by test, for the checker."""
 
     def start_judge(self, unit: dict[str, Any]) -> None:
         """Read the unit's expected values (after the fork!) and build its judge."""
@@ -494,16 +594,18 @@ class _Worker:
         if test[0] == "c":
             return _K_CALL, None, None
         source: str = test[1]
-        hit = self.cache.get(source)
+        entry_point = test[2] if len(test) > 2 else None
+        key: Any = source if entry_point is None else (source, entry_point)
+        hit = self.cache.get(key)
         if hit is None:
-            hit = self.older.pop(source, None)
+            hit = self.older.pop(key, None)
             if hit is None:
-                hit = _analyze_assert(source)
+                hit = _analyze_assert(source) if entry_point is None else _analyze_trusted(source, str(entry_point))
                 self.analyzed = True
             if len(self.cache) >= _CACHE_SIZE:
                 self.older = self.cache
                 self.cache = {}
-            self.cache[source] = hit
+            self.cache[key] = hit
         return hit
 
     def clean_scratch(self) -> None:
@@ -662,6 +764,13 @@ class _Worker:
         kind, _, extra = prepared[i]
         detail = str(detail)[:_DETAIL_CHARS]
         dt = float(dt) if isinstance(dt, float) else 0.0
+        if kind in _TRUSTED_STATUSES and status not in _TRUSTED_STATUSES[kind]:
+            return _ERROR, None, dt, "protocol violation: the child judged a test that is checked in trusted code", arcs
+        if status == _S_RECORD:
+            if not isinstance(blob, bytes) or len(blob) > value_bytes:
+                return _ERROR, None, dt, "recorded calls exceed the value cap", arcs
+            self.records[i] = blob
+            return _ERROR, None, dt, "trusted check not run", arcs  # replaced by run_unit
         if status in _JUDGED:
             self.judged.add(i)
             status = _JUDGED[status]
@@ -677,6 +786,9 @@ class _Worker:
             if kind == _K_CMP:
                 self.values[i] = value
                 return _judge_value(extra, value, dt, arcs)
+            if kind == _K_VAL:
+                self.values[i] = value
+                return _judge_trusted(extra, value, dt, arcs)
             if self.judge is not None and kind == _K_CALL:
                 try:
                     expected = self.expected[i] if self.expected is not None else None
@@ -709,6 +821,7 @@ class _Worker:
         results: list[Any] = [None] * n
         self.values: dict[int, Any] = {}
         self.judged: set[int] = set()
+        self.records = {}
         self.deadlines_hit = 0
         self.shortened_hits = 0
         first: dict[str, int] = {}
@@ -716,7 +829,7 @@ class _Worker:
         for i, (kind, _, extra) in enumerate(prepared):
             # A judged unit runs in one child (its expected values must never be in a child's
             # memory, and the worker has them once the first child is forked): no second pass.
-            if kind == _K_CMP and not unit.get("judge"):
+            if (kind == _K_CMP or kind == _K_VAL or kind == _K_RVAL) and not unit.get("judge"):
                 lead = first.setdefault(extra[2], i)
                 if lead != i:
                     followers.setdefault(lead, []).append(i)
@@ -729,7 +842,11 @@ class _Worker:
                 for i in group:
                     if lead in self.values:
                         _, _, dt, _, arcs = results[lead]
-                        results[i] = _judge_value(prepared[i][2], self.values[lead], dt, arcs)
+                        judge = _judge_trusted if prepared[i][0] == _K_VAL else _judge_value
+                        results[i] = judge(prepared[i][2], self.values[lead], dt, arcs)
+                    elif lead in self.records:  # the checker judges it on the same recorded calls
+                        self.records[i] = self.records[lead]
+                        results[i] = results[lead]
                     elif lead in self.judged or results[lead] is None:
                         again.append(i)
                     else:
@@ -739,18 +856,43 @@ class _Worker:
                 self._run_tests(unit, prepared, again, results, run)
         self.judge = None
         self.expected = None
+        t_check = time.monotonic()
+        checked = self._check_recorded(unit, prepared, results) if self.records and not run.load_error else 0
+        t_check = time.monotonic() - t_check
         for i in range(n):
             if results[i] is None:  # the program failed to load: every test gets its error
                 code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
                 results[i] = (code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
         stats: dict[str, Any] = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
-                 "seconds": time.monotonic() - run.t0}
+                 "seconds": time.monotonic() - run.t0,
+                 "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_STATUSES), "checker_calls": checked,
+                 "checker_seconds": t_check}
         if run.warnings:
             stats["warnings"] = run.warnings
         if run.output:
             stats["output"] = "".join(run.output)[: unit["limits"][3]]
         return ("R", unit["id"], results, run.load_error, run.load_arcs, stats)
+
+    def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
+        """Verdicts of the tests whose calls the child recorded, from the checker process.
+
+        Run after the unit's children, so the checks never delay a child's deadline. A check
+        may take ``max(1, 4 x timeout)`` seconds (the child ran the same test within
+        ``timeout``; the checks' run-time guards cost a few times that at most)."""
+        timeout, value_bytes = unit["limits"][0], unit["limits"][6]
+        if self.checker is None:
+            self.checker = Checker(self.prep)
+        for i, blob in self.records.items():
+            kind, _, extra = prepared[i]
+            code, value, detail, _ = self.checker.check(extra[4], extra[3], blob, max_bytes=value_bytes,
+                                                        deadline=max(1.0, 4.0 * timeout))
+            if kind == _K_REC or extra[0] not in trusted.VALUE_OPS:
+                value = None
+            results[i] = (code, value, results[i][2], detail, results[i][4])
+        checked = len(self.records)
+        self.records = {}
+        return checked
 
     def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
                    results: list[Any], run: _Run) -> None:
@@ -1050,4 +1192,6 @@ def main() -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent stopped reading (closed early): exit quietly
     finally:
+        if worker.checker is not None:
+            worker.checker.close()
         shutil.rmtree(worker.scratch, ignore_errors=True)

@@ -99,8 +99,12 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
     c = m["counts"]
     table.add_row("tasks x generations", f"{c['tasks']} / {c['generations']}")
     table.add_row("generations without tests", str(c["generations_without_tests"]))
-    table.add_row("tests dropped: no entry point / unparsable",
-                  f"{c['tests_dropped_no_entry_point']} / {c['tests_dropped_unparsable']}")
+    table.add_row("tests dropped: no entry point / unparsable / rebinding it",
+                  f"{c['tests_dropped_no_entry_point']} / {c['tests_dropped_unparsable']} / "
+                  f"{c['tests_dropped_rebinding']}")
+    checks = m["checks"]["distinct_tests"]
+    table.add_row("distinct tests checked in trusted code / in the program's process",
+                  f"{checks['trusted_code']} / {checks['child']}")
     split = m.get("prompt_correctness")
     if split:
         for key in ("correct", "incorrect"):

@@ -1,0 +1,131 @@
+"""The executor's trusted checks end to end: values and sharing, the checker process (its
+sandbox, its deadline, its restarts), and what a test reports (the hostile families are in
+tests/hostile/test_forged_checks.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+
+from evaluation.executor import AssertTest, Executor, ExecutionResult, Job, Limits
+from evaluation.records import Outcome
+
+P, F, E, T = Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.TIMEOUT
+ADD = "def add(x, y):\n    return x + y\n"
+
+
+@pytest.fixture(scope="module")
+def ex() -> Iterator[Executor]:
+    with Executor(workers=1, limits=Limits(timeout=0.5)) as executor:
+        yield executor
+
+
+def run1(ex: Executor, program: str, *sources: str, **job: Any) -> ExecutionResult:
+    tests = tuple(AssertTest(source=s, entry_point="add") for s in sources)
+    [res] = list(ex.run([Job(program=program, tests=tests, **job)]))
+    return res
+
+
+def test_values_predicates_and_what_a_test_reports(ex: Executor) -> None:
+    res = run1(ex, ADD, "assert add(1, 2) == 3", "assert add(1, 2) != 3", "assert add(1, 2)",
+               "assert sorted(add([2], [1])) == [1, 2]", "assert add(1, 2) == add(2, 1)",
+               "assert add(1, 2) > 5", "assert add('a', 'b') in ('ab', 'ba')", want_values=True)
+    assert [r.outcome for r in res.results] == [P, F, P, P, P, F, P]
+    # the value of the checked expression, for the predicates that reported one before (MBR-exec)
+    assert [r.value for r in res.results] == [3, 3, None, [1, 2], None, None, None]
+    assert res.results[5].detail == "AssertionError: got 3"
+    assert res.stats["trusted"] == 7 and res.stats["checker_calls"] == 2
+    assert res.stats["shared"] == 3  # add(1, 2) is evaluated once for the four value tests
+
+
+def test_recorded_tests_share_the_childs_run_of_the_same_expression(ex: Executor) -> None:
+    prog = "calls = []\ndef add(x, y):\n    calls.append(1)\n    return len(calls)\n"
+    res = run1(ex, prog, "assert abs(add(1, 2)) == 1", "assert abs(add(1, 2)) == 2", "assert abs(add(1, 2)) == 1.0")
+    assert [r.outcome for r in res.results] == [P, F, P]  # one evaluation: the program's count is 1
+    assert res.stats["checker_calls"] == 3 and res.stats["shared"] == 2
+
+
+def test_non_plain_values_and_missing_functions_are_errors(ex: Executor) -> None:
+    gen = "def add(x, y):\n    yield x + y\n"
+    res = run1(ex, gen, "assert add(1, 2)", "assert list(add(1, 2)) == [3]", "assert add(1, 2) == 3")
+    assert [r.outcome for r in res.results] == [E, E, E]
+    assert "non-plain value of type generator" in res.results[0].detail
+    assert "non-plain value of type generator" in res.results[1].detail
+    res = run1(ex, "def other():\n    return 1\n", "assert add(1, 2) == 3", "assert abs(add(1, 2)) == 3")
+    assert [r.outcome for r in res.results] == [E, E]
+    assert all("NameError" in r.detail for r in res.results)
+
+
+def test_a_test_passes_only_if_it_passes_in_the_child_too(ex: Executor) -> None:
+    # The program's own `sorted` breaks the test where it runs with the program's names (as in
+    # CodeT's harness); the check with the real builtin would pass: not passed.
+    prog = ADD + "def sorted(x):\n    raise KeyError('mine')\n"
+    res = run1(ex, prog, "assert sorted([add(2, 1), 1]) == [1, 3]")
+    assert res.results[0].outcome is E and "KeyError" in res.results[0].detail
+
+
+def test_exceptions_of_the_function_keep_their_kind(ex: Executor) -> None:
+    prog = "def add(x, y):\n    assert x > 0, 'positive'\n    return 1 // y\n"
+    res = run1(ex, prog, "assert abs(add(-1, 1)) == 1", "assert abs(add(1, 0)) == 1", "assert add(1, 1) + 0 == 1")
+    assert [r.outcome for r in res.results] == [F, E, P]
+    assert res.results[0].detail == "AssertionError: positive"
+    assert "ZeroDivisionError" in res.results[1].detail
+
+
+def test_the_checker_is_killed_at_its_deadline_and_replaced(ex: Executor) -> None:
+    # Cheap where the program patched math.factorial, slow in the checker with the real one.
+    prog = "import math\nmath.factorial = lambda n: 1\ndef add(x, y):\n    return 10 ** 7 + x + y\n"
+    res = run1(ex, prog, "import math\nassert math.factorial(add(0, 0)) > 0", "assert abs(add(0, 0)) > 0",
+               limits=Limits(timeout=0.1))
+    assert [r.outcome for r in res.results] == [T, P]
+    assert "trusted check took longer than 1s" in res.results[0].detail
+
+
+def test_the_checker_runs_sandboxed(ex: Executor) -> None:
+    run1(ex, ADD, "assert abs(add(1, 2)) == 3")
+    worker = psutil.Process(ex._procs[0].proc.pid)  # noqa: SLF001 - the pool's own process
+    [checker] = worker.children()
+    status = open(f"/proc/{checker.pid}/status").read()
+    if ex.isolation["seccomp"].active:
+        assert "Seccomp:\t2" in status
+    assert "NoNewPrivs:\t1" in status
+    assert checker.rlimit(psutil.RLIMIT_AS) == (1 << 30, 1 << 30)
+    assert checker.rlimit(psutil.RLIMIT_FSIZE) == (0, 0)
+
+
+def test_tests_without_an_entry_point_run_as_before(ex: Executor) -> None:
+    prog = "import math\nmath.isclose = lambda *a, **k: True\ndef add(x, y):\n    return 0\n"
+    [res] = list(ex.run([Job(program=prog, tests=(AssertTest(source="import math\nassert math.isclose(add(1, 2), 3)"),
+                                                  AssertTest(source="assert add(1, 2) == 3")))]))
+    assert [r.outcome for r in res.results] == [P, F]  # the first is forged: no entry point, no check
+    assert res.stats["trusted"] == 0
+
+
+def test_recorded_tests_in_per_test_isolation_and_with_coverage(ex: Executor) -> None:
+    srcs = ("assert abs(add(1, 2)) == 3", "x = [add(i, i) for i in range(3)]\nassert x == [0, 2, 4]")
+    res = run1(ex, ADD, *srcs, isolation="per_test")
+    assert [r.outcome for r in res.results] == [P, P] and res.stats["children"] == 2
+    res = run1(ex, ADD, *srcs, measure_coverage=True)
+    assert [r.outcome for r in res.results] == [P, P]
+    assert all(r.arcs is not None for r in res.results)
+
+
+def test_a_checker_that_dies_is_an_error_and_replaced(ex: Executor) -> None:
+    import os
+    import signal
+    import threading
+
+    run1(ex, ADD, "assert abs(add(1, 2)) == 3")  # the checker is up
+    worker = psutil.Process(ex._procs[0].proc.pid)  # noqa: SLF001
+    [checker] = worker.children()
+    killer = threading.Timer(0.5, os.kill, (checker.pid, signal.SIGKILL))
+    killer.start()
+    prog = "import math\nmath.factorial = lambda n: 1\ndef add(x, y):\n    return 10 ** 6 + x + y\n"
+    res = run1(ex, prog, "import math\nassert math.factorial(add(0, 0)) > 0", "assert abs(add(0, 0)) > 0",
+               limits=Limits(timeout=2.0))
+    killer.join()
+    assert [r.outcome for r in res.results] == [E, P]
+    assert res.results[0].detail == "the trusted checker died during this check"
