@@ -274,7 +274,7 @@ def read_problems(file: str | os.PathLike[str], *, dataset: str) -> dict[str, Pr
             raise RecordError(str(file), line, f"duplicate task_id {prob.task_id!r}", field="task_id")
         problems[prob.task_id] = prob
     if not problems:
-        raise RecordError(str(file), 0, "no problems in file")
+        raise RecordError(str(file), 0, "empty file (no problems)")
     return problems
 
 

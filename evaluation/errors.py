@@ -1,12 +1,13 @@
 """Errors raised for user mistakes: the CLI prints them without a traceback.
 
-Everything a user can fix derives from :class:`TestgenError`; anything else escaping the
-CLI is a bug and is shown with its traceback.
+Everything a user can fix derives from :class:`TestgenError` (exit status 2);
+:class:`RunFailure`, a failure while running, is also shown as one line but exits 1. Anything
+else escaping the CLI is a bug and is shown with its traceback. The rule: ``docs/cli.md``.
 """
 
 from __future__ import annotations
 
-__all__ = ["TestgenError", "RecordError", "DatasetNotFound", "UnknownName", "MissingDependency"]
+__all__ = ["TestgenError", "RecordError", "DatasetNotFound", "UnknownName", "MissingDependency", "RunFailure"]
 
 
 class TestgenError(Exception):
@@ -16,13 +17,17 @@ class TestgenError(Exception):
 
 
 class RecordError(TestgenError):
-    """A malformed record in a JSONL file; the message names file, line and field."""
+    """A malformed record in a JSONL file; the message names file, line and field.
+
+    Line 0 means the file as a whole (missing, unreadable, empty): the message is then
+    ``FILE: ...``.
+    """
 
     def __init__(self, path: str, line: int, message: str, *, field: str | None = None) -> None:
         self.path = path
         self.line = line
         self.field = field
-        where = f"{path}:{line}"
+        where = f"{path}:{line}" if line else path
         what = f"field {field!r}: " if field else ""
         super().__init__(f"{where}: {what}{message}")
 
@@ -37,3 +42,8 @@ class UnknownName(TestgenError):
 
 class MissingDependency(TestgenError):
     """A registered entry needs an optional package that is not installed."""
+
+
+class RunFailure(TestgenError):
+    """A failure while running, not a mistake in the input: a server that stops answering, a
+    backend that returns fewer results than asked for. Shown as one line; exit status 1."""

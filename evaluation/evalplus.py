@@ -173,6 +173,8 @@ class GroundTruth:
     """True when read from the cache."""
     seconds: float = 0.0
     """Time taken to compute (or read) it."""
+    cache_file: str = ""
+    """The cache file read or written."""
 
 
 def dataset_kind(name: str) -> str:
@@ -474,7 +476,7 @@ def ground_truth(
                 and list(stored["tasks"]) == list(dataset.problems):
             return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest,
                                tasks=stored["tasks"], from_cache=True,
-                               seconds=time.perf_counter() - t0)
+                               seconds=time.perf_counter() - t0, cache_file=str(cache_file))
 
     problems = list(dataset)
     jobs = []
@@ -528,7 +530,7 @@ def ground_truth(
                     protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(tmp, cache_file)
     return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest, tasks=ordered,
-                       from_cache=False, seconds=time.perf_counter() - t0)
+                       from_cache=False, seconds=time.perf_counter() - t0, cache_file=str(cache_file))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Long runs write with :class:`JsonlAppender`, which flushes every record, so a killed run
 loses at most the record being written; :func:`read_jsonl` skips a torn last line of a
-file that is being resumed when ``tolerate_torn_tail=True``.
+file that is being resumed when ``tolerate_torn_tail=True``, with a :class:`TornLineWarning`
+(the CLIs print it as one ``warning:`` line). In a file the user gave, a torn last line is an
+error that says the file was cut short (``docs/cli.md``).
 """
 
 from __future__ import annotations
@@ -11,13 +13,26 @@ import gzip
 import io
 import json
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from evaluation.errors import RecordError
 
-__all__ = ["read_jsonl", "write_jsonl", "JsonlAppender", "require", "optional", "open_text"]
+__all__ = [
+    "read_jsonl", "write_jsonl", "JsonlAppender", "require", "optional", "open_text", "empty_file",
+    "TornLineWarning",
+]
+
+
+class TornLineWarning(UserWarning):
+    """A torn last line of a file being resumed was dropped (a run killed mid-write)."""
+
+
+def empty_file(path: str | os.PathLike[str], what: str) -> RecordError:
+    """The error for an input file without records: ``FILE: empty file (no <what>)``."""
+    return RecordError(str(path), 0, f"empty file (no {what})")
 
 
 def open_text(path: str | os.PathLike[str], mode: str = "rt", *, gz: bool | None = None) -> IO[str]:
@@ -34,8 +49,9 @@ def read_jsonl(
     """Yield ``(line_number, record)`` for each non-blank line of a JSONL file.
 
     Raises :class:`RecordError` naming the file and line for invalid JSON or a line that
-    is not a JSON object. With ``tolerate_torn_tail`` an unparsable *last* line (a write
-    cut short by a kill) is skipped instead.
+    is not a JSON object; an unparsable last line without a newline is reported as a file cut
+    short. With ``tolerate_torn_tail`` such a line (a write cut short by a kill) is skipped
+    instead, with a :class:`TornLineWarning`.
     """
     name = str(path)
     try:
@@ -60,8 +76,14 @@ def read_jsonl(
                 yield lineno, rec
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise RecordError(name, 0, f"cannot read: {exc}") from None
-        if pending is not None and not (tolerate_torn_tail and not pending[1].endswith("\n")):
-            raise RecordError(name, pending[0], f"invalid JSON: {pending[2]}")
+        if pending is not None:
+            torn = not pending[1].endswith("\n")
+            if not torn:
+                raise RecordError(name, pending[0], f"invalid JSON: {pending[2]}")
+            if not tolerate_torn_tail:
+                raise RecordError(name, pending[0], f"truncated last line (the file was cut short): {pending[2]}")
+            warnings.warn(TornLineWarning(
+                f"{name}:{pending[0]}: dropped a truncated last line (a run killed mid-write)"), stacklevel=2)
 
 
 def require(

@@ -35,10 +35,13 @@ from typing import Any
 
 from evaluation.datasets import Dataset
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import read_jsonl, require
+from evaluation.io import empty_file, read_jsonl, require
 from evaluation.records import Solution
 
-__all__ = ["SolutionFormat", "SolutionFile", "read_solutions", "solution_record", "model_name_from_path"]
+__all__ = [
+    "SolutionFormat", "SolutionFile", "read_solutions", "solution_record", "model_name_from_path",
+    "require_known_tasks",
+]
 
 
 class SolutionFormat(str, enum.Enum):
@@ -66,6 +69,10 @@ class SolutionFile:
     """CodeT format: ``"<file>:<line>: <first line of the prompt>"`` for prompts matching no task."""
     unknown_tasks: tuple[str, ...] = ()
     """Task ids present in the file but not in the dataset (their solutions are still returned)."""
+    unknown_task_lines: tuple[int, ...] = ()
+    """The first line of each of ``unknown_tasks``."""
+    unmatched_lines: tuple[int, ...] = ()
+    """The line of each of ``unmatched``."""
 
     def tasks(self) -> list[str]:
         """Task ids that have at least one solution, in first-seen order."""
@@ -157,6 +164,8 @@ def _read_prompt_file(path: str | os.PathLike[str]) -> dict[str, str]:
     for line, rec in read_jsonl(path):
         prompts[require(rec, "prompt", str, path=str(path), line=line)] = \
             require(rec, "task_id", str, path=str(path), line=line)
+    if not prompts:
+        raise empty_file(path, "prompts")
     return prompts
 
 
@@ -183,7 +192,7 @@ def read_solutions(
         first = rec
         break
     if first is None:
-        return SolutionFile(path=str(p), format=SolutionFormat.SAMPLES, solutions=())
+        raise empty_file(p, "solutions")
     if "samples" in first and "prompt" in first and "task_id" not in first:
         if dataset is None:
             raise TestgenError(f"{p}: CodeT format (prompt + samples) needs a dataset to match prompts")
@@ -198,7 +207,7 @@ def _read_samples(p: Path, *, dataset: Dataset | None, model: str | None) -> Sol
     counters: dict[str, int] = {}
     seen_ids: set[str] = set()
     out: list[Solution] = []
-    unknown: dict[str, None] = {}
+    unknown: dict[str, int] = {}
     for line, rec in read_jsonl(p):
         task_id = require(rec, "task_id", str, path=name, line=line)
         completion = rec.get("completion")
@@ -210,7 +219,7 @@ def _read_samples(p: Path, *, dataset: Dataset | None, model: str | None) -> Sol
                 raise RecordError(name, line, "a completion needs the dataset's prompt; pass a dataset",
                                   field="completion")
             if task_id not in dataset.problems:
-                unknown[task_id] = None
+                unknown.setdefault(task_id, line)
                 code = completion
             else:
                 code = dataset[task_id].prompt + completion
@@ -219,7 +228,7 @@ def _read_samples(p: Path, *, dataset: Dataset | None, model: str | None) -> Sol
         if completion is not None and not isinstance(completion, str):
             raise RecordError(name, line, f"expected str, got {type(completion).__name__}", field="completion")
         if dataset is not None and task_id not in dataset.problems:
-            unknown[task_id] = None
+            unknown.setdefault(task_id, line)
         index = rec.get("sample_index")
         if index is None:
             index = counters.get(task_id, 0)
@@ -239,7 +248,7 @@ def _read_samples(p: Path, *, dataset: Dataset | None, model: str | None) -> Sol
         out.append(Solution(task_id=task_id, solution_id=sid, code=code, completion=completion,
                             sample_index=index, model=sol_model))
     return SolutionFile(path=name, format=SolutionFormat.SAMPLES, solutions=tuple(out),
-                        unknown_tasks=tuple(unknown))
+                        unknown_tasks=tuple(unknown), unknown_task_lines=tuple(unknown.values()))
 
 
 def _read_codet(p: Path, *, dataset: Dataset, model: str | None,
@@ -250,6 +259,7 @@ def _read_codet(p: Path, *, dataset: Dataset, model: str | None,
     counters: dict[str, int] = {}
     out: list[Solution] = []
     unmatched: list[str] = []
+    unmatched_lines: list[int] = []
     for line, rec in read_jsonl(p):
         prompt = require(rec, "prompt", str, path=name, line=line)
         samples = require(rec, "samples", list, path=name, line=line)
@@ -258,6 +268,7 @@ def _read_codet(p: Path, *, dataset: Dataset, model: str | None,
             head = next((ln.strip() for ln in prompt.splitlines() if ln.strip().startswith("def ")),
                         prompt.strip().splitlines()[0] if prompt.strip() else "")
             unmatched.append(f"{name}:{line}: {head[:100]}")
+            unmatched_lines.append(line)
             continue
         for sample in samples:
             if not isinstance(sample, str):
@@ -269,7 +280,7 @@ def _read_codet(p: Path, *, dataset: Dataset, model: str | None,
                                 code=prompt + sample, completion=sample, sample_index=i,
                                 model=sol_model))
     return SolutionFile(path=name, format=SolutionFormat.CODET, solutions=tuple(out),
-                        unmatched=tuple(unmatched))
+                        unmatched=tuple(unmatched), unmatched_lines=tuple(unmatched_lines))
 
 
 def _read_evalplus_dir(p: Path, *, model: str | None) -> SolutionFile:
@@ -282,4 +293,22 @@ def _read_evalplus_dir(p: Path, *, model: str | None) -> SolutionFile:
             i = int(f.stem)
             out.append(Solution(task_id=task_id, solution_id=f"{task_id}/{sol_model}/{i}",
                                 code=f.read_text(encoding="utf-8"), sample_index=i, model=sol_model))
+    if not out:
+        raise RecordError(str(p), 0, "no solutions (expected EvalPlus's <task_id with / as _>/<index>.py files)")
     return SolutionFile(path=str(p), format=SolutionFormat.EVALPLUS_DIR, solutions=tuple(out))
+
+
+def require_known_tasks(found: SolutionFile, dataset: Dataset, *, hint: str = "") -> None:
+    """Refuse a file with solutions of tasks ``dataset`` lacks, or CodeT prompts that match no
+    task: an input error naming the file, the first such line and the field (``docs/cli.md``)."""
+    if found.unknown_tasks:
+        n = len(found.unknown_tasks)
+        more = f" ({n} unknown tasks: {', '.join(found.unknown_tasks[:5])}{' ...' if n > 5 else ''})" if n > 1 else ""
+        line = found.unknown_task_lines[0] if found.unknown_task_lines else 0
+        raise RecordError(found.path, line, f"task {found.unknown_tasks[0]!r} is not in {dataset.name}{more}{hint}",
+                          field="task_id")
+    if found.unmatched:
+        n = len(found.unmatched)
+        head = found.unmatched[0].split(": ", 1)[-1]
+        raise RecordError(found.path, found.unmatched_lines[0] if found.unmatched_lines else 0,
+                          f"matches no task of {dataset.name} ({head!r}; {n} such prompt(s)){hint}", field="prompt")

@@ -205,6 +205,7 @@ def build_matrices(
     outputs: bool = False,
     codet_packing: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> dict[str, TaskMatrix]:
     """Run every distinct program against its task's distinct tests (cached, resumable).
 
@@ -227,15 +228,19 @@ def build_matrices(
     jobs: list[Job] = []
     flag = "v" if outputs else ""
     unpackable = {t.task_id for t in task_list if codet_packing and t.tests and not codet_packing_compiles(t.tests)}
+    wanted = 0
     for task in task_list:
         if not task.tests or task.task_id in unpackable:
             continue
         tests = tuple(AssertTest(source=t) for t in task.tests)
         for prog, key in zip(task.programs, task.program_keys):
+            wanted += 1
             if (task.task_id, key, task.tests_key, flag) in done:
                 continue
             jobs.append(Job(program=prog, tests=tests, want_values=outputs, tag=(task.task_id, key, task.tests_key)))
     total = len(jobs)
+    if notify is not None and cache.exists():
+        notify(f"matrix: {wanted - total:,} of {wanted:,} programs from the cache {cache}; {total:,} to run")
     if progress:
         progress(0, total)
     if jobs:

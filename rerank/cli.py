@@ -13,8 +13,18 @@ from typing import Any
 
 import click
 
+from evaluation.cli_common import (
+    NON_NEGATIVE_INT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    PROBABILITY,
+    DatasetName,
+    FriendlyCommand,
+    notice,
+    run_cli,
+    workers_option,
+)
 from rerank import __version__
-from testgen.cli import FriendlyCommand
 
 __all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
 
@@ -29,7 +39,7 @@ def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         if not label:
             label = Path(path).name.removesuffix(".gz").removesuffix(".jsonl")
         if not Path(path).exists():
-            raise click.BadParameter(f"{path} does not exist", param_hint="--tests")
+            raise click.BadParameter(f"file {path!r} does not exist", param_hint="'--tests'")
         out.append((label, path))
     return tuple(out)
 
@@ -122,31 +132,32 @@ def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
                    "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
-@click.option("--dataset", default="humaneval+", show_default=True, help="humaneval+, mbpp+ or humaneval.")
+@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
+              help="humaneval+, mbpp+ or humaneval.")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
 @click.option("--method", "methods", multiple=True,
               help="Reranker to report (repeat). Default: random, codet, codet-rw, mbr-exec, b4.")
-@click.option("--rw-p", default=0.8, show_default=True, type=float, help="RW: the i-th test weighs p^(i-1).")
+@click.option("--rw-p", default=0.8, show_default=True, type=PROBABILITY, help="RW: the i-th test weighs p^(i-1).")
 @click.option("--rw-combine", default="both", show_default=True, type=click.Choice(["paper", "codet", "both"]),
               help="RW score: paper = sum of weights + #solutions; codet = weighted tests x sqrt(#solutions).")
-@click.option("--b4-beta0", default=1e5, show_default=True, type=float, help="B4: prior beta_0.")
-@click.option("--b4-alpha", default=1e3, show_default=True, type=float, help="B4: prior alpha_xy.")
-@click.option("--tests-per-generation", default=5, show_default=True, type=click.IntRange(min=1),
+@click.option("--b4-beta0", default=1e5, show_default=True, type=POSITIVE_FLOAT, help="B4: prior beta_0.")
+@click.option("--b4-alpha", default=1e3, show_default=True, type=POSITIVE_FLOAT, help="B4: prior alpha_xy.")
+@click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
               help="Keep the first N tests of each generation (CodeT: 5).")
-@click.option("--timeout", default=0.1, show_default=True, type=click.FloatRange(min=0.001),
+@click.option("--timeout", default=0.1, show_default=True, type=POSITIVE_FLOAT,
               help="Seconds per test (CodeT: 0.1).")
-@click.option("--shorten-timeouts-after", default=2, show_default=True, type=click.IntRange(min=0),
+@click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
               help="After N tests of a solution have timed out, its remaining tests get --short-timeout "
                    "(0: every test gets the full --timeout, exact). Halves the matrix time on CodeT's data "
                    "with the same codet/B4/random figures; see the README.")
-@click.option("--short-timeout", default=0.01, show_default=True, type=click.FloatRange(min=0.001),
+@click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
               help="Seconds per test once --shorten-timeouts-after applies.")
 @click.option("--codet-packing/--no-codet-packing", default=True, show_default=True,
               help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
-@click.option("--workers", type=click.IntRange(min=1), help="Executor workers (default: CPU count).")
+@workers_option()
 @click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
               help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
 @click.option("--evalplus/--no-evalplus", default=True, show_default=True,
@@ -193,9 +204,9 @@ def rerank_cmd(
     try:
         k_values = tuple(int(k) for k in ks.split(",") if k.strip())
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {ks!r}", param_hint="--ks") from None
+        raise click.BadParameter(f"expected comma-separated integers, got {ks!r}", param_hint="'--ks'") from None
     if not k_values or min(k_values) < 1:
-        raise click.BadParameter("k must be >= 1", param_hint="--ks")
+        raise click.BadParameter(f"{ks!r}: every k must be a positive integer (>= 1)", param_hint="'--ks'")
     config = RerankConfig(
         samples=samples,
         tests=parse_tests_option(tests),
@@ -216,7 +227,7 @@ def rerank_cmd(
         cache_dir=cache_dir,
     )
     with _progress_bars(progress) as factory:
-        result = run(config, progress=factory)
+        result = run(config, progress=factory, notify=notice)
     _print_tables(result.summary, k_values)
     t = result.timings
     click.echo(
@@ -228,6 +239,4 @@ def rerank_cmd(
 
 def main() -> None:
     """Console-script entry point."""
-    from testgen.cli import run_cli
-
     sys.exit(run_cli(rerank_cmd))

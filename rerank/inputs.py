@@ -32,7 +32,7 @@ from pathlib import Path
 
 from evaluation.datasets import Dataset
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import read_jsonl, require
+from evaluation.io import empty_file, read_jsonl, require
 from evaluation.records import Solution, TestCase
 
 __all__ = ["read_samples", "read_tests", "TestSet", "codet_solution_extract", "CODET_STOP_TOKENS"]
@@ -78,11 +78,15 @@ def _prompt_index(dataset: Dataset, extra_files: Iterable[Path]) -> dict[str, st
         except Exception:  # noqa: BLE001 - strip_examples is best effort here
             pass
     for file in extra_files:
+        records = 0
         for line, rec in read_jsonl(file):
             tid = require(rec, "task_id", str, path=str(file), line=line)
             prompt = require(rec, "prompt", str, path=str(file), line=line)
+            records += 1
             if tid in dataset.problems:
                 index.setdefault(prompt, tid)
+        if not records:
+            raise empty_file(file, "prompts")
     return index
 
 
@@ -110,8 +114,10 @@ def read_samples(
     """Read sampled solutions (any of the three formats) into task_id -> solutions."""
     p = Path(path)
     first = _first_record(p)
+    if first is None:
+        raise empty_file(p, "solutions")
     out: dict[str, list[Solution]] = {}
-    if first is not None and "samples" in first and "task_id" not in first:
+    if "samples" in first and "task_id" not in first:
         # CodeT's format is read here, not by evaluation.solutions: CodeT parity needs its
         # stop-token cut of each completion (solution_extract).
         from evaluation.solutions import model_name_from_path
@@ -145,12 +151,10 @@ def read_samples(
                 )
         return out
     # Our solutions.jsonl and EvalPlus samples: the shared reader (evaluation.solutions).
-    from evaluation.solutions import read_solutions
+    from evaluation.solutions import read_solutions, require_known_tasks
 
     file = read_solutions(p, dataset=dataset)
-    if file.unknown_tasks:
-        shown = ", ".join(file.unknown_tasks[:5])
-        raise TestgenError(f"{p}: {len(file.unknown_tasks)} task(s) not in {dataset.name}: {shown}")
+    require_known_tasks(file, dataset)
     for sol in file.solutions:
         out.setdefault(sol.task_id, []).append(sol)
     return out
@@ -169,9 +173,11 @@ def read_tests(
 
     p = Path(path)
     first = _first_record(p)
+    if first is None:
+        raise empty_file(p, "test generations")
     tests: dict[str, list[TestCase]] = {}
     gens: dict[str, int] = {}
-    if first is not None and "samples" in first and "task_id" not in first:
+    if "samples" in first and "task_id" not in first:
         index = _prompt_index(dataset, _codet_prompt_files(p, prompts))
         for line, rec in read_jsonl(p):
             prompt = require(rec, "prompt", str, path=str(p), line=line)

@@ -26,7 +26,7 @@ import numpy as np
 
 from evaluation.datasets import Dataset, load_dataset
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
+from evaluation.io import JsonlAppender, empty_file, read_jsonl, write_jsonl
 from evaluation.records import content_id
 from rerank import __version__
 from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task
@@ -39,6 +39,8 @@ __all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
+Notify = Callable[[str], None]
+"""Receives one-line notices: what was reused from the caches (the CLI prints them)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,15 +127,24 @@ def _noop(_: str) -> Callable[[int, int], None]:
     return lambda done, total: None
 
 
+def _quiet(_: str) -> None:
+    pass
+
+
+def _labelled(notify: Notify, label: str) -> Notify:
+    return lambda message: notify(f"{label}: {message}")
+
+
 def _evalplus_verdicts(
     dataset: Dataset,
     tasks: Sequence[TaskInputs],
     cache: Path,
     workers: int | None,
     progress: Callable[[int, int], None],
+    notify: Notify = _quiet,
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
     """(task_id, program key) -> (base, plus), cached per dataset file."""
-    from evaluation.evalplus import evaluate_solutions
+    from evaluation.evalplus import evaluate_solutions, ground_truth
 
     path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
     known: dict[tuple[str, str], tuple[bool, bool]] = {}
@@ -141,12 +152,21 @@ def _evalplus_verdicts(
         for _, rec in read_jsonl(path, tolerate_torn_tail=True):
             known[(rec["t"], rec["p"])] = (bool(rec["base"]), bool(rec["plus"]))
     todo = []
+    wanted = 0
     for t in tasks:
         for key, sol in zip(t.program_keys, t.first_solution):
+            wanted += 1
             if (t.task_id, key) not in known:
                 todo.append((t.task_id, key, sol))
+    if path.exists():
+        notify(f"{dataset.name} verdicts: {wanted - len(todo):,} of {wanted:,} distinct programs from the cache "
+               f"{path}; {len(todo):,} to judge")
     if todo:
-        verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
+        truth = ground_truth(dataset, workers=workers)
+        if truth.from_cache:
+            notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
+        verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
+                                      progress=progress)
         with JsonlAppender(path) as app:
             for tid, key, sol in todo:
                 v = verdicts.get(sol.solution_id)
@@ -172,6 +192,8 @@ def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, st
             by_completion[(tid, rec["completion"])] = ok
         if isinstance(rec.get("solution_id"), str):
             by_id[rec["solution_id"]] = ok
+    if not by_completion and not by_id:
+        raise empty_file(path, "verdicts")
     out: dict[tuple[str, str], bool] = {}
     missing = 0
     for t in tasks:
@@ -202,18 +224,20 @@ def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
     }
 
 
-def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankResult:
-    """Run the whole rerank pipeline (see the module docstring for what is written)."""
+def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Notify = _quiet) -> RerankResult:
+    """Run the whole rerank pipeline (see the module docstring for what is written).
+
+    ``notify`` receives a line for each cache that was reused, saying how much of it."""
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
     labels = [label for label, _ in config.tests]
     if len(set(labels)) != len(labels):
         raise TestgenError(f"--tests labels must be distinct, got {labels}")
     specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
+    if not config.evalplus and not config.verdicts:
+        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
     need_outputs = any(m.reranker == "mbr-exec" for m in config.methods)
 
     t0 = time.perf_counter()
@@ -233,6 +257,10 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
         ]
         for ts in test_sets
     }
+    # Every input is read before anything runs or is written: a bad file is refused at once.
+    original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
+    out.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     timings["read"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -248,6 +276,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
             outputs=need_outputs,
             codet_packing=config.codet_packing,
             progress=progress(f"matrix {ts.label}" if len(test_sets) > 1 else "matrix"),
+            notify=_labelled(notify, ts.label) if len(test_sets) > 1 else notify,
         )
     timings["matrix"] = time.perf_counter() - t0
 
@@ -256,14 +285,13 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop) -> RerankRes
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     t0 = time.perf_counter()
     if config.evalplus:
-        ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"))
+        ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
+                                notify)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         kinds["plus"] = {k: v[1] for k, v in ep.items()}
-    if config.verdicts:
-        kinds["original"] = _file_verdicts(config.verdicts, base_tasks)
+    if original is not None:
+        kinds["original"] = original
     timings["verdicts"] = time.perf_counter() - t0
-    if not kinds:
-        raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
 
     t0 = time.perf_counter()
     summary: dict[str, dict[str, dict[str, float]]] = {}

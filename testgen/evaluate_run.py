@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import JsonlAppender, read_jsonl, require, write_jsonl
+from evaluation.io import JsonlAppender, empty_file, read_jsonl, require, write_jsonl
 from evaluation.records import Outcome, content_id
 from testgen.coverage import Arc, CoverageCounts, CoverageMeasure, SourceCoverage
 from testgen.metrics import (
@@ -190,6 +190,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
             dropped_no_entry_point=_int(dropped.get("no_entry_point")),
             dropped_unparsable=_int(dropped.get("unparsable")), line=line,
         ))
+    if not gens:
+        raise empty_file(gen_path, "test generations")
     solutions: dict[str, Mapping[str, Any]] = {}
     sol_path = root / "solutions.jsonl"
     if sol_path.is_file():
@@ -213,6 +215,12 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
     from evaluation.errors import DatasetNotFound
 
     run_ds = str(run.config.get("dataset") or "humaneval+")
+    if opts.reference_dataset is None:
+        from evaluation.datasets import DATASETS
+
+        if run_ds not in DATASETS:
+            raise RecordError(str(run.path / "config.json"), 0, f"unknown dataset {run_ds!r}; pass --reference-dataset",
+                              field="dataset")
     name = opts.reference_dataset
     path: Path | str | None = opts.dataset_path
     if name is None:
@@ -244,6 +252,8 @@ class _ExecCache:
         self.tests: dict[tuple[str, str], _Exec] = {}
         self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
         self.load_error: dict[str, str] = {}
+        self.found = path.is_file()
+        """Whether the file existed (read with ``use``, deleted without)."""
         if use and path.is_file():
             for _, rec in read_jsonl(path, tolerate_torn_tail=True):
                 if rec.get("timeout") != timeout:
@@ -306,7 +316,8 @@ def _run_programs(
             chunk = todo[start:start + opts.chunk_size]
             jobs.append(Job(program=program, tests=tuple(AssertTest(source=t) for t in chunk),
                             measure_coverage=True, tag=(pid, tuple(content_id(t) for t in chunk))))
-    stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0}
+    stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0,
+             "tests_wanted": sum(len(dict.fromkeys(tests)) for _, tests in wanted.values())}
     if progress:
         progress(stage, 0, len(jobs))
     if not jobs:
@@ -351,6 +362,8 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[st
         for line, rec in read_jsonl(opts.verdicts_file):
             sid = require(rec, "solution_id", str, path=str(opts.verdicts_file), line=line)
             out[sid] = bool(require(rec, "plus", bool, path=str(opts.verdicts_file), line=line))
+        if not out:
+            raise empty_file(opts.verdicts_file, "verdicts")
         return out
     from evaluation import evalplus
     from evaluation.records import Solution
@@ -374,8 +387,11 @@ def evaluate_run(
     opts: EvalOptions | None = None,
     *,
     progress: ProgressFn | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> EvalResult:
-    """Evaluate a run directory; write ``metrics.json`` and ``generations.jsonl`` under the eval dir."""
+    """Evaluate a run directory; write ``metrics.json`` and ``generations.jsonl`` under the eval dir.
+
+    ``notify`` is told how many test runs came from ``executions.jsonl`` (or that it was discarded)."""
     opts = opts or EvalOptions()
     t0, r0 = time.perf_counter(), _cpu()
     run = load_run(run_dir)
@@ -401,9 +417,22 @@ def evaluate_run(
         prob = problems[g.task_id]
         pid = ref_pid.setdefault(g.task_id, "ref:" + content_id(prob.reference_code))
         ref_wanted.setdefault(pid, (prob.reference_code, []))[1].extend(kept[g.generation_id])
+    # Verdicts first: a bad --verdicts-file is refused before anything runs.
+    want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
+    verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
     cache = _ExecCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
+    say = notify or (lambda _msg: None)
+    if cache.found and not opts.use_cache:
+        say(f"--no-cache: discarded {cache.path}")
+
+    def reused(stage: str, st: Mapping[str, int]) -> None:
+        if cache.found and opts.use_cache:
+            say(f"{stage}: {st['tests_wanted'] - st['tests_run']:,} of {st['tests_wanted']:,} test runs from the "
+                f"cache {cache.path}; {st['tests_run']:,} to run")
+
     try:
         ref_stats = _run_programs(ref_wanted, cache, opts, progress, "reference")
+        reused("reference solutions", ref_stats)
         # 2. the prompt's code (Table 6), for self/cross.
         want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
         prompt_wanted: dict[str, tuple[str, list[str]]] = {}
@@ -414,6 +443,8 @@ def evaluate_run(
                     code = str(sol["solution"])
                     prompt_wanted.setdefault("sol:" + content_id(code), (code, []))[1].extend(kept[g.generation_id])
         prompt_stats = _run_programs(prompt_wanted, cache, opts, progress, "prompt code") if prompt_wanted else {}
+        if prompt_stats:
+            reused("code in the prompts", prompt_stats)
     finally:
         cache.close()
 
@@ -427,8 +458,6 @@ def evaluate_run(
                 analyzers[pid] = None
         return analyzers[pid]
 
-    want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
-    verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
 
     results: list[GenerationResult] = []
     for g in run.generations:

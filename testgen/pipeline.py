@@ -24,12 +24,12 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from evaluation.errors import TestgenError
+from evaluation.errors import RunFailure, TestgenError
 from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
 from evaluation.records import Problem, Solution, content_id
 from testgen import __version__
@@ -293,11 +293,13 @@ def _solution_record(sol: Solution, **extra: Any) -> dict[str, Any]:
 
 def _read_pool(path: str, dataset: Any, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
     """The first ``n`` solutions per task of a solutions file (any format ``read_solutions`` reads)."""
-    from evaluation.solutions import read_solutions
+    from evaluation.solutions import read_solutions, require_known_tasks
 
     by_task: dict[str, list[Solution]] = defaultdict(list)
     wanted = {p.task_id for p in problems}
-    for sol in read_solutions(path, dataset=dataset).solutions:
+    found = read_solutions(path, dataset=dataset)
+    require_known_tasks(found, dataset)
+    for sol in found.solutions:
         if sol.task_id in wanted:
             by_task[sol.task_id].append(sol)
     missing = sorted(t for t in wanted if not by_task.get(t))
@@ -373,8 +375,11 @@ def run(
     out: str | Path | None = None,
     backend: Backend | None = None,
     progress: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Make (or resume) the run described by ``config`` in ``out``."""
+    """Make (or resume) the run described by ``config`` in ``out``.
+
+    ``notify`` is told, when resuming, how much of the run was already present."""
     from evaluation.datasets import load_dataset
 
     from testgen.extraction import extract_tests
@@ -395,14 +400,15 @@ def run(
     if backend is None:
         backend = create_backend(config.backend, model=config.model, options=config.backend_options)
     try:
-        return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests)
+        return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests,
+                    notify=notify or (lambda _msg: None))
     finally:
         if own_backend:
             backend.close()
 
 
 def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: list[Problem], *,
-         progress: bool, extract_tests: Any) -> RunSummary:
+         progress: bool, extract_tests: Any, notify: Callable[[str], None]) -> RunSummary:
     n = backend.fixed_samples or config.n
     style = config.prompt_style
     if style is PromptStyle.AUTO:
@@ -417,6 +423,9 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         raise TestgenError(f"the {backend.name} backend only makes sense with --setting oracle")
     cfg = _config_json(config, backend, n=n, style=style, tests_tpl=tests_tpl, code_tpl=code_tpl,
                        dataset_source=ds.source, dataset_version=ds.version)
+    # Inputs are checked before config.json is written: a refused input must not leave a run
+    # directory that then refuses the corrected command.
+    pool = _read_pool(config.code_pool, ds, problems, n) if config.setting is Setting.CROSS and config.code_pool else {}
     _check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     sols_path = out_dir / "solutions.jsonl"
@@ -439,8 +448,6 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 plan[p.task_id] = [(sol, n)]
             write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
         elif config.setting is Setting.CROSS:
-            assert config.code_pool is not None
-            pool = _read_pool(config.code_pool, ds, problems, n)
             for p in problems:
                 sols: list[tuple[Solution, int]] = []
                 for j, s in enumerate(pool[p.task_id]):
@@ -452,7 +459,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             assert code_tpl is not None
             summary_solutions = _self_solutions(
                 config, backend, problems, n=n, code_tpl=code_tpl, style=style, path=sols_path,
-                model_slug=model_slug, bar=bar, num_tests=num_tests,
+                model_slug=model_slug, bar=bar, num_tests=num_tests, notify=notify,
             )
             by_task: dict[str, list[Solution]] = defaultdict(list)
             for line, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
@@ -488,6 +495,9 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                                        prompt_hash=_prompt_hash(prompt), sample_indices=run_))
 
         total = sum(len(u.sample_indices) for u in units)
+        if skipped:
+            notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
+                   f"{total:,} to make")
         task = bar.add(f"tests ({config.setting.value})", total)
         stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
         generated = 0
@@ -500,7 +510,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                     nonlocal generated, tests_total
                     unit = batch[i]
                     if len(gens) != len(unit.sample_indices):
-                        raise TestgenError(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
+                        raise RunFailure(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
                     for j, gen in zip(unit.sample_indices, gens):
                         rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests, n)
                         sink.write(rec)
@@ -527,7 +537,7 @@ def _generate_checked(backend: Backend, prompts: list[Prompt], sampling: Samplin
 
     results = backend.generate(prompts, sampling, on_result=once)
     if len(results) != len(prompts):
-        raise TestgenError(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
+        raise RunFailure(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
     for i, gens in enumerate(results):
         once(i, gens)
 
@@ -572,7 +582,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
 
 def _self_solutions(config: RunConfig, backend: Backend, problems: list[Problem], *, n: int,
                     code_tpl: PromptTemplate, style: PromptStyle, path: Path, model_slug: str, bar: _Progress,
-                    num_tests: int) -> int:
+                    num_tests: int, notify: Callable[[str], None]) -> int:
     """The ``self`` setting's first step: sample ``n`` solutions per task (resumable)."""
     have: set[tuple[str, int]] = set()
     if path.exists():
@@ -587,6 +597,9 @@ def _self_solutions(config: RunConfig, backend: Backend, problems: list[Problem]
         for run_ in _runs(missing):
             units.append((p, replace(prompt, sample_offset=run_[0]), run_))
     total = sum(len(u[2]) for u in units)
+    if n * len(problems) > total:
+        notify(f"resuming {path}: {n * len(problems) - total:,} of {n * len(problems):,} solutions already present; "
+               f"{total:,} to sample")
     if not total:
         return 0
     task = bar.add("solutions (self)", total)

@@ -79,8 +79,11 @@ def load_evaluated(path: str | os.PathLike[str]) -> EvaluatedRun:
     mfile = eval_dir / "metrics.json"
     if not mfile.is_file():
         raise TestgenError(f"{p}: no metrics.json (run 'testgen eval {p}' first)")
+    text = mfile.read_text(encoding="utf-8")
+    if not text.strip():
+        raise TestgenError(f"{mfile}: empty file (no metrics; run 'testgen eval {p}' again)")
     try:
-        metrics = json.loads(mfile.read_text(encoding="utf-8"))
+        metrics = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TestgenError(f"{mfile}:{exc.lineno}: invalid JSON: {exc.msg}") from None
     run = metrics.get("run") or {}

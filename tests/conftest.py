@@ -19,6 +19,20 @@ def shared_data_path() -> Path:
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the dataset look-up at the shared data and forbid downloads, unless set already.
+
+    CI exports these; a developer running ``python -m pytest`` in a checkout with the shared
+    data beside it gets the same set-up (tests never download, and module-scoped fixtures that
+    load HumanEval+ before a test's own ``monkeypatch`` runs still find it)."""
+    data = shared_data_path()
+    for var, rel in (("HUMANEVAL_OVERRIDE_PATH", "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz"),
+                     ("MBPP_OVERRIDE_PATH", "mbppplus/MbppPlus-v0.2.0.jsonl.gz")):
+        if not os.environ.get(var) and (data / rel).is_file():
+            os.environ[var] = str(data / rel)
+    os.environ.setdefault("TESTGEN_OFFLINE", "1")
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The shared data directory (HumanEval+, MBPP+, CodeT files); skips the test when absent."""

@@ -33,8 +33,7 @@ def test_evaluate_prints_pass_at_k_and_writes_verdicts(
             "    s = str(abs(num))\n    e = sum(1 for c in s if int(c) % 2 == 0)\n    return (e, len(s) - e)\n"},
         {"task_id": "HumanEval/155", "completion":  # a list, not the tuple the reference returns
             "    s = str(abs(num))\n    e = sum(1 for c in s if int(c) % 2 == 0)\n    return [e, len(s) - e]\n"},
-        {"task_id": "HumanEval/999", "solution": "x = 1\n"},
-    ]
+    ]  # a sample of a task the dataset lacks is an input error (tests/test_cli_rule.py)
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "verdicts.jsonl"
     result = CliRunner().invoke(cli, ["evaluate", "--samples", str(samples), "--dataset-path", str(small_dataset),
@@ -42,7 +41,6 @@ def test_evaluate_prints_pass_at_k_and_writes_verdicts(
     assert result.exit_code == 0, result.output
     assert "pass@1" in result.output and "base (original tests)" in result.output
     assert "HumanEval/0" in result.output  # the task with no sample is named
-    assert "HumanEval/999" in result.output  # and so is the sample of an unknown task
     verdicts = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(v["solution_id"], v["base"], v["plus"]) for v in verdicts] == [
         ("HumanEval/53/m/0", True, True), ("HumanEval/53/m/1", False, False),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.errors import RecordError
-from evaluation.io import JsonlAppender, optional, read_jsonl, require, write_jsonl
+from evaluation.io import JsonlAppender, TornLineWarning, optional, read_jsonl, require, write_jsonl
 
 
 def test_roundtrip_plain_and_gz(tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
         ('{"a": 1}\n{"a": \n{"a": 3}\n', 2, "invalid JSON"),
         ('{"a": 1}\n[1, 2]\n', 2, "expected a JSON object, got list"),
         ('"just a string"\n', 1, "expected a JSON object, got str"),
-        ('{"a": 1}\n{"a": 2', 2, "invalid JSON"),  # torn tail is an error unless tolerated
+        ('{"a": 1}\n{"a": 2', 2, "truncated last line"),  # torn tail is an error unless tolerated
     ],
 )
 def test_malformed_lines(tmp_path: Path, content: str, line: int, message: str) -> None:
@@ -51,7 +51,8 @@ def test_malformed_lines(tmp_path: Path, content: str, line: int, message: str) 
 def test_torn_tail_tolerated_only_at_the_end(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     path.write_text('{"a": 1}\n{"a": 2')
-    assert [rec for _, rec in read_jsonl(path, tolerate_torn_tail=True)] == [{"a": 1}]
+    with pytest.warns(TornLineWarning, match=r"run.jsonl:2: dropped a truncated last line"):
+        assert [rec for _, rec in read_jsonl(path, tolerate_torn_tail=True)] == [{"a": 1}]
     path.write_text('{"a": 1}\n{"a": 2\n')  # complete line (ends in newline): really broken
     with pytest.raises(RecordError, match=":2: invalid JSON"):
         list(read_jsonl(path, tolerate_torn_tail=True))
@@ -61,11 +62,11 @@ def test_torn_tail_tolerated_only_at_the_end(tmp_path: Path) -> None:
 
 
 def test_missing_and_corrupt_files(tmp_path: Path) -> None:
-    with pytest.raises(RecordError, match="nope.jsonl:0: file not found"):
+    with pytest.raises(RecordError, match="nope.jsonl: file not found"):
         list(read_jsonl(tmp_path / "nope.jsonl"))
     fake_gz = tmp_path / "fake.jsonl.gz"
     fake_gz.write_bytes(b"plain text, not gzip")
-    with pytest.raises(RecordError, match="fake.jsonl.gz:0: cannot read"):
+    with pytest.raises(RecordError, match="fake.jsonl.gz: cannot read"):
         list(read_jsonl(fake_gz))
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(b'{"a": "\xe9"}\n')

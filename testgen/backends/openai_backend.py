@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evaluation.errors import TestgenError
+from evaluation.errors import RunFailure, TestgenError
 from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling, cut_at_stop
 
 __all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats"]
@@ -165,7 +165,7 @@ class OpenAIBackend(Backend):
                 kind, retry_after = _classify(exc)
                 if kind is None or attempt >= self.options.max_retries:
                     self.stats.count(None)
-                    raise TestgenError(f"openai backend: {self.options.base_url or 'server'}: {_describe(exc)}") from exc
+                    raise RunFailure(f"openai backend: {self.options.base_url or 'server'}: {_describe(exc)}") from exc
                 self.stats.count(kind)
                 delay = min(self.options.backoff_max, self.options.backoff_base * (2**attempt)) * random.random()
                 if retry_after is not None:
@@ -173,7 +173,7 @@ class OpenAIBackend(Backend):
                 time.sleep(delay)
                 attempt += 1
         if len(texts) != n:
-            raise TestgenError(
+            raise RunFailure(
                 f"openai backend: asked for n={n} choices, the server returned {len(texts)}"
                 " (if it does not support n, use -o n_per_request=1)"
             )

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import read_jsonl
+from evaluation.io import empty_file, read_jsonl
 from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["ReplayBackend", "ReplayOptions", "ReplaySource", "load_source"]
@@ -104,6 +104,8 @@ def load_source(path: str) -> ReplaySource:
             src.kind = "testgen"
         else:
             raise RecordError(path, line, "neither a CodeT {prompt, samples} record nor a testgen generation record")
+    if src.kind == "empty":
+        raise empty_file(path, "generations")
     for task_id, recs in ours.items():
         recs.sort(key=lambda r: r[0])
         src.by_task[task_id] = [(raw, prefix) for _, _, raw, prefix in recs]
@@ -125,6 +127,11 @@ class ReplayBackend(Backend):
         self._sources: dict[str, ReplaySource] = {}
         self.matched_by_task = 0
         """How many requests were matched by task (their prompt text was not in the source)."""
+        # Read now: a missing, empty or broken file is an input error, refused before the
+        # pipeline writes a run directory (docs/cli.md).
+        for path in (options.file, options.code_file):
+            if path:
+                self._sources[path] = load_source(path)
 
     @property
     def is_chat(self) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evaluation.errors import TestgenError
+from evaluation.errors import RunFailure, TestgenError
 from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["VLLMBackend", "VLLMOptions"]
@@ -130,7 +130,7 @@ class VLLMBackend(Backend):
         params = [self.sampling_params(sampling, p) for p in prompts]
         outputs = llm.generate(texts, params, use_tqdm=False)
         if len(outputs) != len(prompts):
-            raise TestgenError(f"vllm returned {len(outputs)} outputs for {len(prompts)} prompts")
+            raise RunFailure(f"vllm returned {len(outputs)} outputs for {len(prompts)} prompts")
         result: list[list[Generation]] = []
         for i, out in enumerate(outputs):
             prompt_tokens = len(out.prompt_token_ids or [])

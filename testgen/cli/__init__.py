@@ -1,9 +1,9 @@
 """The ``testgen`` command line: a thin click layer over the library.
 
 Subcommands live in their own modules and are imported only when invoked (lazy group),
-so ``testgen --help`` stays fast and never imports torch or vllm. User mistakes
-(:class:`~evaluation.errors.TestgenError`, bad files) are printed without a traceback;
-``--debug`` shows it.
+so ``testgen --help`` stays fast and never imports torch or vllm. Errors follow the rule of
+:mod:`evaluation.cli_common` (``docs/cli.md``): exit 2 for usage and input errors, 1 for failures
+while running, each one line; ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -14,58 +14,12 @@ from typing import Any
 
 import click
 
+from evaluation.cli_common import FriendlyCommand, FriendlyErrors, UserError, run_cli
 from testgen import __version__
 
 __all__ = ["main", "cli", "LazyGroup", "FriendlyCommand", "UserError", "run_cli"]
-
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    FileNotFoundError,
-    PermissionError,
-    IsADirectoryError,
-    NotADirectoryError,
-)
-"""OS errors that come from a path the user gave; shown without a traceback.
-(:class:`~evaluation.errors.TestgenError` is added lazily, see :func:`_user_errors`.)"""
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from evaluation.errors import TestgenError
-
-    return (TestgenError, *USER_ERRORS)
-
-
-class UserError(click.ClickException):
-    """A user mistake turned into a one-line message (exit status 2, no traceback)."""
-
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        click.secho(f"Error: {self.format_message()}", fg="red", err=True)
-        click.echo("(run with --debug for the full traceback)", err=True)
-
-
-def _debug_requested(ctx: click.Context) -> bool:
-    root = ctx.find_root()
-    return bool(isinstance(root.obj, dict) and root.obj.get("debug")) or bool(ctx.params.get("debug"))
-
-
-class _FriendlyErrors:
-    """Mixin for click commands: user errors become one line; ``--debug`` shows the traceback."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)  # type: ignore[misc]
-        except _user_errors() as exc:
-            if _debug_requested(ctx):
-                raise
-            raise UserError(str(exc)) from exc
-
-
-class FriendlyCommand(_FriendlyErrors, click.Command):
-    """A click command that prints user errors as one line; ``--debug`` shows the traceback.
-
-    For stand-alone commands (``rerank``); subcommands of :data:`cli` get this from the group.
-    """
+# FriendlyCommand, UserError and run_cli live in evaluation.cli_common (shared with rerank, which
+# must not import testgen); they are re-exported here for existing callers.
 
 #: subcommand name -> ("module:attr", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -77,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(_FriendlyErrors, click.Group):
+class LazyGroup(FriendlyErrors, click.Group):
     """A click group whose subcommands are imported on first use."""
 
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
@@ -124,35 +78,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-
-
-def run_cli(group: click.Command, argv: list[str] | None = None) -> int:
-    """Invoke a click command, turning user errors into a one-line message (exit 2).
-
-    :class:`LazyGroup` and :class:`FriendlyCommand` already convert user errors; this also
-    covers any other click command (and errors raised while parsing options).
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
-    try:
-        group.main(args=args, prog_name=group.name, standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted!", err=True)
-        return 1
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except _user_errors() as exc:
-        if debug:
-            raise
-        UserError(str(exc)).show()
-        return UserError.exit_code
-    except BrokenPipeError:
-        # `testgen datasets | head`: the reader went away; not an error worth a traceback.
-        return 1
-    return 0
 
 
 def main() -> None:

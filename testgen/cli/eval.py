@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from evaluation.cli_common import NON_NEGATIVE_INT, POSITIVE_FLOAT, DatasetName, notice, workers_option
+
 __all__ = ["eval_"]
 
 
@@ -20,7 +22,7 @@ def _pct(x: Any) -> str:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default RUN_DIR/eval).")
-@click.option("--tests-per-generation", "-k", type=int, default=None,
+@click.option("--tests-per-generation", "-k", type=NON_NEGATIVE_INT, default=None,
               help="Keep the first K tests of each generation (default 3; all for the human backend; 0 = all).")
 @click.option("--dedup", type=click.Choice(["ast", "exact"]), default="ast", show_default=True,
               help="Duplicate rule for P': equal ast.unparse form, or equal stripped text.")
@@ -34,12 +36,12 @@ def _pct(x: Any) -> str:
               help="Judge the prompt's code on HumanEval+ for the Table 4 split; default on for self.")
 @click.option("--verdicts-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Verdicts JSONL (solution_id, plus), e.g. from 'testgen evaluate', instead of judging.")
-@click.option("--reference-dataset", type=click.Choice(["humaneval", "humaneval+", "mbpp+"]), default=None,
+@click.option("--reference-dataset", type=DatasetName(), default=None,
               help="Whose reference solutions are the oracle (default: HumanEval+ when available).")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="File of the reference dataset.")
-@click.option("--workers", type=int, default=None, help="Executor workers (default: one per core).")
-@click.option("--timeout", type=float, default=5.0, show_default=True,
+@workers_option()
+@click.option("--timeout", type=POSITIVE_FLOAT, default=5.0, show_default=True,
               help="Seconds per test (coverage tracing slows tight loops ~8x).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -59,8 +61,6 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
     from testgen.evaluate_run import EvalOptions, evaluate_run
     from testgen.metrics import DedupKey, EmptyPolicy
 
-    if tests_per_generation is not None and tests_per_generation < 0:
-        raise click.BadParameter("must be >= 0", param_hint="--tests-per-generation")
     opts = EvalOptions(
         tests_per_generation=3 if tests_per_generation is None else (tests_per_generation or None),
         tests_per_generation_explicit=tests_per_generation is not None,
@@ -79,7 +79,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
                 ids[stage] = bar.add_task(f"running tests on {stage}", total=total)
             bar.update(ids[stage], completed=done, total=total)
 
-        result = evaluate_run(run_dir, opts, progress=progress)
+        result = evaluate_run(run_dir, opts, progress=progress, notify=notice)
     m = result.metrics
     table = Table(title=f"testgen eval: {run_dir}")
     table.add_column("metric")

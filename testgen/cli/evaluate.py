@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from evaluation.cli_common import POSITIVE_FLOAT, DatasetName, workers_option
+
 __all__ = ["evaluate", "verdict_record", "default_out_path"]
 
 
@@ -45,15 +47,14 @@ def default_out_path(samples: str) -> Path:
 
 
 @click.command(name="evaluate")
-@click.option("--dataset", "dataset_name", type=click.Choice(["humaneval+", "mbpp+"]),
+@click.option("--dataset", "dataset_name", type=DatasetName(only=("humaneval+", "mbpp+")),
               default="humaneval+", show_default=True, help="Dataset whose base and plus inputs judge.")
 @click.option("--samples", required=True, type=click.Path(exists=True),
               help="Solutions: our/EvalPlus samples JSONL (task_id + solution|completion), "
                    "CodeT's {prompt, samples} JSONL(.gz), or an EvalPlus samples folder.")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Dataset file (default: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / cache).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Parallel workers (default: one per core).")
+@workers_option()
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Per-sample verdicts JSONL (default: ./<samples name>.verdicts.jsonl).")
 @click.option("--evaluator", type=click.Choice(["ours", "evalplus"]), default="ours", show_default=True,
@@ -61,9 +62,9 @@ def default_out_path(samples: str) -> Path:
 @click.option("--model", default=None, help="Model name used in solution ids (default: from the records or file name).")
 @click.option("--codet-prompts", type=click.Path(exists=True, dir_okay=False), default=None,
               help="CodeT's HumanEval_for_code_generation.jsonl(.gz): extra prompt texts to match CodeT files.")
-@click.option("--min-time-limit", type=float, default=1.0, show_default=True,
+@click.option("--min-time-limit", type=POSITIVE_FLOAT, default=1.0, show_default=True,
               help="Per-input time limit floor, seconds (EvalPlus's min_time_limit).")
-@click.option("--gt-time-limit-factor", type=float, default=4.0, show_default=True,
+@click.option("--gt-time-limit-factor", type=POSITIVE_FLOAT, default=4.0, show_default=True,
               help="Per-input limit = factor x the reference's time (EvalPlus's gt_time_limit_factor).")
 def evaluate(
     dataset_name: str,
@@ -82,6 +83,7 @@ def evaluate(
     from rich.table import Table
 
     from evaluation.datasets import load_dataset
+    from evaluation.errors import TestgenError
     from evaluation.evalplus import (
         TimeLimits,
         evaluate_solutions,
@@ -90,17 +92,13 @@ def evaluate(
     )
     from evaluation.io import write_jsonl
     from evaluation.passk import verdict_pass_at_k
-    from evaluation.solutions import read_solutions
+    from evaluation.solutions import read_solutions, require_known_tasks
 
     console = Console(stderr=True)
     t0 = time.perf_counter()
     dataset = load_dataset(dataset_name, path=dataset_path)
     found = read_solutions(samples, dataset=dataset, model=model, codet_prompts=codet_prompts)
-    for line in found.unmatched:
-        console.print(f"[yellow]unmatched prompt[/] {line}")
-    if found.unknown_tasks:
-        console.print(f"[yellow]{len(found.unknown_tasks)} task(s) not in {dataset_name}, skipped:[/] "
-                      + ", ".join(found.unknown_tasks[:10]) + (" ..." if len(found.unknown_tasks) > 10 else ""))
+    require_known_tasks(found, dataset, hint="" if codet_prompts or not found.unmatched else "; pass --codet-prompts")
     present = set(found.tasks())
     missing = [t for t in dataset.problems if t not in present]
     if missing:
@@ -109,7 +107,7 @@ def evaluate(
                       + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
     sols = [s for s in found.solutions if s.task_id in dataset.problems]
     if not sols:
-        raise click.ClickException(f"{samples}: no solution of a {dataset_name} task")
+        raise TestgenError(f"{samples}: no solution of a {dataset_name} task")
     limits = TimeLimits(min_time_limit=min_time_limit, gt_time_limit_factor=gt_time_limit_factor)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -120,8 +118,10 @@ def evaluate(
             gt_task = bar.add_task("ground truth", total=None)
             truth = ground_truth(dataset, workers=workers)
             bar.remove_task(gt_task)
-            console.print(f"ground truth: {'cache' if truth.from_cache else 'computed'} "
-                          f"({truth.seconds:.1f}s)")
+            console.print(f"ground truth of {len(truth.tasks):,} tasks: from the cache {truth.cache_file}"
+                          if truth.from_cache else
+                          f"ground truth of {len(truth.tasks):,} tasks: computed in {truth.seconds:.1f} s, "
+                          f"cached in {truth.cache_file}", highlight=False, soft_wrap=True)
             task = bar.add_task("distinct programs", total=None)
             verdicts = evaluate_solutions(
                 dataset, sols, workers=workers, time_limits=limits, truth=truth,

@@ -9,6 +9,13 @@ from pathlib import Path
 
 import click
 
+from evaluation.cli_common import (
+    NON_NEGATIVE_FLOAT,
+    POSITIVE_INT,
+    PROBABILITY,
+    DatasetName,
+    notice,
+)
 from evaluation.errors import TestgenError
 
 __all__ = ["run"]
@@ -25,28 +32,30 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command(name="run")
-@click.option("--dataset", default="humaneval+", show_default=True, help="humaneval, humaneval+ or mbpp+.")
-@click.option("--dataset-path", type=click.Path(dir_okay=False), default=None, help="Explicit dataset file.")
+@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
+              help="humaneval, humaneval+ or mbpp+.")
+@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Explicit dataset file.")
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)
-@click.option("-n", "--num-generations", "n", type=int, default=100, show_default=True,
+@click.option("-n", "--num-generations", "n", type=POSITIVE_INT, default=100, show_default=True,
               help="Test generations per task (the paper's N). The human backend always makes 1.")
-@click.option("--tests-per-generation", type=int, default=3, show_default=True,
+@click.option("--tests-per-generation", type=POSITIVE_INT, default=3, show_default=True,
               help="Tests asked for in the prompt and kept by the metrics (all are recorded).")
-@click.option("--temperature", type=float, default=0.2, show_default=True)
-@click.option("--top-p", type=float, default=0.95, show_default=True)
-@click.option("--max-tokens", type=int, default=300, show_default=True, help="New tokens per test generation.")
+@click.option("--temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True)
+@click.option("--top-p", type=PROBABILITY, default=0.95, show_default=True)
+@click.option("--max-tokens", type=POSITIVE_INT, default=300, show_default=True, help="New tokens per test generation.")
 @click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
-@click.option("--code-temperature", type=float, default=0.2, show_default=True, help="self: temperature of the solutions.")
-@click.option("--code-max-tokens", type=int, default=512, show_default=True, help="self: new tokens per solution.")
+@click.option("--code-temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True, help="self: temperature of the solutions.")
+@click.option("--code-max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="self: new tokens per solution.")
 @click.option("--code-pool", type=click.Path(exists=True, dir_okay=False), default=None,
               help="cross: solutions file (ours, EvalPlus samples, or CodeT {prompt, samples}).")
 @click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
 @click.option("--prompt-template", default=None, help="Test-prompt template file (or built-in name, e.g. tests_codet).")
 @click.option("--code-template", default=None, help="self: code-prompt template file (or built-in name).")
 @click.option("--keep-examples", is_flag=True, help="Keep the docstring examples in prompts.")
-@click.option("--limit", type=int, default=None, help="Only the first N tasks.")
+@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")
 @click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
 @click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
 @click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
@@ -110,7 +119,7 @@ def run(
     )
     out_dir = Path(out) if out else default_out_dir(config)
     show = sys.stderr.isatty() if progress is None else progress
-    summary = run_pipeline(config, out=out_dir, progress=show)
+    summary = run_pipeline(config, out=out_dir, progress=show, notify=notice)
     if summary.tasks == 0:
         raise TestgenError("no tasks")
     msg = (

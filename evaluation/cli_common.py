@@ -1,0 +1,293 @@
+"""What every command line of the project shares: the exit-status rule, one-line errors and
+warnings, and the option types that check counts, durations and dataset names.
+
+The rule (documented in ``docs/cli.md``), for ``testgen`` and ``rerank`` alike:
+
+* **0**: success.
+* **2**: a usage or input error: a bad option value, a missing, empty or truncated input file,
+  a malformed record, an unknown task or dataset. One line, ``Error: FILE:LINE: field 'F': ...``
+  where there is a file (:class:`~evaluation.errors.TestgenError` and its subclasses, and
+  click's own usage errors, which click precedes with the usage line).
+* **1**: a failure while running (:class:`~evaluation.errors.RunFailure`: a server that stops
+  answering, a backend that returns fewer results than asked for), also one line; or a bug,
+  shown with its traceback. ``--debug`` shows the traceback of any error.
+
+Python warnings raised while a command runs (a torn line dropped from a file being resumed, a
+degraded sandbox) are printed as one ``warning: ...`` line each.
+
+Why here, in ``evaluation``: both CLIs stand on ``evaluation`` and ``rerank`` must not import
+``testgen``, so a module both may import has to be in ``evaluation`` or in a new package below
+both; ``evaluation.errors`` already defines the exceptions this module maps to exit statuses,
+and click is a base dependency. A new top-level package for ~200 lines would change the
+repository layout for nothing. No library module of ``evaluation`` imports this one.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO, TypeVar
+
+import click
+
+__all__ = [
+    "UserError",
+    "RunFailed",
+    "FriendlyErrors",
+    "FriendlyCommand",
+    "run_cli",
+    "user_errors",
+    "one_line_warnings",
+    "notice",
+    "PositiveInt",
+    "NonNegativeInt",
+    "PositiveFloat",
+    "NonNegativeFloat",
+    "Probability",
+    "DatasetName",
+    "POSITIVE_INT",
+    "NON_NEGATIVE_INT",
+    "POSITIVE_FLOAT",
+    "NON_NEGATIVE_FLOAT",
+    "PROBABILITY",
+    "workers_option",
+]
+
+USER_OS_ERRORS: tuple[type[BaseException], ...] = (
+    FileNotFoundError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
+"""OS errors that come from a path the user gave; shown without a traceback (exit 2)."""
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions shown as one line: :class:`~evaluation.errors.TestgenError` and path errors."""
+    from evaluation.errors import TestgenError
+
+    return (TestgenError, *USER_OS_ERRORS)
+
+
+class _OneLine(click.ClickException):
+    def show(self, file: Any = None) -> None:
+        click.secho(f"Error: {self.format_message()}", fg="red", err=True)
+        click.echo("(run with --debug for the full traceback)", err=True)
+
+
+class UserError(_OneLine):
+    """A usage or input error turned into a one-line message (exit status 2, no traceback)."""
+
+    exit_code = 2
+
+
+class RunFailed(_OneLine):
+    """A failure while running turned into a one-line message (exit status 1, no traceback)."""
+
+    exit_code = 1
+
+
+def _as_click_error(exc: BaseException) -> click.ClickException:
+    from evaluation.errors import RunFailure
+
+    message = str(exc).replace("\n", " ")
+    return RunFailed(message) if isinstance(exc, RunFailure) else UserError(message)
+
+
+def _debug_requested(ctx: click.Context) -> bool:
+    root = ctx.find_root()
+    return bool(isinstance(root.obj, dict) and root.obj.get("debug")) or bool(ctx.params.get("debug"))
+
+
+@contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Print Python warnings as one ``warning: ...`` line each on stderr while inside.
+
+    Each distinct :class:`UserWarning` (ours: a torn line dropped, a degraded sandbox) is
+    printed once, however often it is raised; other categories keep the filters in force
+    (Python's defaults hide deprecation warnings).
+    """
+    seen: set[str] = set()
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
+        if text not in seen:
+            seen.add(text)
+            click.secho(f"warning: {text}", fg="yellow", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UserWarning)
+        warnings.showwarning = show
+        yield
+
+
+def notice(message: str) -> None:
+    """Say what a command reused or skipped (on stderr, so that stdout stays the results)."""
+    click.echo(message, err=True)
+
+
+class FriendlyErrors:
+    """Mixin for click commands: errors become one line with the rule's exit status; Python
+    warnings become one ``warning:`` line; ``--debug`` shows the traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            with one_line_warnings():
+                return super().invoke(ctx)  # type: ignore[misc]
+        except user_errors() as exc:
+            if _debug_requested(ctx):
+                raise
+            raise _as_click_error(exc) from exc
+
+
+class FriendlyCommand(FriendlyErrors, click.Command):
+    """A click command that follows the rule (one-line errors, exit 2 or 1; ``--debug``)."""
+
+
+def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
+    """Invoke a click command and return its exit status under the rule above.
+
+    :class:`FriendlyCommand` (and ``testgen``'s lazy group) already convert errors raised by
+    the command; this also covers any other click command and errors raised while parsing.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        command.main(args=args, prog_name=command.name, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except user_errors() as exc:
+        if debug:
+            raise
+        error = _as_click_error(exc)
+        error.show()
+        return error.exit_code
+    except BrokenPipeError:
+        # `testgen datasets | head`: the reader went away; not an error worth a traceback.
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Option types: one definition of what a count, a duration or a dataset name may be.
+
+
+class _Number(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic in click >= 8.2
+    kind: type[int] | type[float] = int
+    minimum: float = 0
+    strict: bool = False  # minimum itself excluded
+    maximum: float | None = None
+    describe = ""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = self.kind(str(value).strip())
+            except ValueError:
+                self.fail(f"{value} is not {self.describe}", param, ctx)
+        low_ok = number > self.minimum if self.strict else number >= self.minimum
+        high_ok = self.maximum is None or number <= self.maximum
+        if not (low_ok and high_ok) or number != number:  # NaN fails every comparison but !=
+            self.fail(f"{value} is not {self.describe}", param, ctx)
+        return number
+
+
+class PositiveInt(_Number):
+    """An integer >= 1 (worker counts, numbers of generations, k of pass@k, limits)."""
+
+    name = "integer"
+    kind = int
+    minimum = 1
+    describe = "a positive integer (>= 1)"
+
+
+class NonNegativeInt(_Number):
+    """An integer >= 0 (where 0 has a documented meaning, e.g. "all" or "off")."""
+
+    name = "integer"
+    kind = int
+    minimum = 0
+    describe = "a non-negative integer (>= 0)"
+
+
+class PositiveFloat(_Number):
+    """A number > 0 (seconds, factors)."""
+
+    name = "float"
+    kind = float
+    minimum = 0.0
+    strict = True
+    describe = "a positive number (> 0)"
+
+
+class NonNegativeFloat(_Number):
+    """A number >= 0 (temperatures)."""
+
+    name = "float"
+    kind = float
+    minimum = 0.0
+    describe = "a non-negative number (>= 0)"
+
+
+class Probability(_Number):
+    """A number in (0, 1] (top-p, RW's decay p)."""
+
+    name = "float"
+    kind = float
+    minimum = 0.0
+    strict = True
+    maximum = 1.0
+    describe = "a number in (0, 1]"
+
+
+POSITIVE_INT = PositiveInt()
+NON_NEGATIVE_INT = NonNegativeInt()
+POSITIVE_FLOAT = PositiveFloat()
+NON_NEGATIVE_FLOAT = NonNegativeFloat()
+PROBABILITY = Probability()
+
+
+class DatasetName(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic in click >= 8.2
+    """A registered dataset name (built-in or plugin), checked against the registry with
+    "did you mean" suggestions; ``only`` narrows it to the datasets a command supports."""
+
+    name = "dataset"
+
+    def __init__(self, only: tuple[str, ...] | None = None) -> None:
+        self.only = only
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from evaluation.datasets import DATASETS
+        from evaluation.errors import TestgenError
+
+        name = str(value)
+        try:
+            DATASETS.get(name)
+        except TestgenError as exc:
+            self.fail(str(exc), param, ctx)
+        if self.only is not None and name not in self.only:
+            self.fail(f"{name!r} is not supported here (supported: {', '.join(self.only)})", param, ctx)
+        return name
+
+    def get_metavar(self, param: click.Parameter, *args: Any, **kwargs: Any) -> str:
+        return "[" + "|".join(self.only) + "]" if self.only else "DATASET"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def workers_option() -> Callable[[F], F]:
+    """``--workers N``: executor worker processes, a positive integer (default: one per core)."""
+    return click.option("--workers", type=POSITIVE_INT, default=None,
+                        help="Executor worker processes (default: one per core).")
