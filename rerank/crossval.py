@@ -298,3 +298,23 @@ def cross_validate(
                        "tests": int(sum(m.n_tests for m in p.matrices))} for p in pools}
     return CVResult(config=config, train_pool=pool.label, folds=tuple(folds), per_task=per_task,
                     seconds=time.perf_counter() - t0, extra=extra)
+
+
+def pools_from_run(loaded: Any) -> list[LabelledPool]:
+    """One :class:`LabelledPool` per test set of a :class:`rerank.pipeline.LoadedRun`.
+
+    A program without a verdict counts as wrong (as in ``rerank``'s scoring)."""
+    pools = []
+    for ts in loaded.test_sets:
+        tasks = loaded.prepared[ts.label]
+        matrices = tuple(loaded.matrices[ts.label][t.task_id] for t in tasks)
+        verdicts = {
+            kind: tuple(
+                TaskVerdicts(task_id=t.task_id,
+                             correct=np.array([table.get((t.task_id, k), False) for k in t.program_keys], np.bool_))
+                for t in tasks
+            )
+            for kind, table in loaded.kinds.items()
+        }
+        pools.append(LabelledPool(label=ts.label, matrices=matrices, verdicts=verdicts))
+    return pools

@@ -32,7 +32,8 @@ import numpy.typing as npt
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, b4, codet
 
-__all__ = ["FeatureSpec", "FEATURES", "FEATURE_NAMES", "DEFAULT_FEATURES", "LOG_OF", "pool_features",
+__all__ = ["FeatureSpec", "FEATURES", "FEATURE_NAMES", "DEFAULT_FEATURES", "LOG_OF", "SCORE_FEATURES", "FEATURE_SETS",
+           "pool_features",
            "with_pool_info", "MissingFeatureInput"]
 
 Needs = Literal["matrix", "outputs", "sizes", "logprobs"]
@@ -155,6 +156,13 @@ FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 
 DEFAULT_FEATURES: tuple[str, ...] = tuple(f.name for f in FEATURES if f.needs != "logprobs")
 """What a model uses when the training samples carry no log-probabilities (CodeT's data)."""
+
+SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap")
+"""The published rerankers' own scores: B4's posterior, CodeT's score, SRank's functional
+overlap (a linear model over these is a weighted product of the three)."""
+
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES}
+"""Named feature sets (``rerank train --features``)."""
 
 _SPEC = {f.name: f for f in FEATURES}
 

@@ -190,9 +190,10 @@ def _task_rows(
 def _pointwise(data: list[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
     x = np.vstack([d[0] for d in data])
     y = np.concatenate([d[1] for d in data])
-    # each task weighs the same; within it, programs by occurrence; mean weight 1
+    # each task weighs 1 in all; within it, programs by occurrence. So the objective is
+    # sum over tasks of their loss + |beta|^2 / (2C) for every kind, and C means the same.
     w = np.concatenate([d[2] / d[2].sum() for d in data])
-    return x, y, w * (len(w) / w.sum())
+    return x, y, w
 
 
 def _fit_logistic(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray[np.float64], float]:
@@ -216,7 +217,7 @@ def _fit_pairwise(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArr
         d = (x[good][:, None, :] - x[bad][None, :, :]).reshape(-1, x.shape[1])
         pw = (w[good][:, None] * w[bad][None, :]).reshape(-1)
         diffs += [d, -d]
-        weights += [pw / pw.sum(), pw / pw.sum()]
+        weights += [pw / (2 * pw.sum()), pw / (2 * pw.sum())]
     if not diffs:
         return np.zeros(data[0][0].shape[1]), 0.0
     x_all = np.vstack(diffs)
@@ -224,7 +225,7 @@ def _fit_pairwise(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArr
     y_all = np.concatenate([np.full(len(d), i % 2 == 0) for i, d in enumerate(diffs)])
     w_all = np.concatenate(weights)
     lr = LogisticRegression(C=c, fit_intercept=False, max_iter=5000)
-    lr.fit(x_all, y_all, sample_weight=w_all * (len(w_all) / w_all.sum()))
+    lr.fit(x_all, y_all, sample_weight=w_all)
     return np.asarray(lr.coef_[0], np.float64), 0.0
 
 
