@@ -185,7 +185,7 @@ def _p_values(d: npt.NDArray[np.float64], test: PairedTestKind, n_resamples: int
             p[r] = float(stats.wilcoxon(d[r], zero_method="wilcox").pvalue)
     else:
         raise ValueError(f"paired test: unknown test {test!r} (permutation, wilcoxon)")
-    return np.minimum(p, 1.0).tolist()
+    return [float(v) for v in np.minimum(p, 1.0)]
 
 
 def _paired_arrays(

@@ -63,7 +63,8 @@ def cv_markdown(result: Any, summary: dict[str, Any]) -> str:
         "",
         f"Trained on pool `{result.train_pool}` (verdicts `{cfg.label}`), model `{cfg.kind}`, "
         f"{cfg.folds}-fold CV by task, seeds {', '.join(map(str, cfg.seeds))}"
-        + (f", C chosen per fold by inner CV from {list(cfg.c_grid)}" if cfg.c_grid else f", C = {cfg.c}")
+        + (f", C chosen per fold by inner CV from {list(cfg.c_grid)}" if cfg.c_grid
+           else "" if cfg.kind in ("direct", "boosting") else f", C = {cfg.c}")
         + f"; {result.seconds:.1f} s.",
         "",
         "Fold columns: mean, standard deviation and range of pass@1 (%) over all folds of all seeds. "
@@ -97,7 +98,8 @@ def cv_markdown(result: Any, summary: dict[str, Any]) -> str:
     lines += [header, "|" + "---|" * (5 + len(kinds_all) * len(methods))]
     for f in result.folds:
         cells = [_pct(f.pass1[m][k]) for k in kinds_all for m in methods]
-        lines.append(f"| {f.pool} | {f.seed} | {f.fold} | {f.tasks} | {f.c:g} | " + " | ".join(cells) + " |")
+        c = "-" if cfg.kind in ("direct", "boosting") else f"{f.c:g}"
+        lines.append(f"| {f.pool} | {f.seed} | {f.fold} | {f.tasks} | {c} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -148,15 +150,19 @@ def _print_summary(summary: dict[str, Any]) -> None:
               help="Compute HumanEval+/MBPP+ verdicts (base and plus).")
 @click.option("--label", default="original", show_default=True,
               help="Verdict kind to train on: original (--verdicts), base or plus.")
-@click.option("--kind", default="logistic", show_default=True,
-              type=click.Choice(["logistic", "pairwise", "listwise", "boosting"]),
-              help="Model: pointwise logistic regression, pairwise or listwise linear ranking, or gradient "
-                   "boosting (cross-validation only: not saved).")
+@click.option("--kind", default="direct", show_default=True,
+              type=click.Choice(["direct", "logistic", "pairwise", "listwise", "boosting"]),
+              help="Model: direct (non-negative weights maximising the training pass@1 on a grid), pointwise "
+                   "logistic regression, pairwise or listwise (softmax) linear ranking, or gradient boosting "
+                   "(cross-validation only: not saved). See docs/rerankers.md.")
+@click.option("--features", "feature_set", default="scores", show_default=True, type=click.Choice(["scores", "all"]),
+              help="scores: the published rerankers' scores (B4, CodeT, functional overlap, MBR-exec); all: every "
+                   "feature of rerank.features.")
 @click.option("--c", "c_value", default=None, type=POSITIVE_FLOAT,
               help="Fixed inverse regularisation strength (instead of choosing it from --c-grid).")
 @click.option("--c-grid", default="0.001,0.003,0.01,0.03,0.1", show_default=True,
-              help="Candidates for C, chosen by an inner task-level CV inside each training fold (and on all "
-                   "tasks for the saved model).")
+              help="Candidates for C (logistic, pairwise, listwise), chosen by an inner task-level CV inside "
+                   "each training fold (and on all tasks for the saved model).")
 @click.option("--folds", default=5, show_default=True, type=POSITIVE_INT, help="Folds (tasks split into N parts).")
 @click.option("--seeds", default="0,1,2", show_default=True, help="One CV repetition per seed (comma-separated).")
 @click.option("--cv/--no-cv", default=True, show_default=True,
@@ -185,6 +191,7 @@ def train_cmd(
     evalplus: bool,
     label: str,
     kind: str,
+    feature_set: str,
     c_value: float | None,
     c_grid: str,
     folds: int,
@@ -210,11 +217,14 @@ def train_cmd(
     from evaluation.errors import TestgenError
     from rerank.cli import _progress_bars, parse_tests_option
     from rerank.crossval import CVConfig, choose_c, cross_validate, pools_from_run
-    from rerank.features import DEFAULT_FEATURES, pool_features
+    from rerank.features import FEATURE_SETS, pool_features
     from rerank.learned import fit, save_model
     from rerank.pipeline import RerankConfig, load
 
-    grid = () if c_value is not None else _floats(c_grid, "--c-grid")
+    grid = _floats(c_grid, "--c-grid")
+    if c_value is not None or kind in ("direct", "boosting"):
+        grid = ()  # a fixed C, or a kind without one
+    features = FEATURE_SETS[feature_set]
     seed_list = _ints(seeds, "--seeds")
     if label not in ("original", "base", "plus"):
         raise click.BadParameter(f"{label!r}: expected original, base or plus", param_hint="'--label'")
@@ -234,12 +244,15 @@ def train_cmd(
     )
     outdir = Path(out)
     with _progress_bars(progress) as factory:
-        loaded = load(config, need_outputs=True, progress=factory, notify=notice)
+        def enough_tasks(task_ids: list[str]) -> None:
+            if len(task_ids) < folds:
+                raise TestgenError(f"{samples}: {len(task_ids)} tasks cannot be split into {folds} folds (--folds)")
+
+        loaded = load(config, need_outputs=True, progress=factory, notify=notice, check=enough_tasks)
         pools = pools_from_run(loaded)
         cv_config = CVConfig(folds=folds, seeds=seed_list, kind=kind,  # type: ignore[arg-type]
-                             c=c_value if c_value is not None else 0.01, c_grid=grid, label=label)
-        if len(pools[0].matrices) < folds:
-            raise TestgenError(f"{len(pools[0].matrices)} tasks cannot be split into {folds} folds")
+                             c=c_value if c_value is not None else 0.01, c_grid=grid, label=label,
+                             features=features)
         cv_summary: dict[str, Any] | None = None
         if cv:
             result = cross_validate(pools[0], cv_config, eval_pools=pools[1:], progress=factory("cross-validation"))
@@ -257,9 +270,10 @@ def train_cmd(
             model_path = None
         else:
             pool = pools[0]
-            tables = [pool_features(m, DEFAULT_FEATURES) for m in pool.matrices]
+            tables = [pool_features(m, features) for m in pool.matrices]
             c_final = choose_c(tables, pool, list(range(len(pool.matrices))), cv_config, seed=0) if grid else cv_config.c
-            model = fit(pool.matrices, pool.verdicts[label], kind=kind, c=c_final, label=label,  # type: ignore[arg-type]
+            model = fit(pool.matrices, pool.verdicts[label], features=features, kind=kind,  # type: ignore[arg-type]
+                        c=c_final, label=label,
                         inputs={"samples": Path(samples).name, "tests": Path(config.tests[0][1]).name,
                                 "dataset": dataset, "tests_per_generation": tests_per_generation,
                                 "timeout": timeout, "shorten_timeouts_after": shorten_timeouts_after})

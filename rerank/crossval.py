@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from evaluation.errors import TestgenError
 from evaluation.stats import compare_to_best, mean_cis, paired_test
-from rerank.features import DEFAULT_FEATURES, pool_features
+from rerank.features import SCORE_FEATURES, pool_features
 from rerank.learned import DEFAULT_C, ModelKind, TaskVerdicts, fit_scorer, ranking_from_scores
 from rerank.matrix import TaskMatrix
 from rerank.methods import bind_reranker
@@ -89,13 +89,13 @@ class CVConfig:
     """Folds per repetition (tasks split into this many parts)."""
     seeds: tuple[int, ...] = (0, 1, 2)
     """One repetition per seed (the shuffle of the tasks)."""
-    kind: ModelKind = "logistic"
+    kind: ModelKind = "direct"
     """Model kind."""
     c: float = DEFAULT_C
     """Regularisation when ``c_grid`` is empty."""
     c_grid: tuple[float, ...] = ()
     """Candidates for nested selection of ``c`` (inner CV on the training tasks)."""
-    features: tuple[str, ...] = DEFAULT_FEATURES
+    features: tuple[str, ...] = SCORE_FEATURES
     """Feature columns."""
     label: str = "original"
     """Verdict kind the model is trained on (and ``c`` chosen by)."""
@@ -239,11 +239,11 @@ def cross_validate(
         raise TestgenError(f"pool labels must be distinct, got {labels}")
     index: list[dict[str, int]] = []
     for p in pools:
-        ids = {t: i for i, t in enumerate(p.task_ids)}
-        missing = [t for t in pool.task_ids if t not in ids]
+        position = {t: i for i, t in enumerate(p.task_ids)}
+        missing = [t for t in pool.task_ids if t not in position]
         if missing:
             raise TestgenError(f"pool {p.label} lacks {len(missing)} of the training pool's tasks, e.g. {missing[0]}")
-        index.append(ids)
+        index.append(position)
     kinds = [k for k in pool.verdicts if all(k in p.verdicts for p in pools)]
     tables = [[pool_features(m, config.features) for m in p.matrices] for p in pools]
 
@@ -288,12 +288,12 @@ def cross_validate(
     per_task: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for pi, p in enumerate(pools):
         ids = [pool.task_ids[i] for i in range(n)]
-        rows = [index[pi][t] for t in ids]
+        where = [index[pi][t] for t in ids]
         per_task[p.label] = {
-            LEARNED: {k: {t: float(learned_pass[pi][k][:, r].mean()) for t, r in zip(ids, rows)} for k in kinds}
+            LEARNED: {k: {t: float(learned_pass[pi][k][:, r].mean()) for t, r in zip(ids, where)} for k in kinds}
         }
         for name, _, _ in BASELINES:
-            per_task[p.label][name] = {k: {t: base_pass[pi][name][k][r] for t, r in zip(ids, rows)} for k in kinds}
+            per_task[p.label][name] = {k: {t: base_pass[pi][name][k][r] for t, r in zip(ids, where)} for k in kinds}
     extra = {p.label: {"tasks": len(p.matrices), "programs": int(sum(m.n_solutions for m in p.matrices)),
                        "tests": int(sum(m.n_tests for m in p.matrices))} for p in pools}
     return CVResult(config=config, train_pool=pool.label, folds=tuple(folds), per_task=per_task,

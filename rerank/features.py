@@ -157,9 +157,11 @@ FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 DEFAULT_FEATURES: tuple[str, ...] = tuple(f.name for f in FEATURES if f.needs != "logprobs")
 """What a model uses when the training samples carry no log-probabilities (CodeT's data)."""
 
-SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap")
-"""The published rerankers' own scores: B4's posterior, CodeT's score, SRank's functional
-overlap (a linear model over these is a weighted product of the three)."""
+SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap",
+                                   "log_behaviour_share")
+"""The published rerankers' own scores, each "higher is better": B4's posterior, CodeT's
+score, SRank's functional overlap and MBR-exec's class size (a linear score over these
+logs is a weighted product of the four)."""
 
 FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES}
 """Named feature sets (``rerank train --features``)."""
@@ -297,9 +299,9 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
         post = np.zeros(n)
         if ranking.groups:
             # normalise over distinct patterns: each consensus set counted once
-            sets = {}
+            sets: dict[bytes, float] = {}
             for i in np.flatnonzero(~np.isnan(score)).tolist():
-                sets.setdefault(passed[i].tobytes(), score[i])
+                sets.setdefault(passed[i].tobytes(), float(score[i]))
             s = np.array(list(sets.values()))
             log_z = float(np.max(s) + math.log(np.exp(s - np.max(s)).sum()))
             ok = ~np.isnan(score)
@@ -310,9 +312,11 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
 
     if want & {"soft_agreement", "passed_test_consensus", "failed_test_consensus", "majority_tests_passed"}:
         if m and n_loaded:
-            same = pf @ (pf * wl[:, None]).T + (1 - pf) @ ((1 - pf) * wl[:, None]).T  # [n, n] weighted
-            cols["soft_agreement"] = np.where(loaded, (same.sum(axis=1) / m) / n_loaded, 0.0)
             q = (wl @ pf) / n_loaded  # share of loaded samples passing each test
+            # agreement with every loaded sample, test by test: share passing where it passes,
+            # share failing where it fails (O(n m), no n x n product)
+            same = (pf * q + (1 - pf) * (1 - q)).sum(axis=1) / m
+            cols["soft_agreement"] = np.where(loaded, same, 0.0)
             tq = tw * q
             cols["passed_test_consensus"] = _safe_div(pf @ tq, pf @ tw)
             cols["failed_test_consensus"] = np.where(loaded, _safe_div((1 - pf) @ tq, (1 - pf) @ tw), 0.0)

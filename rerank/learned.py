@@ -7,15 +7,20 @@ have known verdicts (``rerank train``), saved as a small JSON file with its feat
 the library versions and a hash of the training data; ``rerank --method learned --model
 FILE`` uses it.
 
-Model kinds (:data:`ModelKind`):
+Model kinds (:data:`ModelKind`), all scoring standardised features linearly except the last:
 
+* ``direct`` (the default): non-negative weights, summing to 1, that maximise the training
+  pass@1 itself, searched exhaustively on a grid (step 0.05; at most 5 features). Direct
+  optimisation of the ranking metric, as coordinate ascent does (Metzler & Croft,
+  "Linear feature-based models for information retrieval", Information Retrieval 2007).
+  Over the published rerankers' scores (:data:`rerank.features.SCORE_FEATURES`) it
+  cross-validates best here (``docs/rerankers.md``), and it is the simplest: 4 weights.
 * ``logistic``: pointwise L2 logistic regression (scikit-learn ``LogisticRegression``) of
-  "this program is correct" on standardised features, each task's programs weighted by
-  occurrence and each task weighing the same. The default: simplest, and not worse than
-  the others under cross-validation (``docs/rerankers.md``).
-* ``pairwise``: RankNet-style / RankSVM-style pairwise logistic regression on feature
-  differences of (correct, wrong) program pairs of the same task (Herbrich et al., "Large
-  Margin Rank Boundaries for Ordinal Regression", 2000; Burges et al., ICML 2005).
+  "this program is correct", each task's programs weighted by occurrence, each task
+  weighing 1.
+* ``pairwise``: RankSVM-style pairwise logistic regression on feature differences of
+  (correct, wrong) program pairs of the same task (Herbrich et al., "Large Margin Rank
+  Boundaries for Ordinal Regression", 2000; Burges et al., RankNet, ICML 2005).
 * ``listwise``: a linear softmax over each task's loaded programs fitted to put its mass
   on the correct ones (ListNet top-1, Cao et al., ICML 2007), by ``scipy.optimize``.
 * ``boosting``: scikit-learn ``HistGradientBoostingClassifier`` (shallow trees), for
@@ -42,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evaluation.errors import TestgenError
-from rerank.features import DEFAULT_FEATURES, FEATURE_NAMES, MissingFeatureInput, pool_features
+from rerank.features import FEATURE_NAMES, SCORE_FEATURES, MissingFeatureInput, pool_features
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, rank_groups
 
@@ -62,7 +67,7 @@ __all__ = [
     "MODEL_FORMAT",
 ]
 
-ModelKind = Literal["logistic", "pairwise", "listwise", "boosting"]
+ModelKind = Literal["logistic", "pairwise", "listwise", "direct", "boosting"]
 """How a model is fitted (see the module docstring)."""
 
 MODEL_FORMAT = "testgen-rerank-model/1"
@@ -252,12 +257,52 @@ def _fit_listwise(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArr
     return np.asarray(res.x, np.float64), 0.0
 
 
+DIRECT_STEP = 0.05
+"""Grid step of the ``direct`` kind's weights (each a multiple of it, summing to 1)."""
+
+DIRECT_MAX_FEATURES = 5
+"""The ``direct`` grid has C(1/step + d - 1, d - 1) points: 10,626 for 5 features."""
+
+
+def _simplex(dim: int, step: float) -> npt.NDArray[np.float64]:
+    """Every weight vector with entries in multiples of ``step`` summing to 1, as columns."""
+    import itertools
+
+    n = int(round(1 / step))
+    pts = [(*c, n - sum(c)) for c in itertools.product(range(n + 1), repeat=dim - 1) if sum(c) <= n]
+    return np.asarray(pts, np.float64).T / n
+
+
+def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray[np.float64], float]:
+    """Maximise the training pass@1 itself over non-negative weights on a grid.
+
+    Direct optimisation of the ranking metric (as coordinate ascent does, Metzler & Croft,
+    "Linear feature-based models for information retrieval", 2007), exhaustively: with few
+    features the weight simplex is small enough to search on a grid. Every feature must be
+    oriented "higher is better" (the rerankers' scores are). Several grid points tie on the
+    training pass@1 (a plateau): their mean is taken. ``c`` is not used.
+    """
+    dim = data[0][0].shape[1]
+    if dim > DIRECT_MAX_FEATURES:
+        raise TestgenError(f"the 'direct' model searches a grid: at most {DIRECT_MAX_FEATURES} features, got {dim}")
+    grid = _simplex(dim, DIRECT_STEP)
+    total = np.zeros(grid.shape[1])
+    for x, y, w in data:
+        if not y.any():
+            continue  # nothing to gain: every pick is wrong
+        s = np.round(x @ grid, 9)  # [programs, grid points]; rounding merges float noise into ties
+        top = s == s.max(axis=0)
+        total += (top * (w * y)[:, None]).sum(axis=0) / (top * w[:, None]).sum(axis=0)
+    best = np.flatnonzero(total >= total.max() - 1e-9)
+    return np.asarray(grid[:, best].mean(axis=1), np.float64), 0.0
+
+
 def fit_scorer(
     tables: Sequence[npt.NDArray[np.float64]],
     matrices: Sequence[TaskMatrix],
     verdicts: Sequence[TaskVerdicts],
     *,
-    kind: ModelKind = "logistic",
+    kind: ModelKind = "direct",
     c: float = DEFAULT_C,
     seed: int = 0,
 ) -> tuple[Scorer, LinearModel | None]:
@@ -275,7 +320,8 @@ def fit_scorer(
         gb = HistGradientBoostingClassifier(max_iter=100, max_depth=2, learning_rate=0.05, min_samples_leaf=100,
                                             l2_regularization=1.0, random_state=seed).fit(x, y, sample_weight=w)
         return (lambda t: np.asarray(gb.decision_function((t - mean) / scale), np.float64)), None
-    fitters = {"logistic": _fit_logistic, "pairwise": _fit_pairwise, "listwise": _fit_listwise}
+    fitters = {"logistic": _fit_logistic, "pairwise": _fit_pairwise, "listwise": _fit_listwise,
+               "direct": _fit_direct}
     if kind not in fitters:
         raise TestgenError(f"unknown model kind {kind!r} (known: {', '.join(get_args(ModelKind))})")
     coef, intercept = fitters[kind](std, c)
@@ -288,8 +334,8 @@ def fit(
     matrices: Sequence[TaskMatrix],
     verdicts: Sequence[TaskVerdicts],
     *,
-    features: Sequence[str] = DEFAULT_FEATURES,
-    kind: ModelKind = "logistic",
+    features: Sequence[str] = SCORE_FEATURES,
+    kind: ModelKind = "direct",
     c: float = DEFAULT_C,
     label: str = "",
     inputs: Mapping[str, Any] | None = None,
@@ -312,7 +358,7 @@ def fit(
         scale=model.scale,
         coef=model.coef,
         intercept=model.intercept,
-        options={"C": c, "label": label},
+        options={"label": label, **({"step": DIRECT_STEP} if kind == "direct" else {"C": c})},
         training={
             "data_hash": data_hash,
             "tasks": len(matrices),
@@ -353,8 +399,8 @@ def load_model(path: str | os.PathLike[str]) -> LinearModel:
         v = raw.get(name)
         if not isinstance(v, list) or len(v) != len(feats) or not all(isinstance(a, (int, float)) for a in v):
             raise TestgenError(f"{p}:1: field {name!r}: expected {len(feats)} numbers")
-    if raw.get("kind") not in ("logistic", "pairwise", "listwise"):
-        raise TestgenError(f"{p}:1: field 'kind': expected logistic, pairwise or listwise")
+    if raw.get("kind") not in ("logistic", "pairwise", "listwise", "direct"):
+        raise TestgenError(f"{p}:1: field 'kind': expected logistic, pairwise, listwise or direct")
     return LinearModel(
         kind=raw["kind"],
         features=tuple(feats),

@@ -280,9 +280,17 @@ def _with_sizes(matrix: TaskMatrix, task: TaskInputs) -> TaskMatrix:
 
 
 def load(
-    config: RerankConfig, *, need_outputs: bool, progress: ProgressFactory = _noop, notify: Notify = _quiet
+    config: RerankConfig,
+    *,
+    need_outputs: bool,
+    progress: ProgressFactory = _noop,
+    notify: Notify = _quiet,
+    check: Callable[[list[str]], None] | None = None,
 ) -> LoadedRun:
-    """Read the inputs, build (or read from the cache) the matrices and the verdicts."""
+    """Read the inputs, build (or read from the cache) the matrices and the verdicts.
+
+    ``check(task_ids)`` runs once every input is read, before anything runs or is written
+    (a caller's own refusal, e.g. too few tasks for its folds)."""
     timings: dict[str, float] = {}
     out = Path(config.out)
     cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
@@ -311,6 +319,8 @@ def load(
     }
     # Every input is read before anything runs or is written: a bad file is refused at once.
     original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
+    if check is not None:
+        check(task_ids)
     out.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     timings["read"] = time.perf_counter() - t0

@@ -28,9 +28,14 @@ ALPHA = 0.05
 
 
 class _Run(Protocol):
-    model: str
-    setting: str
-    per_task: Mapping[str, Mapping[str, float | None]]
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def setting(self) -> str: ...
+
+    @property
+    def per_task(self) -> Mapping[str, Mapping[str, float | None]]: ...
 
     @property
     def label(self) -> str: ...
@@ -47,7 +52,12 @@ def per_task_metrics(runs: Sequence[_Run]) -> list[str]:
 
 
 def _values(run: _Run, metric: str) -> dict[str, float]:
-    return {t: float(v[metric]) for t, v in run.per_task.items() if v.get(metric) is not None}
+    out: dict[str, float] = {}
+    for task, values in run.per_task.items():
+        v = values.get(metric)
+        if v is not None:
+            out[task] = float(v)
+    return out
 
 
 def run_statistics(runs: Sequence[_Run], *, n_resamples: int = 9999) -> dict[str, Any]:

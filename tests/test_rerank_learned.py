@@ -120,8 +120,8 @@ def test_features_cannot_see_verdicts(reference_pool: LabelledPool) -> None:
     before = [pool_features(m, MATRIX_ONLY) for m in matrices]
     rng = np.random.default_rng(0)
     shuffled = tuple(TaskVerdicts(task_id=v.task_id, correct=rng.permutation(v.correct)) for v in truth)
-    fitted = fit(matrices, truth, features=MATRIX_ONLY)
-    scrambled = fit(matrices, shuffled, features=MATRIX_ONLY)
+    fitted = fit(matrices, truth, features=MATRIX_ONLY, kind="logistic")
+    scrambled = fit(matrices, shuffled, features=MATRIX_ONLY, kind="logistic")
     after = [pool_features(m, MATRIX_ONLY) for m in matrices]
     assert all(np.array_equal(a, b) for a, b in zip(before, after))
     assert fitted.coef != scrambled.coef and fitted.training["data_hash"] != scrambled.training["data_hash"]
@@ -133,7 +133,7 @@ def test_cross_validation_splits_by_task(reference_pool: LabelledPool, monkeypat
     trained_on: list[set[int]] = []
     scored: list[set[int]] = []
     ids = {id(m): i for i, m in enumerate(reference_pool.matrices)}
-    real_fit = cv.fit_scorer
+    real_fit = cv.fit_scorer  # type: ignore[attr-defined]
 
     def spying_fit(tables, matrices, verdicts, **kw):  # type: ignore[no-untyped-def]
         trained_on.append({ids[id(m)] for m in matrices})
@@ -149,7 +149,7 @@ def test_cross_validation_splits_by_task(reference_pool: LabelledPool, monkeypat
         return spy, model
 
     tables_all: list[np.ndarray] = []
-    real_features = cv.pool_features
+    real_features = cv.pool_features  # type: ignore[attr-defined]
 
     def recording_features(matrix, names):  # type: ignore[no-untyped-def]
         t = real_features(matrix, names)
@@ -158,7 +158,7 @@ def test_cross_validation_splits_by_task(reference_pool: LabelledPool, monkeypat
 
     monkeypatch.setattr(cv, "fit_scorer", spying_fit)
     monkeypatch.setattr(cv, "pool_features", recording_features)
-    config = CVConfig(folds=5, seeds=(0, 1), features=("b4_log_gap", "log_codet_score_rel"))
+    config = CVConfig(folds=5, seeds=(0, 1), kind="logistic", features=("b4_log_gap", "log_codet_score_rel"))
     result = cross_validate(reference_pool, config)
     n = len(reference_pool.matrices)
     assert len(result.folds) == 10 and len(trained_on) == 10
@@ -177,7 +177,7 @@ def test_cross_validation_splits_by_task(reference_pool: LabelledPool, monkeypat
 
 def test_learned_beats_codet_under_cross_validation(reference_pool: LabelledPool) -> None:
     """Out-of-fold, on 164 real tasks: far above random, above CodeT, with its statistics."""
-    config = CVConfig(folds=5, seeds=(0, 1, 2), c_grid=(0.01, 0.1),
+    config = CVConfig(folds=5, seeds=(0, 1, 2), kind="logistic", c_grid=(0.01, 0.1),
                       features=("b4_log_gap", "log_codet_score_rel", "log_soft_agreement"))
     result = cross_validate(reference_pool, config)
     summary = result.summary(n_resamples=2000)["codet-reference"]["original"]
@@ -192,7 +192,8 @@ def test_learned_beats_codet_under_cross_validation(reference_pool: LabelledPool
 
 
 def test_model_file_round_trip_and_errors(reference_pool: LabelledPool, tmp_path: Path) -> None:
-    model = fit(reference_pool.matrices, reference_pool.verdicts["original"], features=MATRIX_ONLY, label="original")
+    model = fit(reference_pool.matrices, reference_pool.verdicts["original"], features=MATRIX_ONLY, kind="logistic",
+                label="original")
     path = tmp_path / "model.json"
     save_model(model, path)
     raw = json.loads(path.read_text())
