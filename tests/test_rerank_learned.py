@@ -273,3 +273,12 @@ def output_keys_agree(m: TaskMatrix, col: dict[str, np.ndarray]) -> bool:
         if all(k.startswith("!") for k in keys) and col["functional_overlap"][i] != 0:
             return False
     return True
+
+
+def test_every_feature_is_documented() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "rerankers.md").read_text()
+    for f in FEATURES:
+        name = f.name.removeprefix("log_")
+        assert f"`{name}`" in doc, f"{f.name} is not in docs/rerankers.md"
+        if f.name.startswith("log_"):
+            assert f"`{name}`," in doc or f"`{name}`:" in doc, f"{f.name}: its share is not listed under log_<share>"
