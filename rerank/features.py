@@ -55,7 +55,7 @@ class FeatureSpec:
     """Definition."""
 
 
-FEATURES: tuple[FeatureSpec, ...] = (
+_BASE_FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec(name="loaded", needs="matrix", source="CodeT",
                 doc="1 if the program loaded and its tests ran (0: it can never be correct)."),
     FeatureSpec(name="pool_share", needs="matrix", source="duplicates in the pool",
@@ -130,7 +130,7 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec(name="task_log_programs", needs="matrix", source="task context",
                 doc="log of the number of distinct programs of the task."),
 )
-"""The base features, in column order (see :data:`FEATURES` for the log variants too)."""
+"""The features before their log variants, in column order."""
 
 LOG_OF: tuple[str, ...] = (
     "pool_share", "tests_passed_share", "distinct_tests_passed_share", "rw_passed_share", "agreement_share",
@@ -144,12 +144,13 @@ the exponents learned."""
 LOG_FLOOR = 1e-3
 """``log_<name> = log(max(<name>, LOG_FLOOR))``."""
 
-_BASE = {f.name: f for f in FEATURES}
-FEATURES = FEATURES + tuple(
+_BASE = {f.name: f for f in _BASE_FEATURES}
+FEATURES: tuple[FeatureSpec, ...] = _BASE_FEATURES + tuple(
     FeatureSpec(name=f"log_{b}", needs=_BASE[b].needs, source=_BASE[b].source,
                 doc=f"log(max({b}, {LOG_FLOOR}))")
     for b in LOG_OF
 )
+"""Every feature, in column order: the base features, then the log variants."""
 
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 """Column names of :data:`FEATURES`."""

@@ -420,13 +420,15 @@ def default_model_path() -> Path:
     return Path(str(resources.files("rerank") / "models" / "codegen16b-humaneval.json"))
 
 
-_LOADED: dict[str, LinearModel] = {}
+_LOADED: dict[tuple[str, int], LinearModel] = {}
 
 
 def _cached_model(path: str | None) -> LinearModel:
-    key = str(path or default_model_path())
+    """Each task calls the reranker: read a model file once per (path, modification time)."""
+    name = str(path or default_model_path())
+    key = (name, Path(name).stat().st_mtime_ns)
     if key not in _LOADED:
-        _LOADED[key] = load_model(key)
+        _LOADED[key] = load_model(name)
     return _LOADED[key]
 
 
