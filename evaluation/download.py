@@ -1,16 +1,18 @@
-"""Download a dataset release file (EvalPlus's HumanEval+ / MBPP+) into the local cache.
+"""Download a dataset file (EvalPlus's HumanEval+ / MBPP+, CodeT's MBPP) into the local cache.
 
 The file is fetched with :mod:`urllib` to a temporary file beside the destination, checked
-(it must gunzip, every line must be a JSON object with a ``task_id``, and it must hold the
-release's number of problems), and only then renamed into place, so an interrupted or
-corrupt download never leaves a file that later runs would trust. Offline, or when the
-server refuses, :class:`~evaluation.errors.DatasetNotFound` says how to provide the file.
-Set ``TESTGEN_OFFLINE=1`` to never try the network.
+(gzipped or plain text as the release has it, every line a JSON object with a ``task_id``, the
+release's number of problems, and, for a URL pinned to one version, the content's sha256), and
+only then renamed into place, so an interrupted or corrupt download never leaves a file that
+later runs would trust. Offline, or when the server refuses,
+:class:`~evaluation.errors.DatasetNotFound` says how to provide the file. Set
+``TESTGEN_OFFLINE=1`` to never try the network.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -49,14 +51,19 @@ def not_found_message(spec: DatasetSpec, cached: Path, *, reason: str) -> str:
 
 
 def check_release_file(path: Path, spec: DatasetSpec) -> int:
-    """Check a downloaded file: gunzips, JSON objects with ``task_id``, the expected count.
+    """Check a downloaded file: text (gzipped when ``spec.file_name`` ends in ``.gz``), JSON
+    objects with ``task_id``, the expected count, and the content's sha256 when the spec has one.
 
     Returns the number of records; raises ``ValueError`` saying what is wrong.
     """
     count = 0
+    digest = hashlib.sha256()
+    gz = spec.file_name.endswith(".gz")
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                digest.update(raw)
+                line = raw.decode("utf-8")
                 if not line.strip():
                     continue
                 rec = json.loads(line)
@@ -64,11 +71,13 @@ def check_release_file(path: Path, spec: DatasetSpec) -> int:
                     raise ValueError(f"line {lineno} is not a record with a task_id")
                 count += 1
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise ValueError(f"not a gzip file of text: {exc}") from None
+        raise ValueError(f"not a {'gzip file of ' if gz else ''}text: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
     if count != spec.expected_size:
         raise ValueError(f"holds {count} records, the release has {spec.expected_size}")
+    if spec.sha256 is not None and digest.hexdigest() != spec.sha256:
+        raise ValueError(f"content sha256 {digest.hexdigest()[:16]}... is not the release's {spec.sha256[:16]}...")
     return count
 
 

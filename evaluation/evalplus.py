@@ -181,11 +181,11 @@ def dataset_kind(name: str) -> str:
     """EvalPlus's dataset name for one of ours (``humaneval+`` -> ``humaneval``)."""
     if name.startswith("humaneval+") or name == "humanevalplus":
         return "humaneval"
-    if name.startswith("mbpp"):
+    if name.startswith("mbpp+") or name == "mbppplus":
         return "mbpp"
     raise TestgenError(
         f"the HumanEval+ evaluator needs a dataset with base and plus inputs (humaneval+ or mbpp+), "
-        f"not {name!r}"
+        f"not {name!r} (its own asserts judge it: evaluation.verdicts.judge_solutions)"
     )
 
 

@@ -35,13 +35,15 @@ class Problem:
     task_id: str
     """Join key across every stage, e.g. ``"HumanEval/0"`` or ``"Mbpp/2"``."""
     dataset: str
-    """Name of the dataset the problem came from (``humaneval``, ``humaneval+``, ``mbpp+``)."""
+    """Name of the dataset the problem came from (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
     prompt: str
-    """Code-generation prompt: signature and docstring (HumanEval), or the task text (MBPP+)."""
+    """Code-generation prompt: signature and docstring (HumanEval, MBPP sanitized), or the task
+    text (MBPP+)."""
     entry_point: str
     """Name of the function under test."""
     canonical_solution: str
-    """Reference solution as the dataset stores it (a body for HumanEval, full code for MBPP+)."""
+    """Reference solution: the body after the prompt (HumanEval, MBPP sanitized), or the full
+    code (MBPP+)."""
     test: str = ""
     """Human-written test code (HumanEval's ``check(candidate)`` function), if any."""
     base_inputs: tuple[Any, ...] = ()
@@ -58,7 +60,7 @@ class Problem:
     @property
     def reference_code(self) -> str:
         """The complete reference program (prompt + body, or the full MBPP+ solution)."""
-        if self.dataset.startswith("mbpp"):
+        if self.dataset.startswith("mbpp+"):
             return self.canonical_solution
         return self.prompt + self.canonical_solution
 

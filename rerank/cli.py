@@ -113,7 +113,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
     console = Console()
     kinds = [k for k in ("base", "plus", "original") if any(k in v for v in summary.values())]
     for suffix, title in (("", "all tasks"), ("_hard", "hard subset (some but not all samples correct)")):
-        any_row = next(iter(summary.values()))
+        any_row = next(v for m, v in summary.items() if m != "baseline")
         n = {k: int(any_row.get(k + suffix, {}).get("tasks", 0)) for k in kinds}
         table = Table(title=f"expected pass@k (%), {title}")
         table.add_column("method")
@@ -139,7 +139,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
               help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
                    "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
 @click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval+, mbpp+ or humaneval.")
+              help="humaneval+, mbpp+, mbpp or humaneval.")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
@@ -171,7 +171,10 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 @click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
               help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
 @click.option("--evalplus/--no-evalplus", default=True, show_default=True,
-              help="Compute HumanEval+/MBPP+ verdicts (base and plus).")
+              help="Compute HumanEval+/MBPP+ verdicts (base and plus; MBPP sanitized: base = its original asserts).")
+@click.option("--baseline", type=click.Path(exists=True, dir_okay=False),
+              help="A 'testgen evaluate' verdicts file (the model's samples at T=0.2): its pass@k is shown as "
+                   "the 'baseline' row beside random (the paper's Table 5 baseline).")
 @click.option("--ks", default="1,2,10", show_default=True, help="Comma-separated k of pass@k.")
 @click.option("--out", default="rerank-out", show_default=True, type=click.Path(file_okay=False),
               help="Output directory (summary.json, picks.jsonl, run.json, cache/).")
@@ -198,6 +201,7 @@ def rerank_cmd(
     workers: int | None,
     verdicts: str | None,
     evalplus: bool,
+    baseline: str | None,
     ks: str,
     out: str,
     cache_dir: str | None,
@@ -238,6 +242,7 @@ def rerank_cmd(
         ks=k_values,
         verdicts=verdicts,
         evalplus=evalplus,
+        baseline=baseline,
         out=out,
         cache_dir=cache_dir,
     )

@@ -5,10 +5,14 @@
 * ``summary.json``: ``{method: {"base"|"plus"|...: {"pass@k": value}}}``, values in [0, 1],
   with a 95% bootstrap interval over tasks (``ci95``) and a paired test against the
   column's best method (``vs_best``) for each (:mod:`rerank.significance`);
-  the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`),
-  ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the original HumanEval
-  tests), and each with ``_hard`` for the hard subset (some but not all samples correct).
-  With several labelled test sets a method is named ``label:method``.
+  the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`;
+  for MBPP sanitized, which has no plus inputs, ``base`` only: its original asserts, via
+  :mod:`evaluation.asserts`), ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the
+  original HumanEval tests), and each with ``_hard`` for the hard subset (some but not all
+  samples correct). With several labelled test sets a method is named ``label:method``. With a
+  ``--baseline`` verdicts file (``testgen evaluate``'s output for the same model at T = 0.2,
+  Table 5's baseline of Xiong, Guo, Chen) a row ``baseline`` holds its unbiased pass@k on the
+  same tasks.
 * ``picks.jsonl``: per task and method, the chosen solution, its score, the size of its tie
   group and the expected pass@1 per verdict kind.
 * ``run.json``: the configuration, counts and the time spent in each step.
@@ -38,7 +42,8 @@ from rerank.methods import Ranking, bind_reranker
 from rerank.scoring import TaskScore, mean_scores, score_task
 from rerank.significance import add_statistics
 
-__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "LoadedRun", "load", "run", "DEFAULT_METHODS"]
+__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "LoadedRun", "load", "run", "DEFAULT_METHODS",
+           "baseline_scores", "read_baseline"]
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
@@ -107,7 +112,10 @@ class RerankConfig:
     """Optional verdict file scored as ``original`` (CodeT's HumanEval verdicts format:
     ``task_id, completion, passed``; or ``task_id, solution_id, passed|base``)."""
     evalplus: bool = True
-    """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``)."""
+    """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``; MBPP sanitized: ``base`` on its asserts)."""
+    baseline: str | None = None
+    """A ``testgen evaluate`` verdicts file whose pass@k is reported as the ``baseline`` row
+    (Table 5: the model's code pass@1 at T = 0.2, beside the reranked pool sampled at 0.8)."""
     out: str = "rerank-out"
     """Output directory."""
     cache_dir: str | None = None
@@ -147,8 +155,10 @@ def _evalplus_verdicts(
     progress: Callable[[int, int], None],
     notify: Notify = _quiet,
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
-    """(task_id, program key) -> (base, plus), cached per dataset file."""
+    """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
+    inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
     from evaluation.evalplus import evaluate_solutions, ground_truth
+    from evaluation.verdicts import has_plus_inputs, judge_solutions
 
     path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
     known: dict[tuple[str, str], tuple[bool, bool]] = {}
@@ -166,11 +176,14 @@ def _evalplus_verdicts(
         notify(f"{dataset.name} verdicts: {wanted - len(todo):,} of {wanted:,} distinct programs from the cache "
                f"{path}; {len(todo):,} to judge")
     if todo:
-        truth = ground_truth(dataset, workers=workers)
-        if truth.from_cache:
-            notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
-        verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
-                                      progress=progress)
+        if has_plus_inputs(dataset):
+            truth = ground_truth(dataset, workers=workers)
+            if truth.from_cache:
+                notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
+            verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
+                                          progress=progress)
+        else:
+            verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
         with JsonlAppender(path) as app:
             for tid, key, sol in todo:
                 v = verdicts.get(sol.solution_id)
@@ -214,6 +227,51 @@ def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, st
     return out
 
 
+def read_baseline(path: str, task_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
+    """``kind -> task_id -> (n, c)`` of a ``testgen evaluate`` verdicts file (``base``; ``plus``
+    where it is not null). Every task of ``task_ids`` must have verdicts."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for line, rec in read_jsonl(path):
+        tid = rec.get("task_id")
+        if not isinstance(tid, str) or not isinstance(rec.get("base"), bool):
+            raise RecordError(path, line, "need 'task_id' and a boolean 'base' (a testgen evaluate verdicts file)",
+                              field="base")
+        for kind in ("base", "plus"):
+            value = rec.get(kind)
+            if value is None:
+                continue
+            if not isinstance(value, bool):
+                raise RecordError(path, line, f"expected a boolean or null, got {type(value).__name__}", field=kind)
+            n_c = counts.setdefault(kind, {}).setdefault(tid, [0, 0])
+            n_c[0] += 1
+            n_c[1] += int(value)
+    missing = [t for t in task_ids if t not in counts.get("base", {})]
+    if missing:
+        raise TestgenError(f"--baseline {path}: no verdicts for {len(missing)} task(s), e.g. {missing[0]}")
+    return {kind: {t: (nc[0], nc[1]) for t, nc in per_task.items()} for kind, per_task in counts.items()}
+
+
+def baseline_scores(
+    counts: Mapping[str, Mapping[str, tuple[int, int]]], task_ids: Sequence[str], hard: Mapping[str, set[str]],
+    ks: Sequence[int],
+) -> dict[str, dict[str, float]]:
+    """Unbiased pass@k of the baseline (:func:`read_baseline`), per verdict kind, over
+    ``task_ids`` and over each kind's hard tasks; a k larger than a task's samples is NaN."""
+    from rerank.scoring import unbiased_pass_at_k
+
+    out: dict[str, dict[str, float]] = {}
+    for kind, per_task in counts.items():
+        for suffix, chosen in (("", list(task_ids)), ("_hard", [t for t in task_ids if t in hard.get(kind, set())])):
+            row: dict[str, float] = {}
+            for k in ks:
+                vals = [unbiased_pass_at_k(per_task[t][0], per_task[t][1], k) if k <= per_task[t][0] else float("nan")
+                        for t in chosen]
+                row[f"pass@{k}"] = sum(vals) / len(vals) if vals else float("nan")
+            row["tasks"] = float(len(chosen))
+            out[kind + suffix] = row
+    return out
+
+
 def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
     if ranking.empty:
         return {"solution_id": None, "score": None, "tie_group": 0, "tie_group_samples": 0, "fallback": True}
@@ -246,8 +304,28 @@ class LoadedRun:
     """Test set label -> task_id -> matrix (with program sizes and log-probabilities)."""
     kinds: dict[str, dict[tuple[str, str], bool]]
     """Verdict kind -> (task_id, program key) -> correct. Ground truth: never given to a reranker."""
+    baseline: dict[str, dict[str, tuple[int, int]]] | None
+    """``--baseline``: verdict kind -> task_id -> (samples, correct), see :func:`read_baseline`."""
     timings: dict[str, float]
     """Seconds: read, matrix, verdicts."""
+
+
+def _baseline_task_scores(
+    counts: Mapping[str, Mapping[str, tuple[int, int]]], task_ids: Sequence[str], hard: Mapping[str, set[str]],
+    ks: Sequence[int],
+) -> dict[str, list[TaskScore]]:
+    """The baseline's per-task unbiased pass@k (NaN where k exceeds its samples), for the statistics."""
+    from rerank.scoring import unbiased_pass_at_k
+
+    return {
+        kind: [
+            TaskScore(task_id=t, ranked=False, hard=t in hard.get(kind, set()),
+                      pass_at={k: unbiased_pass_at_k(per[t][0], per[t][1], k) if k <= per[t][0] else float("nan")
+                               for k in ks})
+            for t in task_ids
+        ]
+        for kind, per in counts.items()
+    }
 
 
 def _learned_overlap(spec: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]], notify: Notify) -> dict[str, int]:
@@ -319,6 +397,7 @@ def load(
     }
     # Every input is read before anything runs or is written: a bad file is refused at once.
     original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
+    baseline = read_baseline(config.baseline, task_ids) if config.baseline else None
     if check is not None:
         check(task_ids)
     out.mkdir(parents=True, exist_ok=True)
@@ -349,15 +428,18 @@ def load(
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     t0 = time.perf_counter()
     if config.evalplus:
+        from evaluation.verdicts import has_plus_inputs
+
         ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
                                 notify)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
-        kinds["plus"] = {k: v[1] for k, v in ep.items()}
+        if has_plus_inputs(dataset):
+            kinds["plus"] = {k: v[1] for k, v in ep.items()}
     if original is not None:
         kinds["original"] = original
     timings["verdicts"] = time.perf_counter() - t0
     return LoadedRun(dataset=dataset, task_ids=task_ids, samples=samples, test_sets=test_sets, prepared=prepared,
-                     matrices=matrices, kinds=kinds, timings=timings)
+                     matrices=matrices, kinds=kinds, baseline=baseline, timings=timings)
 
 
 
@@ -371,7 +453,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     need_outputs = any(m.reranker in ("mbr-exec", "learned") for m in config.methods)
     loaded = load(config, need_outputs=need_outputs, progress=progress, notify=notify)
     dataset, task_ids, samples, test_sets = loaded.dataset, loaded.task_ids, loaded.samples, loaded.test_sets
-    prepared, matrices, kinds = loaded.prepared, loaded.matrices, loaded.kinds
+    prepared, matrices, kinds, baseline = loaded.prepared, loaded.matrices, loaded.kinds, loaded.baseline
     base_tasks = prepared[test_sets[0].label]
     timings = dict(loaded.timings)
 
@@ -408,6 +490,10 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
                 summary[name][f"{kind}_hard"] = mean_scores(scores, config.ks, hard_only=True)
             step += 1
             scoring_bar(step, total_steps)
+    if baseline is not None:
+        hard = {kind: {s.task_id for s in scores if s.hard} for kind, scores in per_kind.items()}
+        summary = {"baseline": baseline_scores(baseline, task_ids, hard, config.ks), **summary}
+        per_task = {"baseline": _baseline_task_scores(baseline, task_ids, hard, config.ks), **per_task}
     timings["scoring"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     add_statistics(summary, per_task, config.ks)

@@ -17,6 +17,7 @@ Tests are per comparison (not adjusted for the number of methods shown).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,18 +41,19 @@ def add_statistics(
 
     ``per_task``: method -> verdict kind -> the method's :class:`TaskScore` of every task.
     """
-    methods = list(per_task)
-    if not methods:
-        return
-    kinds = list(per_task[methods[0]])
+    kinds = list(dict.fromkeys(kind for per in per_task.values() for kind in per))
     for kind in kinds:
         for suffix in ("", "_hard"):
             for k in ks:
-                values = {
-                    m: {s.task_id: s.pass_at[k] for s in per_task[m][kind] if s.hard or not suffix}
-                    for m in methods
-                }
-                if not values[methods[0]]:
+                values: dict[str, dict[str, float]] = {}
+                for m, per in per_task.items():
+                    if kind not in per:
+                        continue  # e.g. a --baseline has no 'original' verdicts
+                    vals = {s.task_id: s.pass_at[k] for s in per[kind] if s.hard or not suffix}
+                    if vals and all(math.isfinite(v) for v in vals.values()):
+                        values[m] = vals  # a row with a k beyond its samples gets no statistics
+                methods = list(values)
+                if not methods:
                     continue
                 key = f"pass@{k}"
                 for m, iv in mean_cis(values, n_resamples=n_resamples).items():

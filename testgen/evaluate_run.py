@@ -356,17 +356,19 @@ def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, test
 
 
 def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
-    """Verdict (HumanEval+ "plus") of each solution in the run's prompts."""
+    """Verdict of each solution in the run's prompts: HumanEval+/MBPP+ "plus", or, for a
+    dataset without plus inputs (MBPP sanitized), its original asserts."""
     if opts.verdicts_file is not None:
         out: dict[str, bool] = {}
         for line, rec in read_jsonl(opts.verdicts_file):
             sid = require(rec, "solution_id", str, path=str(opts.verdicts_file), line=line)
-            out[sid] = bool(require(rec, "plus", bool, path=str(opts.verdicts_file), line=line))
+            key = "base" if rec.get("plus", False) is None else "plus"  # plus null: no plus inputs
+            out[sid] = bool(require(rec, key, bool, path=str(opts.verdicts_file), line=line))
         if not out:
             raise empty_file(opts.verdicts_file, "verdicts")
         return out
-    from evaluation import evalplus
     from evaluation.records import Solution
+    from evaluation.verdicts import judge_solutions
 
     sols = [
         Solution(task_id=str(r["task_id"]), solution_id=sid, code=str(r["solution"]),
@@ -378,7 +380,7 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[st
         from dataclasses import replace
 
         dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in tasks})
-    verdicts = evalplus.evaluate_solutions(dataset, sols, workers=opts.workers)
+    verdicts = judge_solutions(dataset, sols, workers=opts.workers)
     return {sid: v.plus for sid, v in verdicts.items()}
 
 

@@ -237,8 +237,12 @@ def prompt_correctness_split(
     """Table 4 (self setting): P, P', C for generations whose prompt code is correct vs wrong.
 
     As in the paper, problems whose prompt solutions are all correct or all wrong are left out
-    of ``correct``/``incorrect``; ``only_correct_all_tasks`` is the "only correct code in the
-    prompt" variant over every problem. ``None`` when no generation has a known verdict.
+    of ``correct``/``incorrect``. ``only_correct`` is the paper's "only correct code in the
+    prompt" variant (Section 6, "74.95% for GPT-3.5-turbo"): every problem counts; a problem
+    with at least one correct prompt solution keeps only the generations made with a correct
+    one, a problem with none keeps all its generations. ``only_correct_solved_tasks`` is the
+    variant that keeps only the generations with correct code, so problems the model never
+    solved drop out. ``None`` when no generation has a known verdict.
     """
     known = [g for g in gens if g.prompt_correct is not None]
     if not known:
@@ -248,13 +252,16 @@ def prompt_correctness_split(
         by_task[g.task_id].append(g)
     mixed = {t for t, gs in by_task.items() if 0 < sum(bool(g.prompt_correct) for g in gs) < len(gs)}
     in_mixed = [g for g in known if g.task_id in mixed]
+    solved = {t for t, gs in by_task.items() if any(g.prompt_correct for g in gs)}
+    only_correct = [g for g in known if g.prompt_correct or g.task_id not in solved]
     return {
         "tasks_mixed": len(mixed),
         "tasks_all_correct": sum(all(g.prompt_correct for g in gs) for gs in by_task.values()),
         "tasks_all_wrong": sum(not any(g.prompt_correct for g in gs) for gs in by_task.values()),
         "correct": _group_metrics([g for g in in_mixed if g.prompt_correct], measure, empty),
         "incorrect": _group_metrics([g for g in in_mixed if not g.prompt_correct], measure, empty),
-        "only_correct_all_tasks": _group_metrics([g for g in known if g.prompt_correct], measure, empty),
+        "only_correct": _group_metrics(only_correct, measure, empty),
+        "only_correct_solved_tasks": _group_metrics([g for g in known if g.prompt_correct], measure, empty),
     }
 
 

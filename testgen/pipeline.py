@@ -12,11 +12,17 @@ What is written (the run-directory contract, README "Data formats"):
   resumed into the same directory must have the same configuration (except ``--limit``,
   ``--task-id`` and options that do not change outputs such as concurrency); otherwise the run
   is refused, naming the differing keys.
-* ``RUN/solutions.jsonl``: the solutions shown in prompts (``self``: appended as sampled).
+* ``RUN/solutions.jsonl``: the solutions shown in prompts (``self``: appended as sampled, or the
+  first N per task of ``--code-from``; ``cross``: drawn from the ``--code-pool`` files by
+  :data:`testgen.pools.POOL_RULE`).
 * ``RUN/generations.jsonl``: one record per test generation, appended (and flushed) the moment
   its prompt is answered, so a kill loses at most the prompts in flight. On resume the keys
   ``(task_id, solution_id, sample_index)`` already present are skipped: nothing is generated
   twice, and deterministic backends (replay, fake) continue at the right sample index.
+
+Docstring examples (the paper's rule): test prompts show the problem without them
+(``keep_examples`` keeps them), code prompts (``self``) keep them (``strip_code_examples``
+removes them); a solution shown in a test prompt gets the example-free header.
 """
 
 from __future__ import annotations
@@ -38,8 +44,6 @@ from testgen.backends.base import Backend, Generation, Prompt, Sampling
 from testgen.prompting import (
     PromptTemplate,
     builtin_template,
-    code_generation_head,
-    extract_code,
     implementation_code,
     load_template_file,
     placeholder_code,
@@ -99,9 +103,14 @@ class RunConfig:
     code_template: str | None = None
     """Code-prompt template for ``self`` (``None``: ``code_<style>``)."""
     keep_examples: bool = False
-    """Keep the docstring examples in prompts."""
-    code_pool: str | None = None
-    """Solutions file for the ``cross`` setting."""
+    """Keep the docstring examples in test prompts (the paper and CodeT remove them)."""
+    strip_code_examples: bool = False
+    """Remove the docstring examples from the ``self`` setting's code prompts (the paper keeps
+    them: code is sampled with the "default prompt"; CodeT removes them)."""
+    code_pool: str | tuple[str, ...] | None = None
+    """Solutions file(s) for the ``cross`` setting (several: :data:`testgen.pools.POOL_RULE`)."""
+    code_from: str | None = None
+    """``self``: take the first N solutions per task from this file instead of sampling them."""
     limit: int | None = None
     """Only the first ``limit`` tasks (in dataset order)."""
     task_ids: tuple[str, ...] = ()
@@ -190,7 +199,8 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
         "backend_options": opts,
         "backend_runtime_options": runtime,
         "sampling": {**config.sampling.to_json(), "n": n},
-        "code_sampling": config.code_sampling.to_json() if config.setting is Setting.SELF else None,
+        "code_sampling": config.code_sampling.to_json() if config.setting is Setting.SELF and not config.code_from
+        else None,
         "n": n,
         "tests_per_generation": tpg,
         "prompt_style": style.value,
@@ -200,8 +210,8 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
         "code_template": code_tpl.name if code_tpl else None,
         "code_template_sha256": code_tpl.sha256 if code_tpl else None,
         "keep_examples": config.keep_examples,
-        "code_pool": config.code_pool,
-        "code_pool_sha256": _file_hash(config.code_pool) if config.code_pool else None,
+        "strip_code_examples": config.strip_code_examples,
+        **_pool_json(config),
         "extraction_mode": config.extraction_mode,
         "limit": config.limit,
         "task_ids": list(config.task_ids),
@@ -209,14 +219,29 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
     }
 
 
-def _file_hash(path: str) -> str:
-    import hashlib
+def _pool_json(config: RunConfig) -> dict[str, Any]:
+    """``code_pool`` (a path, or a list for several), their hashes and the rule; ``code_from``."""
+    from testgen.pools import POOL_RULE, file_sha256, pool_shares
 
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    out: dict[str, Any] = {"code_pool": None, "code_pool_sha256": None}
+    pools = _pools(config)
+    if len(pools) == 1:
+        out = {"code_pool": pools[0], "code_pool_sha256": file_sha256(pools[0])}
+    elif pools:
+        out = {"code_pool": list(pools), "code_pool_sha256": [file_sha256(p) for p in pools],
+               "code_pool_rule": POOL_RULE, "code_pool_shares": pool_shares(config.n, len(pools))}
+    if config.code_from:
+        out["code_from"] = config.code_from
+        out["code_from_sha256"] = file_sha256(config.code_from)
+    return out
+
+
+def _pools(config: RunConfig) -> tuple[str, ...]:
+    from testgen.pools import solutions_path
+
+    raw = config.code_pool
+    pools = (raw,) if isinstance(raw, str) else tuple(raw or ())
+    return tuple(solutions_path(p) for p in pools)
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -257,15 +282,20 @@ def _check_or_write_config(out: Path, cfg: dict[str, Any]) -> None:
 
 
 def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
+    return select_tasks(problems, limit=config.limit, task_ids=config.task_ids)
+
+
+def select_tasks(problems: Sequence[Problem], *, limit: int | None, task_ids: Sequence[str]) -> list[Problem]:
+    """The first ``limit`` problems, then only ``task_ids`` among them (when given)."""
     chosen = list(problems)
-    if config.limit is not None:
-        chosen = chosen[: config.limit]
-    if config.task_ids:
+    if limit is not None:
+        chosen = chosen[:limit]
+    if task_ids:
         known = {p.task_id for p in chosen}
-        missing = [t for t in config.task_ids if t not in known]
+        missing = [t for t in task_ids if t not in known]
         if missing:
-            raise TestgenError(f"--task-id {missing[0]!r} is not in the dataset{' (after --limit)' if config.limit else ''}")
-        wanted = set(config.task_ids)
+            raise TestgenError(f"--task-id {missing[0]!r} is not in the dataset{' (after --limit)' if limit else ''}")
+        wanted = set(task_ids)
         chosen = [p for p in chosen if p.task_id in wanted]
     return chosen
 
@@ -289,23 +319,6 @@ def _solution_record(sol: Solution, **extra: Any) -> dict[str, Any]:
         "model": sol.model,
         **extra,
     }
-
-
-def _read_pool(path: str, dataset: Any, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
-    """The first ``n`` solutions per task of a solutions file (any format ``read_solutions`` reads)."""
-    from evaluation.solutions import read_solutions, require_known_tasks
-
-    by_task: dict[str, list[Solution]] = defaultdict(list)
-    wanted = {p.task_id for p in problems}
-    found = read_solutions(path, dataset=dataset)
-    require_known_tasks(found, dataset)
-    for sol in found.solutions:
-        if sol.task_id in wanted:
-            by_task[sol.task_id].append(sol)
-    missing = sorted(t for t in wanted if not by_task.get(t))
-    if missing:
-        raise TestgenError(f"--code-pool {path}: no solutions for {len(missing)} task(s), e.g. {missing[0]}")
-    return {t: sorted(sols, key=lambda s: s.sample_index)[:n] for t, sols in by_task.items()}
 
 
 class _Progress:
@@ -390,6 +403,8 @@ def run(
         raise TestgenError("--setting cross needs --code-pool FILE (a solutions file)")
     if config.setting is not Setting.CROSS and config.code_pool:
         raise TestgenError("--code-pool is only used with --setting cross")
+    if config.setting is not Setting.SELF and config.code_from:
+        raise TestgenError("--code-from is only used with --setting self")
     out_dir = Path(out) if out is not None else default_out_dir(config)
     ds = load_dataset(config.dataset, path=config.dataset_path)
     problems = _select(list(ds), config)
@@ -417,7 +432,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         load_template_file(config.prompt_template) if config.prompt_template else builtin_template(f"tests_{style.value}")
     )
     code_tpl: PromptTemplate | None = None
-    if config.setting is Setting.SELF:
+    if config.setting is Setting.SELF and not config.code_from:
         code_tpl = load_template_file(config.code_template) if config.code_template else builtin_template(f"code_{style.value}")
     if backend.fixed_samples is not None and config.setting is not Setting.ORACLE:
         raise TestgenError(f"the {backend.name} backend only makes sense with --setting oracle")
@@ -425,11 +440,16 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                        dataset_source=ds.source, dataset_version=ds.version)
     # Inputs are checked before config.json is written: a refused input must not leave a run
     # directory that then refuses the corrected command.
-    pool = _read_pool(config.code_pool, ds, problems, n) if config.setting is Setting.CROSS and config.code_pool else {}
+    from testgen.pools import read_code_from, read_pools
+
+    pool: dict[str, list[Solution]] = {}
+    if config.code_from:
+        pool = read_code_from(config.code_from, ds, problems, n)
+    elif config.setting is Setting.CROSS and config.code_pool:
+        pool = read_pools(_pools(config), ds, problems, n)
     _check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     sols_path = out_dir / "solutions.jsonl"
-    model_slug = _slug(backend.model)
     num_tests = config.tests_per_generation or 3
     summary_solutions = 0
 
@@ -447,7 +467,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{kind}/0", code=code, model=kind)
                 plan[p.task_id] = [(sol, n)]
             write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
-        elif config.setting is Setting.CROSS:
+        elif config.setting is Setting.CROSS or config.code_from:
             for p in problems:
                 sols: list[tuple[Solution, int]] = []
                 for j, s in enumerate(pool[p.task_id]):
@@ -457,10 +477,12 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
         else:
             assert code_tpl is not None
-            summary_solutions = _self_solutions(
-                config, backend, problems, n=n, code_tpl=code_tpl, style=style, path=sols_path,
-                model_slug=model_slug, bar=bar, num_tests=num_tests, notify=notify,
-            )
+            from testgen.sampling import sample_solutions
+
+            summary_solutions, _ = sample_solutions(
+                backend, problems, n=n, sampling=config.code_sampling, code_tpl=code_tpl, style=style,
+                strip_code_examples=config.strip_code_examples, path=sols_path, bar=bar, num_tests=num_tests,
+                label="solutions (self)", notify=notify)
             by_task: dict[str, list[Solution]] = defaultdict(list)
             for line, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
                 by_task[rec["task_id"]].append(
@@ -470,7 +492,9 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 )
             for p in problems:
                 own = sorted(by_task[p.task_id], key=lambda s: s.sample_index)[:n]
-                plan[p.task_id] = [(s, 1) for s in own]
+                # shown in a test prompt: the docstring without its examples (unless kept)
+                plan[p.task_id] = [
+                    (replace(s, code=implementation_code(p, s.code, keep_examples=config.keep_examples)), 1) for s in own]
 
         # 2. the test generations still to make
         done = _existing_keys(gens_path)
@@ -578,63 +602,6 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         "usage": dict(gen.usage) if gen.usage is not None else None,
         "finish_reason": gen.finish_reason,
     }
-
-
-def _self_solutions(config: RunConfig, backend: Backend, problems: list[Problem], *, n: int,
-                    code_tpl: PromptTemplate, style: PromptStyle, path: Path, model_slug: str, bar: _Progress,
-                    num_tests: int, notify: Callable[[str], None]) -> int:
-    """The ``self`` setting's first step: sample ``n`` solutions per task (resumable)."""
-    have: set[tuple[str, int]] = set()
-    if path.exists():
-        for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-            have.add((rec["task_id"], int(rec["sample_index"])))
-    units: list[tuple[Problem, Prompt, tuple[int, ...]]] = []
-    for p in problems:
-        missing = [j for j in range(n) if (p.task_id, j) not in have]
-        if not missing:
-            continue
-        prompt = render(code_tpl, p, code="", purpose="code", num_tests=num_tests, keep_examples=config.keep_examples)
-        for run_ in _runs(missing):
-            units.append((p, replace(prompt, sample_offset=run_[0]), run_))
-    total = sum(len(u[2]) for u in units)
-    if n * len(problems) > total:
-        notify(f"resuming {path}: {n * len(problems) - total:,} of {n * len(problems):,} solutions already present; "
-               f"{total:,} to sample")
-    if not total:
-        return 0
-    task = bar.add("solutions (self)", total)
-    made = 0
-    by_n: dict[int, list[tuple[Problem, Prompt, tuple[int, ...]]]] = defaultdict(list)
-    for u in units:
-        by_n[len(u[2])].append(u)
-    stop = CODE_STOP if style is PromptStyle.COMPLETION else ()
-    with JsonlAppender(path) as sink:
-        for k, group in by_n.items():
-            size = getattr(backend, "batch_hint", 256)
-            for start in range(0, len(group), size):
-                batch = group[start : start + size]
-                sampling = replace(config.code_sampling, n=k, stop=config.code_sampling.stop if style is PromptStyle.COMPLETION else ())
-                if style is PromptStyle.COMPLETION and not sampling.stop:
-                    sampling = replace(sampling, stop=stop)
-
-                def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
-                    nonlocal made
-                    p, prompt, indices = batch[i]
-                    for j, gen in zip(indices, gens):
-                        if prompt.text is not None:
-                            head = code_generation_head(p, keep_examples=config.keep_examples)
-                            code, completion = head + gen.text, gen.text
-                        else:
-                            code, completion = extract_code(gen.text, p, keep_examples=config.keep_examples), None
-                        sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
-                                       completion=completion, sample_index=j, model=backend.model)
-                        sink.write(_solution_record(sol, raw=gen.text, usage=dict(gen.usage) if gen.usage else None,
-                                                    prompt_hash=_prompt_hash(prompt)))
-                        made += 1
-                    bar.advance(task, len(gens))
-
-                _generate_checked(backend, [u[1] for u in batch], sampling, on_result)
-    return made
 
 
 def config_to_json(config: RunConfig) -> dict[str, Any]:

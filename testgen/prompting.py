@@ -154,11 +154,17 @@ def _defines_entry_point(problem: Problem) -> bool:
     return re.search(rf"^\s*def\s+{re.escape(problem.entry_point)}\s*\(", problem.prompt, re.M) is not None
 
 
+def _defines_a_function(problem: Problem) -> bool:
+    return re.search(r"^\s*def\s+\w+\s*\(", problem.prompt, re.M) is not None
+
+
 def code_generation_head(problem: Problem, *, keep_examples: bool) -> str:
-    """What a base model continues to write a solution: the header, plus the signature when
-    the dataset's prompt lacks it (MBPP+)."""
+    """What a base model continues to write a solution: the header, plus the entry point's
+    signature when the dataset's prompt defines no function (MBPP+'s task text). A prompt that
+    ends in another function (10 MBPP sanitized tasks, where CodeT's prompt ends in a helper) is
+    continued as it is, exactly as CodeT and the paper prompted the model."""
     head = header(problem, keep_examples=keep_examples)
-    if not _defines_entry_point(problem):
+    if not _defines_a_function(problem):
         head = head + signature(problem) + "\n"
     return head
 

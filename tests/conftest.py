@@ -40,3 +40,33 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data not found at {path} (set TESTGEN_DATA to the shared data dir)")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny randomly initialised GPT-2 and a byte-level BPE tokenizer built here (no download),
+    with a chat template; skips the test when torch or transformers is missing."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    corpus = [
+        "def add(a, b):\n    return a + b\n\nassert add(1, 2) == 3\nassert add(2, 2) == 4\n",
+        "def has_close_elements(numbers, threshold):\n    for x in numbers:\n        return x < threshold\n",
+        "    return [x for x in range(10) if x % 2]\n    return None\n",
+    ]
+    path = tmp_path_factory.mktemp("tiny-causal-lm")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus * 20, vocab_size=400, min_frequency=1, special_tokens=["<|endoftext|>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
+    tok.chat_template = (
+        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    tok.save_pretrained(path)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tok), n_positions=2048, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
+    GPT2LMHeadModel(config).save_pretrained(path)
+    return path

@@ -11,7 +11,8 @@ import pytest
 
 from evaluation.errors import TestgenError
 from testgen.backends import create_backend
-from testgen.pipeline import RunConfig, run
+from testgen.backends.base import cut_at_stop
+from testgen.pipeline import CODE_STOP, RunConfig, run
 from testgen.settings import Setting
 
 TESTS_FILE = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
@@ -96,15 +97,19 @@ def test_replay_resume_continues_at_the_right_sample(shared_data: Path, tmp_path
 
 def test_replay_self_setting_from_codet_code_samples(shared_data: Path, tmp_path: Path) -> None:
     opts = {"file": str(shared_data / TESTS_FILE), "code_file": str(shared_data / CODE_FILE), "match": "auto"}
+    # CodeT's prompts have the docstring examples removed: strip them from our code prompts too
     cfg = RunConfig(dataset="humaneval", setting=Setting.SELF, backend="replay", model="codegen16b",
-                    backend_options=opts, n=3, limit=2)
+                    backend_options=opts, n=3, limit=2, strip_code_examples=True)
     summary = run(cfg, out=tmp_path / "s")
     assert summary.solutions_generated == 6 and summary.generated == 6
     sols = _records(tmp_path / "s" / "solutions.jsonl")
     with gzip.open(shared_data / CODE_FILE, "rt") as fh:
         first = json.loads(fh.readline())
-    assert [s["completion"] for s in sols[:3]] == first["samples"][:3]
-    assert sols[0]["solution"] == first["prompt"] + first["samples"][0]
+    # the replayed 300-token samples are cut at the code stop strings, as a live model's would be
+    cut = [cut_at_stop(t, CODE_STOP)[0] for t in first["samples"][:3]]
+    assert [s["raw"] for s in sols[:3]] == first["samples"][:3]
+    assert [s["completion"] for s in sols[:3]] == cut
+    assert sols[0]["solution"] == first["prompt"] + cut[0]
     assert sols[0]["solution_id"] == "HumanEval/0/codegen16b/0"
     gens = _records(tmp_path / "s" / "generations.jsonl")
     assert [g["solution_id"] for g in gens[:3]] == [s["solution_id"] for s in sols[:3]]

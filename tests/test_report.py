@@ -78,7 +78,7 @@ def test_report_table_csv_and_plots(evaluated: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["report", *map(str, runs), "--out", str(out), "--code-pass1", "codegen-16b=18.5"])
     assert res.exit_code == 0, res.output + repr(res.exception)
     md = (out / "table2.md").read_text().splitlines()
-    assert md[0] == "| model | oracle | self | placeholder |"
+    assert md[0] == "| model | oracle P' (C total) | self P' (C total) | placeholder P' (C total) |"
     pc = f"{100 * real['dedup_pass_rate']:.2f} ({100 * real['coverage']:.2f})"
     assert md[2] == f"| codegen-16b |  |  | {pc} |"
     assert md[3] == "| A | 45.00 (71.00) | 40.00 (70.00) |  |"
@@ -90,9 +90,21 @@ def test_report_table_csv_and_plots(evaluated: Path, tmp_path: Path) -> None:
     assert float(rows[0]["pass_rate"]) == pytest.approx(real["pass_rate"])
     r = np.corrcoef([20, 35, 50], [40, 55, 50])[0, 1]
     assert f"Pearson r = {r:.3f} over 3 models" in res.output
+    assert rows[0]["coverage_measure"] == "total"
+    assert float(rows[0]["coverage_tests_only"]) == pytest.approx(real["variants"]["coverage_tests_only"])
     for png in ("pass_rate_vs_code_pass1.png", "correctness_by_position.png", "per_task_distribution.png"):
         data = (out / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    # the tests-only C, named in every header
+    res = CliRunner().invoke(cli, ["report", str(evaluated), "--out", str(tmp_path / "r2"), "--coverage-arcs", "tests-only"])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r2" / "table2.md").read_text().splitlines()
+    tests_only = real["variants"]["coverage_tests_only"]
+    assert md[0] == "| model | placeholder P' (C total, tests-only) |"
+    assert md[2] == f"| codegen-16b | {100 * real['dedup_pass_rate']:.2f} ({100 * tests_only:.2f}) |"
+    assert tests_only < real["coverage"]
+    mixed = _variant(evaluated, tmp_path / "m", model="M", setting="self", coverage_measure="branches")
+    assert run_cli(cli, ["report", str(evaluated), str(mixed), "--out", str(tmp_path / "r3")]) == 2
 
 
 def test_report_errors(evaluated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

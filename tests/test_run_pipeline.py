@@ -166,3 +166,28 @@ def test_cross_pool_smaller_than_n_is_reported(tmp_path: Path) -> None:
     recs = _records(tmp_path / "run" / "generations.jsonl")
     assert [(r["task_id"], r["sample_index"]) for r in recs] == [("HumanEval/0", 0), ("HumanEval/1", 0), ("HumanEval/1", 1)]
     assert "return 1" in recs[2]["prompt"]  # the pool's second solution for HumanEval/1
+
+
+def test_self_setting_examples_as_in_the_paper(tmp_path: Path) -> None:
+    """Code is sampled from the default prompt (docstring examples kept), tests are asked for
+    without them; each is an option of its own, and both are in config.json."""
+    example = ">>> has_close_elements([1.0, 2.0, 3.0], 0.5)\n    False"
+    run(RunConfig(dataset="humaneval", setting=Setting.SELF, backend="fake", n=1, limit=1), out=tmp_path / "d")
+    [sol] = _records(tmp_path / "d" / "solutions.jsonl")
+    [gen] = _records(tmp_path / "d" / "generations.jsonl")
+    assert example in sol["solution"]  # the code prompt kept the examples
+    assert ">>>" not in gen["prompt"] and sol["completion"] in gen["prompt"]  # the test prompt has none
+    config = json.loads((tmp_path / "d" / "config.json").read_text())
+    assert (config["keep_examples"], config["strip_code_examples"]) == (False, False)
+    run(RunConfig(dataset="humaneval", setting=Setting.SELF, backend="fake", n=1, limit=1, strip_code_examples=True),
+        out=tmp_path / "s")
+    [sol] = _records(tmp_path / "s" / "solutions.jsonl")
+    [gen] = _records(tmp_path / "s" / "generations.jsonl")
+    assert ">>>" not in sol["solution"] and ">>>" not in gen["prompt"]  # CodeT's way
+    assert json.loads((tmp_path / "s" / "config.json").read_text())["strip_code_examples"] is True
+    run(RunConfig(dataset="humaneval", setting=Setting.SELF, backend="fake", n=1, limit=1, keep_examples=True),
+        out=tmp_path / "k")
+    [sol] = _records(tmp_path / "k" / "solutions.jsonl")
+    [gen] = _records(tmp_path / "k" / "generations.jsonl")
+    assert example in sol["solution"] and example in gen["prompt"]
+    assert json.loads((tmp_path / "k" / "config.json").read_text())["keep_examples"] is True

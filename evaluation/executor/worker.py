@@ -275,7 +275,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             signal.signal(signal.SIGALRM, on_alarm)
         for i in order:
             kind, code, extra = prepared_tests[i]
-            if cov is not None and not hasattr(cov, "_collector"):
+            if cov is not None and not _fast_arcs(cov):
                 cov.switch_context(f"t{i}")
             if kind != _K_CALL:  # a call needs no namespace of its own
                 g = dict(ns)
@@ -360,6 +360,14 @@ def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:
         return _S_J_ERROR, _detail(exc)
 
 
+def _fast_arcs(cov: Any) -> bool:
+    """Whether :func:`_arcs` can read coverage.py's collector directly (see there). The same
+    test decides whether each test runs in a dynamic context of its own (the public path)."""
+    collector: Any = getattr(cov, "_collector", None)
+    return (isinstance(getattr(collector, "data", None), dict) and getattr(collector, "core", None) is not None
+            and hasattr(collector, "_clear_data"))
+
+
 def _arcs(cov: Any, filename: str, context: str) -> Any:
     """Arcs recorded since the last call (the load, or one test), then forgotten.
 
@@ -373,7 +381,7 @@ def _arcs(cov: Any, filename: str, context: str) -> Any:
     collector: Any = getattr(cov, "_collector", None)
     data = getattr(collector, "data", None)
     core = getattr(collector, "core", None)
-    if isinstance(data, dict) and core is not None and hasattr(collector, "_clear_data"):
+    if _fast_arcs(cov) and isinstance(data, dict):
         arcs = set()
         for values in list(data.values()):
             if getattr(core, "packed_arcs", False):

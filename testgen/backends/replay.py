@@ -15,8 +15,8 @@ request with ``sample_offset`` ``o`` is the source's sample ``o + k``, so resume
 they stopped. When the source's prompt ends differently from ours (CodeT's ``assert `` vs the
 paper's ``assert f(``), the generation carries the source's prefix, which extraction uses.
 
-``file`` serves test prompts; ``code_file`` serves the ``self`` setting's code prompts (CodeT's
-``..._code_solution.jsonl.gz``).
+``file`` serves test prompts; ``code_file`` serves code prompts (the ``self`` setting's and
+``testgen sample``'s; CodeT's ``..._code_solution.jsonl.gz``). Either may be given alone.
 """
 
 from __future__ import annotations
@@ -122,8 +122,9 @@ class ReplayBackend(Backend):
 
     def __init__(self, *, model: str, options: ReplayOptions) -> None:
         super().__init__(model=model, options=options)
-        if not options.file:
-            raise TestgenError("the replay backend needs --backend-option file=PATH")
+        if not options.file and not options.code_file:
+            raise TestgenError("the replay backend needs --backend-option file=PATH (test generations) "
+                               "or code_file=PATH (code samples)")
         self._sources: dict[str, ReplaySource] = {}
         self.matched_by_task = 0
         """How many requests were matched by task (their prompt text was not in the source)."""
@@ -140,7 +141,8 @@ class ReplayBackend(Backend):
     def _source(self, purpose: str) -> ReplaySource:
         path = self.options.file if purpose == "tests" else self.options.code_file
         if not path:
-            raise TestgenError("the replay backend needs --backend-option code_file=PATH for code prompts (--setting self)")
+            raise TestgenError(f"the replay backend needs --backend-option {'file' if purpose == 'tests' else 'code_file'}"
+                               f"=PATH for {purpose} prompts")
         if path not in self._sources:
             self._sources[path] = load_source(path)
         return self._sources[path]

@@ -25,9 +25,10 @@ __all__ = ["main", "cli", "LazyGroup", "FriendlyCommand", "UserError", "run_cli"
 COMMANDS: dict[str, tuple[str, str]] = {
     "datasets": ("testgen.cli.datasets:datasets", "List the datasets and where each was found."),
     "run": ("testgen.cli.run:run", "Make a model write tests (oracle/self/cross/placeholder)."),
+    "sample": ("testgen.cli.sample:sample", "Sample code from a model (Table 1; pools for self/cross/rerank)."),
     "eval": ("testgen.cli.eval:eval_", "Score generated tests: P, P', branch coverage."),
     "report": ("testgen.cli.report:report", "Tables and plots comparing runs."),
-    "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+ verdicts and pass@k of solutions."),
+    "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+/MBPP verdicts and pass@k of solutions."),
 }
 
 

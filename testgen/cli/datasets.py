@@ -31,6 +31,8 @@ class DatasetRow:
     """The file read, or None."""
     error: str | None = None
     """Why it was not found (with how to provide it), or None."""
+    fixes: int = 0
+    """Records the loader repaired (``mbpp``: see docs/datasets.md)."""
 
 
 def dataset_rows(
@@ -67,6 +69,7 @@ def dataset_rows(
                 problems=len(dataset),
                 found_by=found_by,
                 path=dataset.source,
+                fixes=len(dataset.fixes),
             )
         )
     return rows
@@ -80,14 +83,14 @@ def dataset_rows(
     default=None,
     help="Use this file for the (single) named dataset instead of searching for it.",
 )
-@click.option("--download", is_flag=True, help="Download missing EvalPlus files into the cache.")
+@click.option("--download", is_flag=True, help="Download missing dataset files into the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per dataset.")
 def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, as_json: bool) -> None:
     """List the datasets, their versions and problem counts, and where each was found.
 
-    Resolution order for the EvalPlus files: --dataset-path, then HUMANEVAL_OVERRIDE_PATH /
-    MBPP_OVERRIDE_PATH, then the cache ($TESTGEN_CACHE or ~/.cache/testgen), then (with
-    --download, or when a command needs the data) the official release URL.
+    Resolution order for the dataset files: --dataset-path, then HUMANEVAL_OVERRIDE_PATH /
+    MBPP_OVERRIDE_PATH / TESTGEN_MBPP_PATH, then the cache ($TESTGEN_CACHE or ~/.cache/testgen),
+    then (with --download, or when a command needs the data) the official release URL.
     """
     from pathlib import Path
 
@@ -122,6 +125,10 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     widths = [max(len(cells[i]) for cells in table) for i in range(len(header) - 1)]
     for cells in table:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)) + "  " + cells[-1])
+    for r in rows:
+        if r.fixes:
+            click.echo(f"{r.name}: {r.fixes} repairs on load (entry points, indentation, test imports; "
+                       "see docs/datasets.md)")
     for r in rows:
         if r.error:
             click.echo("")

@@ -33,9 +33,11 @@ def _pct(x: Any) -> str:
 @click.option("--prompt-coverage/--no-prompt-coverage", default=None,
               help="Coverage on the prompt's code too (Table 6); default on for self/cross.")
 @click.option("--verdicts/--no-verdicts", "want_verdicts", default=None,
-              help="Judge the prompt's code on HumanEval+ for the Table 4 split; default on for self.")
+              help="Judge the prompt's code (HumanEval+/MBPP+ plus, MBPP's asserts) for the Table 4 split; "
+                   "default on for self.")
 @click.option("--verdicts-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Verdicts JSONL (solution_id, plus), e.g. from 'testgen evaluate', instead of judging.")
+              help="Verdicts JSONL (solution_id, plus; base where plus is null), e.g. from 'testgen evaluate', "
+                   "instead of judging.")
 @click.option("--reference-dataset", type=DatasetName(), default=None,
               help="Whose reference solutions are the oracle (default: HumanEval+ when available).")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -105,8 +107,11 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
             g = split[key]
             table.add_row(f"prompt code {key}: P' (C), {g['generations']} gens",
                           f"{_pct(g['dedup_pass_rate'])} ({_pct(g['coverage'])})")
+        g = split["only_correct"]
+        table.add_row(f"only correct code (paper's rule, {g['tasks']} tasks): P' (C)",
+                      f"{_pct(g['dedup_pass_rate'])} ({_pct(g['coverage'])})")
     if m.get("code_pass1") is not None:
-        table.add_row("code pass@1 (prompt solutions, HumanEval+)", _pct(m["code_pass1"]))
+        table.add_row("code pass@1 (prompt solutions)", _pct(m["code_pass1"]))
     table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
     Console().print(table)
     for w in m.get("warnings", []):

@@ -1,10 +1,11 @@
-"""``testgen evaluate``: HumanEval+/MBPP+ verdicts and pass@k of a file of sampled solutions.
+"""``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
 
 A thin layer over :func:`evaluation.solutions.read_solutions`,
 :func:`evaluation.evalplus.evaluate_solutions` (ours, in our sandboxed executor) or
 :func:`evaluation.evalplus.evaluate_solutions_evalplus` (the installed ``evalplus`` 0.3.1, to
-check ours against), and :func:`evaluation.passk.verdict_pass_at_k`. EvalPlus: Liu et al.,
-NeurIPS 2023, arXiv 2305.01210.
+check ours against), :func:`evaluation.asserts.evaluate_on_asserts` (MBPP sanitized: its
+original asserts, no plus inputs), and :func:`evaluation.passk.verdict_pass_at_k`. EvalPlus:
+Liu et al., NeurIPS 2023, arXiv 2305.01210.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ __all__ = ["evaluate", "verdict_record", "default_out_path"]
 
 
 def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
-    """The JSONL record written per sample."""
+    """The JSONL record written per sample (``plus`` is null for a dataset without plus inputs)."""
+    no_plus = "plus_status" in verdict.extra and verdict.extra["plus_status"] is None
     return {
         "task_id": verdict.task_id,
         "solution_id": verdict.solution_id,
         "model": solution.model,
         "sample_index": solution.sample_index,
         "base": verdict.base,
-        "plus": verdict.plus,
+        "plus": None if no_plus else verdict.plus,
         "base_status": verdict.extra.get("base_status"),
         "plus_status": verdict.extra.get("plus_status"),
         "base_detail": verdict.base_detail,
@@ -47,11 +49,13 @@ def default_out_path(samples: str) -> Path:
 
 
 @click.command(name="evaluate")
-@click.option("--dataset", "dataset_name", type=DatasetName(only=("humaneval+", "mbpp+")),
-              default="humaneval+", show_default=True, help="Dataset whose base and plus inputs judge.")
+@click.option("--dataset", "dataset_name", type=DatasetName(only=("humaneval+", "mbpp+", "mbpp")),
+              default="humaneval+", show_default=True,
+              help="Dataset whose base and plus inputs judge (mbpp: MBPP sanitized, its original asserts only).")
 @click.option("--samples", required=True, type=click.Path(exists=True),
               help="Solutions: our/EvalPlus samples JSONL (task_id + solution|completion), "
-                   "CodeT's {prompt, samples} JSONL(.gz), or an EvalPlus samples folder.")
+                   "CodeT's {prompt, samples} JSONL(.gz), an EvalPlus samples folder, "
+                   "or a 'testgen sample' run directory (its solutions.jsonl).")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Dataset file (default: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / cache).")
 @workers_option()
@@ -78,7 +82,11 @@ def evaluate(
     min_time_limit: float,
     gt_time_limit_factor: float,
 ) -> None:
-    """Judge sampled solutions on HumanEval+/MBPP+ and print pass@1/10/100 (base and plus)."""
+    """Judge sampled solutions on HumanEval+/MBPP+ and print pass@1/10/100 (base and plus).
+
+    With --dataset mbpp (MBPP sanitized, 427 tasks) the original asserts judge and there is no
+    plus figure: the dataset has no plus inputs.
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -96,6 +104,12 @@ def evaluate(
 
     console = Console(stderr=True)
     t0 = time.perf_counter()
+    asserts_only = dataset_name == "mbpp"
+    if asserts_only and evaluator == "evalplus":
+        raise click.UsageError("--evaluator evalplus judges HumanEval+/MBPP+ inputs; MBPP sanitized has none "
+                               "(use --evaluator ours, or --dataset mbpp+)")
+    if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
+        samples = str(Path(samples) / "solutions.jsonl")
     dataset = load_dataset(dataset_name, path=dataset_path)
     found = read_solutions(samples, dataset=dataset, model=model, codet_prompts=codet_prompts)
     require_known_tasks(found, dataset, hint="" if codet_prompts or not found.unmatched else "; pass --codet-prompts")
@@ -114,7 +128,25 @@ def evaluate(
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
-        if evaluator == "ours":
+        if asserts_only:
+            from evaluation.asserts import assert_truth, evaluate_on_asserts
+
+            gt_task = bar.add_task("references on their asserts", total=None)
+            from dataclasses import replace
+
+            needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+            atruth = assert_truth(needed, workers=workers, time_limits=limits)
+            bar.remove_task(gt_task)
+            kept = sum(len(s.tests) for s in atruth.tasks.values())
+            console.print(f"references: pass {kept} of {kept + len(atruth.skipped)} original asserts "
+                          f"({atruth.seconds:.1f}s)")
+            for line in atruth.skipped:
+                console.print(f"[yellow]skipped (the reference fails it):[/] {line}")
+            task = bar.add_task("distinct programs", total=None)
+            verdicts = evaluate_on_asserts(
+                dataset, sols, workers=workers, time_limits=limits, truth=atruth,
+                progress=lambda done, total: bar.update(task, completed=done, total=total))
+        elif evaluator == "ours":
             gt_task = bar.add_task("ground truth", total=None)
             truth = ground_truth(dataset, workers=workers)
             bar.remove_task(gt_task)
@@ -134,8 +166,13 @@ def evaluate(
     elapsed = time.perf_counter() - t0
 
     out_path = Path(out) if out else default_out_path(samples)
-    write_jsonl(out_path, (verdict_record(verdicts[s.solution_id], s) for s in sols))
-    table_data = verdict_pass_at_k(verdicts[s.solution_id] for s in sols)
+    judged = [s for s in sols if s.solution_id in verdicts]
+    if len(judged) < len(sols):
+        unjudged = sorted({s.task_id for s in sols if s.solution_id not in verdicts})
+        console.print(f"[yellow]{len(unjudged)} task(s) have no test the reference passes; their "
+                      f"{len(sols) - len(judged)} samples are not judged:[/] " + ", ".join(unjudged[:10]))
+    write_jsonl(out_path, (verdict_record(verdicts[s.solution_id], s) for s in judged))
+    table_data = verdict_pass_at_k(verdicts[s.solution_id] for s in judged)
     ks = sorted(set(table_data["base"]) | set(table_data["plus"]))
     distinct = len({(s.task_id, s.code) for s in sols})
     table = Table(title=f"{dataset_name} ({dataset.version}), {len(present & set(dataset.problems))} tasks, "
@@ -143,7 +180,12 @@ def evaluate(
     table.add_column("tests")
     for k in ks:
         table.add_column(f"pass@{k}", justify="right")
-    for split, label in (("base", "base (original tests)"), ("plus", "plus (base + extra)")):
+    rows = (("base", "original asserts"),) if asserts_only else (
+        ("base", "base (original tests)"), ("plus", "plus (base + extra)"))
+    for split, label in rows:
         table.add_row(label, *(f"{100 * table_data[split][k].value:.1f}" for k in ks))
     Console().print(table)
+    if asserts_only:
+        click.echo("MBPP (sanitized) has no plus inputs: pass@k on its original asserts only "
+                   "(MBPP+'s extra inputs: --dataset mbpp+, 378 tasks).")
     console.print(f"verdicts: {out_path}   ({elapsed:.1f}s)")

@@ -72,15 +72,18 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
               help="Directory for report.md, table2.md, table2.csv and the PNG plots.")
 @click.option("--code-pass1", multiple=True, metavar="MODEL=VALUE",
               help="Code pass@1 of a model for Figure 2 (fraction or percent); default: from self runs' verdicts.")
-def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...]) -> None:
+@click.option("--coverage-arcs", type=click.Choice(["all", "tests-only"]), default="all", show_default=True,
+              help="C of the tables: every arc run (import included, as pytest-cov counts), or only the tests' arcs.")
+def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], coverage_arcs: str) -> None:
     """Compare evaluated runs: Table 2 and the paper's plots."""
     from rich.console import Console
     from rich.table import Table
 
     from testgen.report import write_report
 
-    res = write_report(list(run_dirs), out, code_pass1=_parse_pass1(code_pass1))
-    table = Table(title="P' (C), %  (Table 2 shape)")
+    res = write_report(list(run_dirs), out, code_pass1=_parse_pass1(code_pass1),
+                       tests_only=coverage_arcs == "tests-only")
+    table = Table(title="P' (C), %  (Table 2 shape; each column names its C)")
     for i, h in enumerate(res["header"]):
         table.add_column(h, justify="left" if i == 0 else "right")
     for row in res["rows"]:

@@ -21,6 +21,18 @@ from evaluation.errors import TestgenError
 __all__ = ["run"]
 
 
+def _solutions_file(path: str | None) -> str | None:
+    """A solutions file; a run directory means its ``solutions.jsonl``."""
+    if path is None:
+        return None
+    from testgen.pools import solutions_path
+
+    found = solutions_path(path)
+    if Path(found).is_dir():
+        raise click.BadParameter(f"{path} is a directory without solutions.jsonl", param_hint="--code-from")
+    return found
+
+
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
     options: dict[str, str] = {}
     for pair in pairs:
@@ -33,7 +45,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @click.command(name="run")
 @click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval, humaneval+ or mbpp+.")
+              help="humaneval, humaneval+, mbpp+ or mbpp.")
 @click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Explicit dataset file.")
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
@@ -49,12 +61,20 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
 @click.option("--code-temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True, help="self: temperature of the solutions.")
 @click.option("--code-max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="self: new tokens per solution.")
-@click.option("--code-pool", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="cross: solutions file (ours, EvalPlus samples, or CodeT {prompt, samples}).")
+@click.option("--code-pool", "code_pools", type=click.Path(exists=True), multiple=True,
+              help="cross: solutions file (ours, EvalPlus samples, CodeT {prompt, samples}, or a 'testgen sample' "
+                   "directory); repeat to pool several models: each gives the first N/k per task.")
+@click.option("--code-from", type=click.Path(exists=True), default=None,
+              help="self: take the first N solutions per task from this file (e.g. 'testgen sample' output) "
+                   "instead of sampling them.")
 @click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
 @click.option("--prompt-template", default=None, help="Test-prompt template file (or built-in name, e.g. tests_codet).")
 @click.option("--code-template", default=None, help="self: code-prompt template file (or built-in name).")
-@click.option("--keep-examples", is_flag=True, help="Keep the docstring examples in prompts.")
+@click.option("--keep-examples", is_flag=True,
+              help="Keep the docstring examples in test prompts (removed by default, as in the paper and CodeT).")
+@click.option("--strip-code-examples", is_flag=True,
+              help="self: remove the docstring examples from code prompts too (kept by default: the paper samples "
+                   "code with the default prompt; CodeT removes them).")
 @click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")
 @click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
 @click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
@@ -68,8 +88,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 def run(
     dataset: str, dataset_path: str | None, backend: str, model: str | None, setting: str, n: int,
     tests_per_generation: int, temperature: float, top_p: float, max_tokens: int, seed: int | None,
-    code_temperature: float, code_max_tokens: int, code_pool: str | None, prompt_style: str,
-    prompt_template: str | None, code_template: str | None, keep_examples: bool, limit: int | None,
+    code_temperature: float, code_max_tokens: int, code_pools: tuple[str, ...], code_from: str | None,
+    prompt_style: str, prompt_template: str | None, code_template: str | None, keep_examples: bool,
+    strip_code_examples: bool, limit: int | None,
     task_ids: tuple[str, ...], base_url: str | None, backend_options: tuple[str, ...],
     list_backend_options: bool, extraction: str, out: str | None, progress: bool | None,
 ) -> None:
@@ -112,7 +133,9 @@ def run(
         prompt_template=prompt_template,
         code_template=code_template,
         keep_examples=keep_examples,
-        code_pool=code_pool,
+        strip_code_examples=strip_code_examples,
+        code_pool=(code_pools[0] if len(code_pools) == 1 else code_pools) or None,
+        code_from=_solutions_file(code_from),
         limit=limit,
         task_ids=task_ids,
         extraction_mode=extraction,  # type: ignore[arg-type]

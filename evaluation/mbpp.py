@@ -1,0 +1,197 @@
+"""MBPP, the sanitized version (427 problems), read from CodeT's file and made runnable.
+
+MBPP: Austin et al., "Program Synthesis with Large Language Models", arXiv 2108.07732, 2021
+(CC-BY-4.0); the sanitized split has 427 problems. CodeT (Chen et al., "CodeT: Code Generation
+with Generated Tests", ICLR 2023; github.com/microsoft/CodeT, MIT) converted it to HumanEval's
+shape: ``mbpp_sanitized_for_code_generation.jsonl`` (``task_id`` ``MbppEval/<n>``, ``prompt`` =
+imports + ``def`` line + the task sentence as a docstring, ``entry_point``,
+``canonical_solution`` = the rest of the original code, ``test`` = ``def check(candidate)`` with
+the original asserts). It is the "MBPP (the sanitized version), 427 problems" of Xiong, Guo,
+Chen (arXiv 2310.05727), Tables 1 and 3.
+
+The prompts are kept byte for byte (they are what CodeT and the paper sampled code from). Run as
+shipped, the references do not work: ``prompt + canonical_solution`` does not even compile for
+243 of the 427.
+:func:`read_codet_mbpp` repairs, per record, and reports each repair (``Dataset.fixes``):
+
+1. **Entry point spelling.** Two entry points carry a trailing space (``"get_max_sum "``): stripped.
+2. **Entry point = the function the asserts call.** CodeT cut each original program at its first
+   ``def``; where that was a helper (``str_to_list`` in MbppEval/18, whose asserts call
+   ``remove_dirty_chars``), its entry point is the helper and the task sentence sits in the
+   helper's docstring. When no assert calls CodeT's entry point and exactly one function of the
+   reference is called by them, that function becomes the entry point (10 tasks). The prompt is
+   unchanged, so a completion model that is stopped at the next ``def`` cannot solve these tasks,
+   under CodeT's harness as under ours.
+3. **Indentation.** ``canonical_solution`` keeps the original program's indentation (1 or 2
+   spaces, tabs), which does not compile under the prompt's 4-space docstring. The body is
+   re-indented, one level = the docstring's indentation, changing only the leading whitespace of
+   the lines that start a statement (``tokenize``); the result is checked to have exactly the
+   AST of the original program (``prompt`` without its docstring + CodeT's body), so
+   ``prompt + canonical_solution`` is the reference program, as for HumanEval.
+4. **Test imports.** Three tests call ``math.isclose`` without importing ``math`` (MBPP ships
+   ``test_imports: ["import math"]``, which CodeT dropped; under CodeT's harness a correct
+   solution that does not import ``math`` itself fails). The missing ``import`` of a standard
+   library module used as ``module.attr`` is added as the first statement of ``check``.
+
+After these repairs every reference passes all 1,324 of its asserts (``tests/test_mbpp.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import tokenize
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from evaluation.docstrings import find_docstring
+from evaluation.errors import RecordError
+from evaluation.io import require
+from evaluation.records import Problem
+
+__all__ = ["MbppRecord", "read_codet_mbpp", "reindent_body", "tested_function"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MbppRecord:
+    """One repaired record and what was changed."""
+
+    problem: Problem
+    """The runnable problem."""
+    fixes: tuple[str, ...]
+    """One line per repair, ``"<task_id>: <what>"``."""
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def reindent_body(head: str, body: str, unit: str) -> str:
+    """``body`` (the code after ``head``) with each statement's indentation rebuilt as
+    ``unit * depth``; other lines (continuations, comments, string contents) are left as they
+    are. ``head + body`` must tokenize (it is a program that compiles)."""
+    program = head + body
+    first_body_line = len(_lines(head)) + 1
+    starts: dict[int, int] = {}
+    depth = 0
+    at_start = True
+    for tok in tokenize.generate_tokens(io.StringIO(program).readline):
+        if tok.type == tokenize.INDENT:
+            depth += 1
+        elif tok.type == tokenize.DEDENT:
+            depth -= 1
+        elif tok.type == tokenize.NEWLINE:
+            at_start = True
+        elif tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+            continue
+        elif at_start:
+            starts[tok.start[0]] = depth
+            at_start = False
+    out = []
+    for number, line in enumerate(_lines(body), start=first_body_line):
+        if number in starts:
+            out.append(unit * starts[number] + line.lstrip(" \t"))
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def tested_function(test: str, program: str) -> set[str]:
+    """Names of the top-level functions of ``program`` that the asserts of ``test`` call."""
+    called = {
+        n.func.id for n in ast.walk(_parse(test)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    defined = {n.name for n in _parse(program).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return called & defined
+
+
+def _missing_imports(test: str) -> list[str]:
+    """Standard-library modules the test uses as ``module.attr`` but never imports or binds."""
+    tree = _parse(test)
+    bound = {
+        alias.asname or alias.name.split(".")[0]
+        for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for alias in n.names
+    }
+    bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for a in n.args.args}
+    used = {
+        n.value.id for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and isinstance(n.value.ctx, ast.Load)
+    }
+    return sorted(m for m in used - bound if m in sys.stdlib_module_names)
+
+
+def _add_imports(test: str, modules: list[str]) -> str:
+    lines = _lines(test)
+    tree = _parse(test)
+    check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    first = check.body[0]
+    indent = lines[first.lineno - 1][: first.col_offset]
+    added = "".join(f"{indent}import {m}\n" for m in modules)
+    return "".join(lines[: first.lineno - 1]) + added + "".join(lines[first.lineno - 1:])
+
+
+def _parse(source: str) -> ast.Module:
+    """``ast.parse`` without the warnings about the invalid escape sequences of MBPP's old code."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
+def _dump(source: str) -> str:
+    return ast.dump(_parse(source))
+
+
+def read_codet_mbpp(rec: dict[str, Any], *, path: str, line: int) -> MbppRecord:
+    """Validate one record of CodeT's MBPP file and repair it (see the module docstring)."""
+
+    def req(key: str) -> str:
+        value: str = require(rec, key, str, path=path, line=line)
+        return value
+
+    task_id, prompt, body, test = req("task_id"), req("prompt"), req("canonical_solution"), req("test")
+    raw_entry = req("entry_point")
+    fixes: list[str] = []
+    entry = raw_entry.strip()
+    if entry != raw_entry:
+        fixes.append(f"{task_id}: entry point {raw_entry!r} stripped of whitespace")
+    span = find_docstring(prompt, entry)
+    if span is None:
+        raise RecordError(path, line, f"no docstring of {entry!r} in the prompt", field="prompt")
+    lines = _lines(prompt)
+    head = "".join(lines[: span.first_line] + lines[span.last_line + 1:])
+    original = head + body
+    try:
+        original_ast = _dump(original)
+    except SyntaxError as exc:
+        raise RecordError(path, line, f"the prompt (without its docstring) + canonical_solution does not "
+                                      f"parse: {exc.msg}, line {exc.lineno}", field="canonical_solution") from None
+    opening = lines[span.first_line]
+    unit = opening[: len(opening) - len(opening.lstrip(" \t"))] or "    "
+    new_body = reindent_body(head, body, unit)
+    try:
+        same = _dump(head + new_body) == original_ast and bool(_dump(prompt + new_body))
+    except SyntaxError:
+        same = False
+    if not same:
+        raise RecordError(path, line, "could not re-indent the body under the prompt's docstring",
+                          field="canonical_solution")
+    if new_body != body:
+        fixes.append(f"{task_id}: body re-indented under the prompt's docstring (same AST)")
+    try:
+        called = tested_function(test, original)
+    except SyntaxError as exc:
+        raise RecordError(path, line, f"does not parse: {exc.msg}", field="test") from None
+    if entry not in called and len(called) == 1:
+        tested = next(iter(called))
+        fixes.append(f"{task_id}: entry point {entry} -> {tested} (the function the asserts call)")
+        entry = tested
+    missing = _missing_imports(test)
+    if missing:
+        test = _add_imports(test, missing)
+        fixes.append(f"{task_id}: test imports {', '.join(missing)} (used by its asserts, never imported)")
+    problem = Problem(task_id=task_id, dataset="mbpp", prompt=prompt, entry_point=entry,
+                      canonical_solution=new_body, test=test)
+    return MbppRecord(problem=problem, fixes=tuple(fixes))

@@ -1,0 +1,106 @@
+"""``testgen sample``: sample code from a model for every problem (the paper's Table 1, and the
+pool for ``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank``).
+
+A thin layer over :mod:`testgen.sampling` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
+exit-status rule (``docs/cli.md``): 2 for a bad input (unknown dataset or backend option, a run
+directory holding another configuration), checked before anything is sampled; 1 when sampling
+fails while running (:class:`~evaluation.errors.RunFailure`: the model server gives up, ...).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evaluation.cli_common import (
+    NON_NEGATIVE_FLOAT,
+    POSITIVE_INT,
+    PROBABILITY,
+    DatasetName,
+    notice,
+)
+
+__all__ = ["sample"]
+
+
+@click.command(name="sample")
+@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
+              help="humaneval, humaneval+, mbpp+ or mbpp.")
+@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Explicit dataset file.")
+@click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, fake, or a plugin.")
+@click.option("--model", default=None, help="Model name (server model id, HF name or path).")
+@click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
+              help="Samples per task (the paper's Table 1: 200).")
+@click.option("--temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True,
+              help="Sampling temperature (Table 1: 0.2, 0.6, 0.8; 0 = greedy).")
+@click.option("--top-p", type=PROBABILITY, default=0.95, show_default=True)
+@click.option("--max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="New tokens per sample.")
+@click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
+@click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
+@click.option("--code-template", default=None,
+              help="Code-prompt template file (or built-in name) [default: code_completion / code_chat].")
+@click.option("--strip-code-examples", is_flag=True,
+              help="Remove the docstring examples from the prompts (kept by default, as the paper samples code; "
+                   "CodeT's prompt files have them removed).")
+@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")
+@click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
+@click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
+@click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
+              help="Backend option (repeatable); see --list-backend-options.")
+@click.option("--list-backend-options", is_flag=True, help="Show the chosen backend's options and exit.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run directory [default: runs/<dataset>/<model>/sample-t<temperature>].")
+@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
+def sample(
+    dataset: str, dataset_path: str | None, backend: str, model: str | None, n: int, temperature: float,
+    top_p: float, max_tokens: int, seed: int | None, prompt_style: str, code_template: str | None,
+    strip_code_examples: bool, limit: int | None, task_ids: tuple[str, ...], base_url: str | None,
+    backend_options: tuple[str, ...], list_backend_options: bool, out: str | None, progress: bool | None,
+) -> None:
+    """Sample N solutions per task; appends to RUN/solutions.jsonl (resumable).
+
+    Score them with 'testgen evaluate --samples RUN/solutions.jsonl'; reuse them with
+    'testgen run --setting self --code-from RUN/solutions.jsonl', '--setting cross --code-pool',
+    or 'rerank --samples'.
+    """
+    import sys
+
+    from evaluation.errors import RunFailure
+    from testgen.backends import BACKENDS
+    from testgen.backends.base import Sampling, options_help
+    from testgen.cli.run import _parse_options
+    from testgen.sampling import SampleConfig, prepare
+    from testgen.settings import PromptStyle
+
+    if list_backend_options:
+        cls = BACKENDS.get(backend)
+        click.echo(f"options of backend {backend!r} (--backend-option KEY=VALUE):")
+        for name, default, doc in options_help(cls.Options):
+            click.echo(f"  {name} [default {default}]: {doc}")
+        return
+    options = _parse_options(backend_options)
+    if base_url is not None:
+        options["base_url"] = base_url
+    if model is None and backend in ("openai", "vllm", "hf"):
+        raise click.UsageError(f"--backend {backend} needs --model")
+    config = SampleConfig(
+        dataset=dataset, dataset_path=dataset_path, backend=backend, model=model, backend_options=options, n=n,
+        sampling=Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+        prompt_style=PromptStyle(prompt_style), code_template=code_template,
+        strip_code_examples=strip_code_examples, limit=limit, task_ids=task_ids,
+    )
+    prepared = prepare(config, out=Path(out) if out else None)  # bad inputs: exit 2, nothing sampled
+    try:
+        show = sys.stderr.isatty() if progress is None else progress
+        summary = prepared.run(progress=show, notify=notice)
+    except RunFailure as exc:
+        raise RunFailure(f"{exc} (what was sampled is saved in {prepared.out}; run the same command to resume)") \
+            from exc
+    finally:
+        prepared.close()
+    click.echo(
+        f"{summary.out}: {summary.tasks} tasks, {summary.sampled} solutions sampled, "
+        f"{summary.reused} already present (reused) -> {summary.out / 'solutions.jsonl'}"
+    )

@@ -1,0 +1,106 @@
+"""The code shown in the prompts of the ``cross`` and ``self`` settings when the run does not
+sample it: pools of solutions written elsewhere (``testgen sample``, EvalPlus, CodeT).
+
+Xiong, Guo, Chen (arXiv 2310.05727), Section 3: in the cross ("all-generated") setting every
+model tests "the same code synthesized by a group of four LLMs" (InCoder-1.3B, CodeGen2-1B,
+CodeT5+-770M, SantaCoder). The paper does not say how the N implementations per problem were
+drawn from the four. Our rule (:data:`POOL_RULE`, recorded in ``config.json``): with ``k`` pools
+given in order and ``N`` generations per task, pool ``i`` contributes the first ``q_i``
+solutions of the task by sample index, ``q_i = N // k``, plus one for each of the first
+``N % k`` pools; generation ``j`` of the task shows the ``j``-th of the concatenation (pool 0's
+share first). A pool with fewer solutions than its share gives what it has, and nothing is
+taken from another pool in its place (each model's share stays as the rule says); such tasks
+are reported as short. With one pool this is "the first N solutions per task".
+
+``self`` with ``--code-from FILE``: the first N solutions per task (by sample index) of a
+solutions file, typically ``testgen sample``'s ``RUN/solutions.jsonl`` for the same model, used
+instead of sampling again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evaluation.errors import TestgenError
+from evaluation.records import Problem, Solution
+
+__all__ = ["POOL_RULE", "pool_shares", "read_pools", "read_code_from", "solutions_path", "file_sha256"]
+
+POOL_RULE = (
+    "k pools in the given order; per task, pool i contributes its first N//k solutions by sample index "
+    "(one more for each of the first N%k pools); generation j shows the j-th of the concatenation; "
+    "a pool short of its share is not made up from the others"
+)
+"""How the cross setting's N implementations per task are drawn from several pools."""
+
+
+def pool_shares(n: int, k: int) -> list[int]:
+    """Solutions per task taken from each of ``k`` pools for ``n`` generations."""
+    if k < 1:
+        raise ValueError("need at least one pool")
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+def solutions_path(path: str) -> str:
+    """A solutions file; a ``testgen sample``/``run`` directory means its ``solutions.jsonl``."""
+    p = Path(path)
+    if p.is_dir() and (p / "solutions.jsonl").is_file():
+        return str(p / "solutions.jsonl")
+    return path
+
+
+def file_sha256(path: str) -> str:
+    """sha256 of a file's bytes (recorded in ``config.json``)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _by_task(path: str, dataset: Any, problems: Sequence[Problem], *, option: str) -> dict[str, list[Solution]]:
+    from evaluation.solutions import read_solutions, require_known_tasks
+
+    wanted = {p.task_id for p in problems}
+    by_task: dict[str, list[Solution]] = defaultdict(list)
+    found = read_solutions(solutions_path(path), dataset=dataset)
+    require_known_tasks(found, dataset)
+    for sol in found.solutions:
+        if sol.task_id in wanted:
+            by_task[sol.task_id].append(sol)
+    missing = sorted(t for t in wanted if not by_task.get(t))
+    if missing:
+        raise TestgenError(f"{option} {path}: no solutions for {len(missing)} task(s), e.g. {missing[0]}")
+    return {t: sorted(sols, key=lambda s: s.sample_index) for t, sols in by_task.items()}
+
+
+def read_pools(paths: Sequence[str], dataset: Any, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
+    """The cross setting's solutions per task, drawn from ``paths`` by :data:`POOL_RULE`.
+
+    Solution ids are the pools' own; an id that two pools share gets ``@pool<i>`` appended
+    (e.g. two ``testgen sample`` runs of one model at two temperatures).
+    """
+    shares = pool_shares(n, len(paths))
+    pools = [_by_task(path, dataset, problems, option="--code-pool") for path in paths]
+    out: dict[str, list[Solution]] = {}
+    for p in problems:
+        chosen: list[Solution] = []
+        seen: set[str] = set()
+        for i, (pool, share) in enumerate(zip(pools, shares)):
+            for sol in pool[p.task_id][:share]:
+                if sol.solution_id in seen:
+                    sol = replace(sol, solution_id=f"{sol.solution_id}@pool{i}")
+                seen.add(sol.solution_id)
+                chosen.append(sol)
+        out[p.task_id] = chosen
+    return out
+
+
+def read_code_from(path: str, dataset: Any, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
+    """``self --code-from``: the first ``n`` solutions per task of a solutions file."""
+    return {t: sols[:n] for t, sols in _by_task(path, dataset, problems, option="--code-from").items()}

@@ -1,0 +1,313 @@
+"""``testgen sample``: code generation alone, resumable (the paper's Table 1, and the pool that
+``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank --samples`` use).
+
+Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code" (arXiv
+2310.05727), Table 1: pass@1/10/100 of each model at T = 0.2, 0.6, 0.8 with n = 200 samples per
+problem, on HumanEval+ and MBPP (sanitized). The code prompt is the "default prompt": the
+dataset's prompt *with* its docstring examples (``strip_code_examples`` removes them, as CodeT's
+prompt files do); only test prompts lose their examples.
+
+What is written (``RUN`` = the output directory):
+
+* ``RUN/config.json``: dataset, backend, model and options, sampling, prompt style, the code
+  template's name, hash and text, ``strip_code_examples``; a resumed run must have the same
+  (``--limit``, ``--task-id`` and runtime options such as concurrency may change).
+* ``RUN/solutions.jsonl``: one record per sample in our solutions format (``task_id``,
+  ``solution_id`` = ``<task_id>/<model>/<sample_index>``, ``solution`` = the complete program,
+  ``completion``, ``sample_index``, ``model``; plus ``raw``, ``finish_reason``, ``usage``,
+  ``prompt_hash``), appended and flushed the moment its prompt is answered. A killed run loses at
+  most the prompts in flight (a torn last line is dropped); run the same command again and only
+  the missing ``(task_id, sample_index)`` are sampled, deterministic backends continuing at the
+  right sample index.
+
+A completion-style sample is cut at the code stop strings (:data:`testgen.pipeline.CODE_STOP`)
+whatever the backend did: a server may apply only four of them, and replayed text (CodeT's
+300-token samples) was never cut; ``raw`` keeps the text as it came. A chat answer's code is
+its first fenced block that defines the entry point (:func:`testgen.prompting.extract_code`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from evaluation.errors import TestgenError
+from evaluation.io import JsonlAppender, read_jsonl
+from evaluation.records import Problem, Solution
+from testgen import __version__
+from testgen.backends import create_backend
+from testgen.backends.base import Backend, Generation, Prompt, Sampling, cut_at_stop
+from testgen.prompting import (
+    PromptTemplate,
+    builtin_template,
+    code_generation_head,
+    extract_code,
+    load_template_file,
+    render,
+)
+from testgen.settings import PromptStyle
+
+__all__ = ["SampleConfig", "SampleSummary", "sample", "sample_solutions", "default_sample_dir"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleConfig:
+    """Everything that defines a sampling run (written to ``config.json``)."""
+
+    dataset: str
+    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
+    dataset_path: str | None = None
+    """Explicit dataset file, if any."""
+    backend: str = "fake"
+    """Backend registry name."""
+    model: str | None = None
+    """Model name or path (``None``: the backend's name, for model-less backends)."""
+    backend_options: dict[str, str] = field(default_factory=dict)
+    """Raw ``--backend-option key=value`` pairs."""
+    n: int = 1
+    """Samples per task (the paper's Table 1: 200)."""
+    sampling: Sampling = field(default_factory=lambda: Sampling(max_tokens=512))
+    """Temperature, top-p, new tokens, seed (``n`` and the stop strings are set per request)."""
+    prompt_style: PromptStyle = PromptStyle.AUTO
+    """Completion, chat, or whichever the backend's model needs."""
+    code_template: str | None = None
+    """Code-prompt template file or built-in name (``None``: ``code_<style>``)."""
+    strip_code_examples: bool = False
+    """Remove the docstring examples from code prompts (the paper keeps them; CodeT removes them)."""
+    limit: int | None = None
+    """Only the first ``limit`` tasks (in dataset order)."""
+    task_ids: tuple[str, ...] = ()
+    """Only these tasks (after ``limit``), if given."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleSummary:
+    """What one invocation did."""
+
+    out: Path
+    """The run directory."""
+    tasks: int
+    """Tasks in the run."""
+    sampled: int
+    """Samples made by this invocation."""
+    reused: int
+    """Samples already in ``solutions.jsonl`` (resume), not made again."""
+
+
+def default_sample_dir(config: SampleConfig, *, root: str | Path = "runs") -> Path:
+    """``runs/<dataset>/<model>/sample-t<temperature>``."""
+    from testgen.pipeline import _slug
+
+    model = config.model or config.backend
+    return Path(root) / _slug(config.dataset) / _slug(model) / f"sample-t{config.sampling.temperature:g}"
+
+
+def _resolve_style(style: PromptStyle, backend: Backend) -> PromptStyle:
+    if style is PromptStyle.AUTO:
+        return PromptStyle.CHAT if backend.is_chat else PromptStyle.COMPLETION
+    return style
+
+
+def code_template_for(name: str | None, style: PromptStyle) -> PromptTemplate:
+    """The code-prompt template: a file or built-in name, else ``code_<style>``."""
+    return load_template_file(name) if name else builtin_template(f"code_{style.value}")
+
+
+def sample_stop(sampling: Sampling, style: PromptStyle) -> tuple[str, ...]:
+    """Stop strings of a code request: the configured ones (default :data:`CODE_STOP`) for a
+    completion prompt, none for a chat prompt (its answer is parsed instead)."""
+    from testgen.pipeline import CODE_STOP
+
+    if style is not PromptStyle.COMPLETION:
+        return ()
+    return sampling.stop or CODE_STOP
+
+
+def sample_solutions(
+    backend: Backend,
+    problems: list[Problem],
+    *,
+    n: int,
+    sampling: Sampling,
+    code_tpl: PromptTemplate,
+    style: PromptStyle,
+    strip_code_examples: bool,
+    path: Path,
+    bar: Any,
+    num_tests: int = 3,
+    label: str = "solutions",
+    notify: Callable[[str], None] | None = None,
+) -> tuple[int, int]:
+    """Sample ``n`` solutions per task into ``path`` (appending; resumable). Returns (made, reused).
+
+    Shared by ``testgen sample`` and the ``self`` setting of ``testgen run``; ``notify`` is told,
+    when resuming, how many solutions were already present.
+    """
+    from testgen.pipeline import _generate_checked, _prompt_hash, _runs, _slug, _solution_record
+
+    keep = not strip_code_examples
+    have: set[tuple[str, int]] = set()
+    if path.exists():
+        for _, rec in read_jsonl(path, tolerate_torn_tail=True):
+            have.add((rec["task_id"], int(rec["sample_index"])))
+    wanted = {p.task_id for p in problems}
+    reused = sum(1 for t, j in have if t in wanted and j < n)
+    units: list[tuple[Problem, Prompt, tuple[int, ...]]] = []
+    for p in problems:
+        missing = [j for j in range(n) if (p.task_id, j) not in have]
+        if not missing:
+            continue
+        prompt = render(code_tpl, p, code="", purpose="code", num_tests=num_tests, keep_examples=keep)
+        for run_ in _runs(missing):
+            units.append((p, replace(prompt, sample_offset=run_[0]), run_))
+    total = sum(len(u[2]) for u in units)
+    if notify is not None and n * len(problems) > total:
+        notify(f"resuming {path}: {n * len(problems) - total:,} of {n * len(problems):,} solutions already present; "
+               f"{total:,} to sample")
+    if not total:
+        return 0, reused
+    task = bar.add(label, total)
+    model_slug = _slug(backend.model)
+    stop = sample_stop(sampling, style)
+    made = 0
+    by_n: dict[int, list[tuple[Problem, Prompt, tuple[int, ...]]]] = defaultdict(list)
+    for u in units:
+        by_n[len(u[2])].append(u)
+    with JsonlAppender(path) as sink:
+        for k, group in by_n.items():
+            size = getattr(backend, "batch_hint", 256)
+            for start in range(0, len(group), size):
+                batch = group[start : start + size]
+                request = replace(sampling, n=k, stop=stop)
+
+                def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
+                    nonlocal made
+                    p, prompt, indices = batch[i]
+                    for j, gen in zip(indices, gens):
+                        if prompt.text is not None:
+                            completion, _ = cut_at_stop(gen.text, stop)
+                            code = code_generation_head(p, keep_examples=keep) + completion
+                        else:
+                            code, completion = extract_code(gen.text, p, keep_examples=keep), None
+                        sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
+                                       completion=completion, sample_index=j, model=backend.model)
+                        sink.write(_solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
+                                                    usage=dict(gen.usage) if gen.usage else None,
+                                                    prompt_hash=_prompt_hash(prompt)))
+                        made += 1
+                    bar.advance(task, len(gens))
+
+                _generate_checked(backend, [u[1] for u in batch], request, on_result)
+    return made, reused
+
+
+def _config_json(config: SampleConfig, backend: Backend, *, style: PromptStyle, tpl: PromptTemplate,
+                 dataset_source: str, dataset_version: str) -> dict[str, Any]:
+    desc = backend.describe()
+    opts = dict(desc.get("backend_options", {}))
+    runtime = {k: opts.pop(k) for k in list(opts) if k in backend.runtime_options}
+    return {
+        "command": "sample",
+        "dataset": config.dataset,
+        "dataset_path": config.dataset_path,
+        "dataset_source": dataset_source,
+        "dataset_version": dataset_version,
+        "backend": config.backend,
+        "model": backend.model,
+        "backend_options": opts,
+        "backend_runtime_options": runtime,
+        "sampling": {**config.sampling.to_json(), "n": config.n, "stop": list(sample_stop(config.sampling, style))},
+        "n": config.n,
+        "prompt_style": style.value,
+        "code_template": tpl.name,
+        "code_template_sha256": tpl.sha256,
+        "code_template_text": tpl.text,
+        "strip_code_examples": config.strip_code_examples,
+        "limit": config.limit,
+        "task_ids": list(config.task_ids),
+        "testgen_version": __version__,
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedSample:
+    """A sampling run with its inputs checked, ready to generate (see :func:`prepare`)."""
+
+    config: SampleConfig
+    """The configuration."""
+    out: Path
+    """The run directory (``config.json`` written or checked)."""
+    backend: Backend
+    """The built backend."""
+    problems: list[Problem]
+    """The selected tasks."""
+    style: PromptStyle
+    """The resolved prompt style."""
+    template: PromptTemplate
+    """The code template."""
+    own_backend: bool
+    """Whether :meth:`close` closes the backend."""
+
+    def run(self, *, progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
+        """Sample what is missing (the part that can fail while running: the model)."""
+        from testgen.pipeline import _Progress
+
+        with _Progress(progress) as bar:
+            made, reused = sample_solutions(
+                self.backend, self.problems, n=self.config.n, sampling=self.config.sampling,
+                code_tpl=self.template, style=self.style, strip_code_examples=self.config.strip_code_examples,
+                path=self.out / "solutions.jsonl", bar=bar, notify=notify)
+        return SampleSummary(out=self.out, tasks=len(self.problems), sampled=made, reused=reused)
+
+    def close(self) -> None:
+        if self.own_backend:
+            self.backend.close()
+
+
+def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Backend | None = None) -> PreparedSample:
+    """Check the inputs (dataset, tasks, backend and its options, template, an existing run's
+    configuration) and write ``config.json``; nothing is generated yet."""
+    from evaluation.datasets import load_dataset
+    from testgen.pipeline import _check_or_write_config, select_tasks
+
+    if config.n < 1:
+        raise TestgenError("-n must be at least 1")
+    out_dir = Path(out) if out is not None else default_sample_dir(config)
+    ds = load_dataset(config.dataset, path=config.dataset_path)
+    problems = select_tasks(list(ds), limit=config.limit, task_ids=config.task_ids)
+    if not problems:
+        raise TestgenError("no tasks selected")
+    own = backend is None
+    if backend is None:
+        backend = create_backend(config.backend, model=config.model, options=config.backend_options)
+    try:
+        if backend.fixed_samples is not None:
+            raise TestgenError(f"the {backend.name} backend writes no code; choose a model backend")
+        if backend.name == "replay" and not getattr(backend.options, "code_file", None):
+            # refused here, before config.json is written, so the corrected command is not blocked
+            raise TestgenError("testgen sample --backend replay needs -o code_file=PATH (code samples, e.g. "
+                               "CodeT's ..._code_solution.jsonl.gz)")
+        style = _resolve_style(config.prompt_style, backend)
+        tpl = code_template_for(config.code_template, style)
+        cfg = _config_json(config, backend, style=style, tpl=tpl, dataset_source=ds.source,
+                           dataset_version=ds.version)
+        _check_or_write_config(out_dir, cfg)
+    except BaseException:
+        if own:
+            backend.close()
+        raise
+    return PreparedSample(config=config, out=out_dir, backend=backend, problems=problems, style=style,
+                          template=tpl, own_backend=own)
+
+
+def sample(config: SampleConfig, *, out: str | Path | None = None, backend: Backend | None = None,
+           progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
+    """Make (or resume) the sampling run described by ``config`` in ``out``."""
+    prepared = prepare(config, out=out, backend=backend)
+    try:
+        return prepared.run(progress=progress, notify=notify)
+    finally:
+        prepared.close()
