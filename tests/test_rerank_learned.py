@@ -282,3 +282,21 @@ def test_every_feature_is_documented() -> None:
         assert f"`{name}`" in doc, f"{f.name} is not in docs/rerankers.md"
         if f.name.startswith("log_"):
             assert f"`{name}`," in doc or f"`{name}`:" in doc, f"{f.name}: its share is not listed under log_<share>"
+
+
+def test_a_model_is_also_scored_on_another_pool_of_the_same_tasks(reference_pool: LabelledPool) -> None:
+    """eval_pools: each fold's model scores the other pool's held-out tasks, in their own order."""
+    reordered = LabelledPool(
+        label="other", matrices=tuple(reversed(reference_pool.matrices)),
+        verdicts={k: tuple(reversed(v)) for k, v in reference_pool.verdicts.items()},
+    )
+    config = CVConfig(folds=4, seeds=(0,), kind="logistic", features=("b4_log_gap", "log_codet_score_rel"))
+    result = cross_validate(reference_pool, config, eval_pools=[reordered])
+    assert {f.pool for f in result.folds} == {"codet-reference", "other"}
+    same = result.per_task["codet-reference"][LEARNED]["original"]
+    other = result.per_task["other"][LEARNED]["original"]
+    assert other == pytest.approx(same)  # the same matrices: the same out-of-fold picks, task by task
+    with pytest.raises(TestgenError, match="lacks"):
+        cross_validate(reference_pool, config, eval_pools=[LabelledPool(
+            label="short", matrices=reference_pool.matrices[:10],
+            verdicts={k: v[:10] for k, v in reference_pool.verdicts.items()})])
