@@ -88,6 +88,9 @@ class Solution:
     """Index of the sample among the model's samples for this task."""
     model: str = ""
     """Model (or source) that wrote it; ``"reference"`` for the dataset's solution."""
+    logprob: float | None = None
+    """The sample's mean token log-probability under the model that wrote it, when the
+    samples file carries one (field ``logprob``); a feature of the learned reranker."""
 
 
 @dataclass(frozen=True, kw_only=True)

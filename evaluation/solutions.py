@@ -6,7 +6,8 @@ Formats (detected from the first record):
   https://github.com/evalplus/evalplus): one JSON object per line with ``task_id`` and
   ``solution`` (the complete program) or ``completion`` (the body after the dataset's prompt;
   the program is then ``prompt + completion``, as EvalPlus builds it); optional
-  ``solution_id``, ``sample_index``, ``model``. ``.jsonl`` or ``.jsonl.gz``.
+  ``solution_id``, ``sample_index``, ``model``, ``logprob`` (the sample's mean token
+  log-probability, read by the learned reranker). ``.jsonl`` or ``.jsonl.gz``.
 * EvalPlus's folder format: ``DIR/<task_id with / as _>/<index>.py``, complete programs.
 * CodeT's (Chen et al., "CodeT: Code Generation with Generated Tests", ICLR 2023,
   https://github.com/microsoft/CodeT): ``{"prompt", "samples"}`` per line, keyed by the
@@ -245,8 +246,13 @@ def _read_samples(p: Path, *, dataset: Dataset | None, model: str | None) -> Sol
         if sid in seen_ids:
             raise RecordError(name, line, f"duplicate solution id {sid!r}", field="solution_id")
         seen_ids.add(sid)
+        logprob = rec.get("logprob")
+        if logprob is not None and (not isinstance(logprob, (int, float)) or isinstance(logprob, bool)
+                                    or logprob != logprob):
+            raise RecordError(name, line, f"expected a number, got {logprob!r}", field="logprob")
         out.append(Solution(task_id=task_id, solution_id=sid, code=code, completion=completion,
-                            sample_index=index, model=sol_model))
+                            sample_index=index, model=sol_model,
+                            logprob=None if logprob is None else float(logprob)))
     return SolutionFile(path=name, format=SolutionFormat.SAMPLES, solutions=tuple(out),
                         unknown_tasks=tuple(unknown), unknown_task_lines=tuple(unknown.values()))
 

@@ -45,7 +45,8 @@ def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def method_specs(
-    names: tuple[str, ...], *, rw_p: float, rw_combine: str, b4_beta0: float, b4_alpha: float
+    names: tuple[str, ...], *, rw_p: float, rw_combine: str, b4_beta0: float, b4_alpha: float,
+    model: str | None = None,
 ) -> tuple[Any, ...]:
     """Expand ``--method`` names (with their options) into :class:`MethodSpec` rows."""
     from rerank.pipeline import DEFAULT_METHODS, MethodSpec
@@ -65,6 +66,8 @@ def method_specs(
                 )
         elif name == "b4":
             specs.append(MethodSpec(name="b4", reranker="b4", options={"beta_0": b4_beta0, "alpha_xy": b4_alpha}))
+        elif name == "learned":
+            specs.append(MethodSpec(name="learned", reranker="learned", options={"model": model} if model else {}))
         else:
             specs.append(MethodSpec(name=name, reranker=name))
     return tuple(specs)
@@ -100,10 +103,12 @@ def _progress_bars(enabled: bool) -> Iterator[Callable[[str], Callable[[int, int
         yield factory
 
 
-def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int, ...]) -> None:
+def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, ...]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from rerank.significance import mark, print_intervals
 
     console = Console()
     kinds = [k for k in ("base", "plus", "original") if any(k in v for v in summary.values())]
@@ -120,9 +125,10 @@ def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int
             for kind in kinds:
                 for k in ks:
                     v = row.get(kind + suffix, {}).get(f"pass@{k}")
-                    cells.append("-" if v is None or v != v else f"{100 * v:.2f}")
+                    cells.append("-" if v is None or v != v else f"{100 * v:.2f}{mark(row.get(kind + suffix, {}), f'pass@{k}')}")
             table.add_row(escape(method), *cells)
         console.print(table)
+    print_intervals(summary, ks[0], console)
 
 
 @click.command(name="rerank", cls=FriendlyCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -138,7 +144,11 @@ def _print_tables(summary: dict[str, dict[str, dict[str, float]]], ks: tuple[int
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
 @click.option("--method", "methods", multiple=True,
-              help="Reranker to report (repeat). Default: random, codet, codet-rw, mbr-exec, b4.")
+              help="Reranker to report (repeat). Default: random, codet, codet-rw, mbr-exec, b4; also "
+                   "'learned' (see --model and 'rerank train --help').")
+@click.option("--model", type=click.Path(exists=True, dir_okay=False),
+              help="Model file of --method learned (written by 'rerank train'); default: the model shipped "
+                   "with the package (trained on CodeT's CodeGen-Mono-16B HumanEval data).")
 @click.option("--rw-p", default=0.8, show_default=True, type=PROBABILITY, help="RW: the i-th test weighs p^(i-1).")
 @click.option("--rw-combine", default="both", show_default=True, type=click.Choice(["paper", "codet", "both"]),
               help="RW score: paper = sum of weights + #solutions; codet = weighted tests x sqrt(#solutions).")
@@ -178,6 +188,7 @@ def rerank_cmd(
     dataset_path: str | None,
     prompts: str | None,
     methods: tuple[str, ...],
+    model: str | None,
     rw_p: float,
     rw_combine: str,
     b4_beta0: float,
@@ -201,7 +212,10 @@ def rerank_cmd(
 
     Runs every distinct solution against every distinct generated test in the sandboxed
     executor (cached in OUT/cache, resumable), ranks with each method, and reports the
-    expected pass@k of the picks on HumanEval+ (base and plus) beside random selection.
+    expected pass@k of the picks on HumanEval+ (base and plus) beside random selection,
+    with 95% intervals over tasks and paired tests against the best method.
+
+    'rerank train --help': train the learned reranker (--method learned).
     """
     from rerank.pipeline import RerankConfig, run
 
@@ -217,7 +231,8 @@ def rerank_cmd(
         dataset=dataset,
         dataset_path=dataset_path,
         prompts=prompts,
-        methods=method_specs(methods, rw_p=rw_p, rw_combine=rw_combine, b4_beta0=b4_beta0, b4_alpha=b4_alpha),
+        methods=method_specs(methods, rw_p=rw_p, rw_combine=rw_combine, b4_beta0=b4_beta0, b4_alpha=b4_alpha,
+                             model=model),
         tests_per_generation=tests_per_generation,
         timeout=timeout,
         shorten_timeouts_after=shorten_timeouts_after,
@@ -248,5 +263,9 @@ def rerank_cmd(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: ``rerank ...``, or ``rerank train ...``."""
+    if sys.argv[1:2] == ["train"]:
+        from rerank.cli_train import train_cmd
+
+        sys.exit(run_cli(train_cmd, sys.argv[2:]))
     sys.exit(run_cli(rerank_cmd))

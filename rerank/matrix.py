@@ -46,6 +46,13 @@ class TaskMatrix:
     """For MBR-exec: per distinct solution, one key per distinct test input describing
     what the call returned (a hash of the value's repr, or the failure kind); ``None``
     when output values were not collected."""
+    solution_sizes: npt.NDArray[np.int64] | None = None
+    """Per distinct solution, the characters of its completion (its program when no
+    completion is known); ``None`` when not attached (:func:`rerank.features.with_pool_info`).
+    Facts about the samples, not outcomes: read only by the learned reranker's features."""
+    solution_logprobs: npt.NDArray[np.float64] | None = None
+    """Per distinct solution, the sample's mean token log-probability when the samples
+    carry one (field ``logprob``); ``None`` otherwise."""
 
     def __post_init__(self) -> None:
         n, m = len(self.solution_keys), len(self.test_keys)
@@ -55,6 +62,10 @@ class TaskMatrix:
             raise ValueError(f"{self.task_id}: test arrays do not match {m} tests")
         if self.passed.shape != (n, m):
             raise ValueError(f"{self.task_id}: passed has shape {self.passed.shape}, want {(n, m)}")
+        for name in ("solution_sizes", "solution_logprobs"):
+            arr = getattr(self, name)
+            if arr is not None and arr.shape != (n,):
+                raise ValueError(f"{self.task_id}: {name} has shape {arr.shape}, want {(n,)}")
 
     @property
     def n_solutions(self) -> int:

@@ -18,6 +18,8 @@ Built-ins (registered lazily in :data:`RERANKERS`; third parties add theirs thro
 * ``b4``: Chen et al., "B4: Towards Optimal Assessment of Plausible Code Solutions with
   Plausible Tests", ASE 2024 (https://github.com/ZJU-CTAG/B4).
 * ``random``: uniform choice among all samples (the baseline).
+* ``learned``: a model trained on pools with known verdicts, over features of the matrix
+  (:mod:`rerank.learned`, :mod:`rerank.features`; ``docs/rerankers.md``).
 """
 
 from __future__ import annotations
@@ -245,6 +247,7 @@ RERANKERS.register("codet-rw", "rerank.methods:codet_rw")
 RERANKERS.register("mbr-exec", "rerank.methods:mbr_exec")
 RERANKERS.register("b4", "rerank.methods:b4")
 RERANKERS.register("random", "rerank.methods:random_pick")
+RERANKERS.register("learned", "rerank.learned:learned")
 
 
 def bind_reranker(name: str, options: Mapping[str, Any] | None = None) -> Callable[[TaskMatrix], Ranking]:

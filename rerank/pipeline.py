@@ -2,7 +2,9 @@
 
 :func:`run` is what the CLI and ``bench/bench_rerank.py`` call. It writes into ``out``:
 
-* ``summary.json``: ``{method: {"base"|"plus"|...: {"pass@k": value}}}``, values in [0, 1];
+* ``summary.json``: ``{method: {"base"|"plus"|...: {"pass@k": value}}}``, values in [0, 1],
+  with a 95% bootstrap interval over tasks (``ci95``) and a paired test against the
+  column's best method (``vs_best``) for each (:mod:`rerank.significance`);
   the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`;
   for MBPP sanitized, which has no plus inputs, ``base`` only: its original asserts, via
   :mod:`evaluation.asserts`), ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the
@@ -35,15 +37,17 @@ from evaluation.datasets import Dataset, load_dataset
 from evaluation.executor.trusted import trusted_check
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import JsonlAppender, empty_file, read_jsonl, write_jsonl
-from evaluation.records import content_id
+from evaluation.records import Solution, content_id
 from rerank import __version__
 from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task
 from rerank.inputs import TestSet, read_samples, read_tests
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, bind_reranker
 from rerank.scoring import TaskScore, mean_scores, score_task
+from rerank.significance import add_statistics
 
-__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "run", "DEFAULT_METHODS", "baseline_scores", "read_baseline"]
+__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "LoadedRun", "load", "run", "DEFAULT_METHODS",
+           "baseline_scores", "read_baseline"]
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
@@ -126,8 +130,9 @@ class RerankConfig:
 class RerankResult:
     """What :func:`run` computed (also written to ``out``)."""
 
-    summary: dict[str, dict[str, dict[str, float]]]
-    """method -> verdict kind -> "pass@k" -> value."""
+    summary: dict[str, dict[str, dict[str, Any]]]
+    """method -> verdict kind -> "pass@k" -> value (and "ci95", "vs_best": see
+    :mod:`rerank.significance`)."""
     timings: dict[str, float]
     """Seconds per step: read, matrix, verdicts, scoring, total."""
     counts: dict[str, int]
@@ -285,21 +290,97 @@ def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
     }
 
 
-def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Notify = _quiet) -> RerankResult:
-    """Run the whole rerank pipeline (see the module docstring for what is written).
+@dataclass(frozen=True, kw_only=True)
+class LoadedRun:
+    """What a run has read and computed before ranking: inputs, matrices, verdicts."""
 
-    ``notify`` receives a line for each cache that was reused, saying how much of it."""
-    t_start = time.perf_counter()
+    dataset: Dataset
+    """The dataset."""
+    task_ids: list[str]
+    """Tasks with samples, in dataset order."""
+    samples: dict[str, list[Solution]]
+    """task_id -> its samples."""
+    test_sets: list[TestSet]
+    """One per ``--tests``."""
+    prepared: dict[str, list[TaskInputs]]
+    """Test set label -> deduplicated programs and tests per task."""
+    matrices: dict[str, dict[str, TaskMatrix]]
+    """Test set label -> task_id -> matrix (with program sizes and log-probabilities)."""
+    kinds: dict[str, dict[tuple[str, str], bool]]
+    """Verdict kind -> (task_id, program key) -> correct. Ground truth: never given to a reranker."""
+    baseline: dict[str, dict[str, tuple[int, int]]] | None
+    """``--baseline``: verdict kind -> task_id -> (samples, correct), see :func:`read_baseline`."""
+    timings: dict[str, float]
+    """Seconds: read, matrix, verdicts."""
+
+
+def _baseline_task_scores(
+    counts: Mapping[str, Mapping[str, tuple[int, int]]], task_ids: Sequence[str], hard: Mapping[str, set[str]],
+    ks: Sequence[int],
+) -> dict[str, list[TaskScore]]:
+    """The baseline's per-task unbiased pass@k (NaN where k exceeds its samples), for the statistics."""
+    from rerank.scoring import unbiased_pass_at_k
+
+    return {
+        kind: [
+            TaskScore(task_id=t, ranked=False, hard=t in hard.get(kind, set()),
+                      pass_at={k: unbiased_pass_at_k(per[t][0], per[t][1], k) if k <= per[t][0] else float("nan")
+                               for k in ks})
+            for t in task_ids
+        ]
+        for kind, per in counts.items()
+    }
+
+
+def _learned_overlap(spec: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]], notify: Notify) -> dict[str, int]:
+    """How many scored tasks the learned model was trained on (its figures there are in-sample)."""
+    from rerank.learned import load_model, default_model_path, training_fingerprint
+
+    model = load_model(spec.options.get("model") or default_model_path())
+    prints = model.training.get("task_fingerprints") or {}
+    out: dict[str, int] = {}
+    for label, by_task in matrices.items():
+        same_task = sum(1 for t in by_task if t in prints)
+        same_pool = sum(1 for t, m in by_task.items() if prints.get(t) == training_fingerprint(m))
+        out[f"learned_trained_on_task[{label}]"] = same_task
+        out[f"learned_trained_on_same_pool[{label}]"] = same_pool
+        if same_task:
+            notify(f"warning: {spec.name}: its model was trained on {same_task} of these {len(by_task)} tasks "
+                   f"({same_pool} with this very pool): its figures there are in-sample, not a measure of "
+                   f"how it generalises; see its cross-validated figures ('cv' in the model file)")
+    return out
+
+
+def _with_sizes(matrix: TaskMatrix, task: TaskInputs) -> TaskMatrix:
+    from rerank.features import with_pool_info
+
+    return with_pool_info(
+        matrix,
+        sizes=[len(s.completion if s.completion is not None else s.code) for s in task.first_solution],
+        logprobs=[s.logprob for s in task.first_solution],
+    )
+
+
+def load(
+    config: RerankConfig,
+    *,
+    need_outputs: bool,
+    progress: ProgressFactory = _noop,
+    notify: Notify = _quiet,
+    check: Callable[[list[str]], None] | None = None,
+) -> LoadedRun:
+    """Read the inputs, build (or read from the cache) the matrices and the verdicts.
+
+    ``check(task_ids)`` runs once every input is read, before anything runs or is written
+    (a caller's own refusal, e.g. too few tasks for its folds)."""
     timings: dict[str, float] = {}
     out = Path(config.out)
     cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
     labels = [label for label, _ in config.tests]
     if len(set(labels)) != len(labels):
         raise TestgenError(f"--tests labels must be distinct, got {labels}")
-    specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
     if not config.evalplus and not config.verdicts:
         raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
-    need_outputs = any(m.reranker == "mbr-exec" for m in config.methods)
 
     t0 = time.perf_counter()
     dataset = load_dataset(config.dataset, path=config.dataset_path)
@@ -321,6 +402,8 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     # Every input is read before anything runs or is written: a bad file is refused at once.
     original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
     baseline = read_baseline(config.baseline, task_ids) if config.baseline else None
+    if check is not None:
+        check(task_ids)
     out.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     timings["read"] = time.perf_counter() - t0
@@ -340,6 +423,8 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
             progress=progress(f"matrix {ts.label}" if len(test_sets) > 1 else "matrix"),
             notify=_labelled(notify, ts.label) if len(test_sets) > 1 else notify,
         )
+        for task in prepared[ts.label]:
+            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task)
     timings["matrix"] = time.perf_counter() - t0
 
     # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
@@ -357,9 +442,28 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     if original is not None:
         kinds["original"] = original
     timings["verdicts"] = time.perf_counter() - t0
+    return LoadedRun(dataset=dataset, task_ids=task_ids, samples=samples, test_sets=test_sets, prepared=prepared,
+                     matrices=matrices, kinds=kinds, baseline=baseline, timings=timings)
+
+
+
+def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Notify = _quiet) -> RerankResult:
+    """Run the whole rerank pipeline (see the module docstring for what is written).
+
+    ``notify`` receives a line for each cache that was reused, saying how much of it."""
+    t_start = time.perf_counter()
+    out = Path(config.out)
+    specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
+    need_outputs = any(m.reranker in ("mbr-exec", "learned") for m in config.methods)
+    loaded = load(config, need_outputs=need_outputs, progress=progress, notify=notify)
+    dataset, task_ids, samples, test_sets = loaded.dataset, loaded.task_ids, loaded.samples, loaded.test_sets
+    prepared, matrices, kinds, baseline = loaded.prepared, loaded.matrices, loaded.kinds, loaded.baseline
+    base_tasks = prepared[test_sets[0].label]
+    timings = dict(loaded.timings)
 
     t0 = time.perf_counter()
-    summary: dict[str, dict[str, dict[str, float]]] = {}
+    summary: dict[str, dict[str, dict[str, Any]]] = {}
+    per_task: dict[str, dict[str, list[TaskScore]]] = {}
     picks: list[dict[str, Any]] = []
     scoring_bar = progress("scoring")
     total_steps = len(test_sets) * len(specs)
@@ -384,6 +488,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
                 pick[f"expected_pass@{config.ks[0]}"] = expected
                 picks.append(pick)
             summary[name] = {}
+            per_task[name] = per_kind
             for kind, scores in per_kind.items():
                 summary[name][kind] = mean_scores(scores, config.ks)
                 summary[name][f"{kind}_hard"] = mean_scores(scores, config.ks, hard_only=True)
@@ -392,7 +497,11 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     if baseline is not None:
         hard = {kind: {s.task_id for s in scores if s.hard} for kind, scores in per_kind.items()}
         summary = {"baseline": baseline_scores(baseline, task_ids, hard, config.ks), **summary}
+        per_task = {"baseline": _baseline_task_scores(baseline, task_ids, hard, config.ks), **per_task}
     timings["scoring"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    add_statistics(summary, per_task, config.ks)
+    timings["statistics"] = time.perf_counter() - t0
 
     counts = {
         "tasks": len(task_ids),
@@ -414,6 +523,9 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
         counts[f"checked_child[{ts.label}]"] = sum(len(flags) - sum(flags) for flags in trusted)
         counts[f"pairs_checked_trusted_code[{ts.label}]"] = sum(
             sum(flags) * len(t.programs) for flags, t in zip(trusted, prepared[ts.label]))
+    for spec in config.methods:
+        if spec.reranker == "learned":
+            counts |= _learned_overlap(spec, matrices, notify)
     timings["total"] = time.perf_counter() - t_start
 
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")

@@ -268,14 +268,25 @@ def write_report(
 
     ``tests_only``: the C of the tables leaves out the arcs run while importing the program.
 
-    Returns ``{"runs", "header", "rows", "fits", "files"}`` for the CLI to print.
+    Also ``table2_ci.md`` and ``stats.json``: 95% intervals over tasks and paired tests
+    (:mod:`testgen.report_stats`). Returns ``{"runs", "header", "rows", "fits", "stats",
+    "files"}`` for the CLI to print.
     """
     if not run_paths:
         raise TestgenError("no run directory given")
+    from testgen.report_stats import ci_markdown, run_statistics
+
     runs = [load_evaluated(p) for p in run_paths]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     header, rows = table2_rows(runs, tests_only=tests_only)
+    stats = run_statistics(runs)
+    ci_md = ci_markdown(runs, stats, _settings(runs))
+    if tests_only:
+        ci_md += ("\nThe intervals of C are of each generation's recorded coverage (the measure `testgen eval` ran, "
+                  "import arcs included), not of the tests-only figure of Table 2.\n")
+    (out / "table2_ci.md").write_text(ci_md, encoding="utf-8")
+    (out / "stats.json").write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
     md = _markdown(header, rows)
     (out / "table2.md").write_text(md, encoding="utf-8")
     with open(out / "table2.csv", "w", newline="", encoding="utf-8") as fh:
@@ -283,15 +294,17 @@ def write_report(
         w.writerow(["model", "setting", "pass_rate", "dedup_pass_rate", "coverage", "prompt_coverage",
                     "pass_rate_empty_excluded", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
                     "code_pass1", "generations", "generations_without_tests", "tasks", "eval_dir",
-                    "coverage_measure", "coverage_tests_only"])
+                    "coverage_measure", "coverage_tests_only",
+                    *(f"{k}_ci95_{end}" for k in stats for end in ("low", "high"))])
         for r in runs:
             m = r.metrics
             ex = m.get("variants", {}).get("empty_exclude", {})
+            cis = [stats[k]["runs"].get(r.label, {}).get(end) for k in stats for end in ("low", "high")]
             w.writerow([r.model, r.setting, m.get("pass_rate"), m.get("dedup_pass_rate"), m.get("coverage"),
                         m.get("prompt_coverage"), ex.get("pass_rate"), ex.get("dedup_pass_rate"), ex.get("coverage"),
                         _code_pass1(r, code_pass1 or {}), m["counts"]["generations"],
                         m["counts"]["generations_without_tests"], m["counts"]["tasks"], str(r.path),
-                        m.get("coverage_measure", "total"), m.get("variants", {}).get("coverage_tests_only")])
+                        m.get("coverage_measure", "total"), m.get("variants", {}).get("coverage_tests_only"), *cis])
     fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
     _plot_by_position(runs, out / "correctness_by_position.png")
     _plot_per_task(runs, out / "per_task_distribution.png")
@@ -309,8 +322,9 @@ def write_report(
         lines.append("Figure 2 fits: " + "; ".join(
             f"{s}: r = {f['pearson_r']:.3f} (n = {f['n']})" if f.get("pearson_r") is not None else f"{s}: n = {f['n']}"
             for s, f in fits.items()) + "\n")
+    lines += ["## Intervals and paired tests over tasks", "", ci_md]
     for png in ("pass_rate_vs_code_pass1.png", "correctness_by_position.png", "per_task_distribution.png"):
         lines.append(f"![{png}]({png})\n")
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     files = sorted(str(p) for p in out.iterdir() if p.is_file())
-    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "files": files}
+    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files}

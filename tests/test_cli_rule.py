@@ -190,6 +190,35 @@ CASES: list[Case] = [
                  ("--rw-p", "1.5")),
 ]
 
+# `rerank train` (the learned reranker), walked like rerank; --label base so no --verdicts is needed
+_TRAIN = ["--label", "base"]
+TRAIN_CASES: list[Case] = [
+    Case("rerank train", "missing file", lambda f: [*_TRAIN, "--samples", _s(f["missing"]), "--tests", _s(f["tests"])],
+         lambda f: [_s(f["missing"]), "--samples"]),
+    Case("rerank train", "empty file", lambda f: [*_TRAIN, "--samples", _s(f["empty"]), "--tests", _s(f["tests"])],
+         lambda f: [_s(f["empty"]), "empty file"]),
+    Case("rerank train", "truncated last line",
+         lambda f: [*_TRAIN, "--samples", _s(f["samples"]), "--tests", _s(f["torn_tests"])],
+         lambda f: [f"{f['torn_tests']}:3:", "truncated last line"]),
+    Case("rerank train", "truncated last line",
+         lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]), "--verdicts", _s(f["torn_verdicts"])],
+         lambda f: [f"{f['torn_verdicts']}:3:", "truncated last line"]),
+    Case("rerank train", "unknown task",
+         lambda f: [*_TRAIN, "--samples", _s(f["unknown_samples"]), "--tests", _s(f["tests"])],
+         lambda f: [f"{f['unknown_samples']}:2:", "field 'task_id'", "'HumanEval/999'"]),
+    Case("rerank train", "unknown dataset",
+         lambda f: [*_TRAIN, "--samples", _s(f["samples"]), "--tests", _s(f["tests"]), "--dataset", "humanevalx"],
+         lambda f: ["'--dataset'", "'humanevalx'", "did you mean"]),
+    Case("rerank train", "usage", lambda f: ["--samples", _s(f["samples"]), "--tests", _s(f["tests"]), "--no-evalplus"],
+         lambda f: ["--label", "needs --verdicts"]),
+    Case("rerank train", "usage", lambda f: [*_TRAIN, "--samples", _s(f["samples"]), "--tests", _s(f["tests"])],
+         lambda f: [_s(f["samples"]), "cannot be split into 5 folds", "--folds"]),
+    *_bad_counts("rerank train", lambda f: [*_TRAIN, "--samples", _s(f["samples"]), "--tests", _s(f["tests"])],
+                 ("--workers", "0"), ("--folds", "0"), ("--timeout", "0"), ("--tests-per-generation", "-1"),
+                 ("--c", "0"), ("--c-grid", "0.1,-1"), ("--seeds", "-1")),
+]
+CASES += TRAIN_CASES
+
 # `testgen sample` (issue 16), walked as soon as it is a command; its options as first written.
 SAMPLE_CASES: list[Case] = [
     Case("sample", "missing file", lambda f: ["--backend", "fake", "--dataset-path", _s(f["missing"]), "--out", _s(f["out"])],
@@ -304,7 +333,14 @@ def _invoke(case: Case, f: dict[str, Path], capsys: pytest.CaptureFixture[str]) 
     from rerank.cli import rerank_cmd
 
     argv = case.argv(f)
-    status = run_cli(rerank_cmd, argv) if case.command == "rerank" else run_cli(cli, [case.command, *argv])
+    from rerank.cli_train import train_cmd
+
+    if case.command == "rerank":
+        status = run_cli(rerank_cmd, argv)
+    elif case.command == "rerank train":
+        status = run_cli(train_cmd, argv)
+    else:
+        status = run_cli(cli, [case.command, *argv])
     captured = capsys.readouterr()
     return status, captured.out + captured.err
 
@@ -332,7 +368,7 @@ def test_every_command_refuses_bad_input_the_same_way(
 
 
 def test_the_walk_covers_every_command_and_kind() -> None:
-    commands = [*COMMANDS, "rerank"]
+    commands = [*COMMANDS, "rerank", "rerank train"]
     for command in commands:
         for kind in KINDS:
             cases = [c for c in CASES if (c.command, c.kind) == (command, kind)]

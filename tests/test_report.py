@@ -116,3 +116,43 @@ def test_report_errors(evaluated: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert run_cli(cli, ["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     assert "testgen eval" in capsys.readouterr().err
     assert run_cli(cli, ["report", str(a), "--code-pass1", "nonsense", "--out", str(tmp_path / "o")]) == 2
+
+
+def _worse_copy(src: Path, dest: Path, *, model: str, setting: str) -> Path:
+    """An eval dir whose tests all fail on the reference (P' = 0 in every task), coverage unchanged."""
+    dest.mkdir(parents=True)
+    m = json.loads((src / "eval" / "metrics.json").read_text())
+    m["run"].update(model=model, setting=setting)
+    (dest / "metrics.json").write_text(json.dumps(m))
+    with open(src / "eval" / "generations.jsonl") as fh, open(dest / "generations.jsonl", "w") as out:
+        for line in fh:
+            g = json.loads(line)
+            g["passed_distinct"] = 0
+            out.write(json.dumps(g) + "\n")
+    return dest
+
+
+def test_report_intervals_and_paired_tests(evaluated: Path, tmp_path: Path) -> None:
+    """P' and C get a 95% interval over tasks; models of a setting are compared with its best."""
+    same = _variant(evaluated, tmp_path / "same", model="twin", setting="placeholder")
+    worse = _worse_copy(evaluated, tmp_path / "worse", model="broken", setting="placeholder")
+    out = tmp_path / "report"
+    res = CliRunner().invoke(cli, ["report", str(evaluated), str(same), str(worse), "--out", str(out)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    stats = json.loads((out / "stats.json").read_text())
+    assert set(stats) == {"dedup_pass_rate", "coverage"}
+    real = stats["dedup_pass_rate"]["runs"]["codegen-16b/placeholder"]
+    assert real["low"] <= real["estimate"] <= real["high"] and real["n"] == 4
+    assert stats["dedup_pass_rate"]["runs"]["broken/placeholder"]["estimate"] == 0.0
+    col = stats["dedup_pass_rate"]["settings"]["placeholder"]
+    assert col["best"] == "codegen-16b/placeholder"  # ties go to the first
+    assert col["comparisons"]["twin/placeholder"]["p_value"] == 1.0  # identical per-task values
+    assert col["comparisons"]["broken/placeholder"]["difference"]["estimate"] < 0
+    # with only 4 tasks an exact sign-flip test cannot go below 2/16: not significant, and said so
+    assert col["comparisons"]["broken/placeholder"]["p_value"] >= 2 / 16
+    md = (out / "table2_ci.md").read_text()
+    assert "### P' (%)" in md and "### C (%)" in md and " *" in md and " ≈" in md
+    with open(out / "table2.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert float(rows[0]["dedup_pass_rate_ci95_low"]) == pytest.approx(real["low"])
+    assert "mean over tasks [95% CI]" in res.output

@@ -118,7 +118,8 @@ def test_cli_writes_summary_picks_and_reuses_cache(small_run) -> None:  # type: 
     assert res.exit_code == 0, res.output
     assert cache_files[0].read_text().count("\n") == lines
     again = json.loads((out / "summary.json").read_text())["codet"]["original"]
-    assert again == pytest.approx(summary["codet"]["original"], abs=0.02)
+    means = {k: v for k, v in summary["codet"]["original"].items() if k.startswith("pass@")}  # not ci95/vs_best
+    assert {k: again[k] for k in means} == pytest.approx(means, abs=0.02)
 
     # warm cache: nothing left to execute
     res = CliRunner().invoke(rerank_cmd, args, env=env, catch_exceptions=False)

@@ -5,6 +5,7 @@ Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.wri
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,6 +25,44 @@ def _parse_pass1(values: tuple[str, ...]) -> dict[str, float]:
                                      param_hint="--code-pass1")
         out[model] = x / 100 if (num.endswith("%") or x > 1) else x
     return out
+
+
+def _print_intervals(console: Any, res: dict[str, Any]) -> None:
+    """Per metric: models x settings, mean over tasks [95% CI], * best of the setting, ≈ not
+    significantly different from it."""
+    from rich.table import Table
+
+    from testgen.report import SETTING_ORDER
+    from testgen.report_stats import ALPHA, METRIC_NAMES
+
+    runs = res["runs"]
+    present = {r.setting for r in runs}
+    settings = [s for s in SETTING_ORDER if s in present] + sorted(present - set(SETTING_ORDER))
+    models = list(dict.fromkeys(r.model for r in runs))
+    label = {(r.model, r.setting): r.label for r in runs}
+    for metric, block in res["stats"].items():
+        table = Table(title=f"{METRIC_NAMES.get(metric, metric)} (%), mean over tasks [95% CI]")
+        table.add_column("model")
+        for s in settings:
+            table.add_column(s, justify="right")
+        for m in models:
+            cells = []
+            for s in settings:
+                iv = block["runs"].get(label.get((m, s), ""))
+                if iv is None:
+                    cells.append("")
+                    continue
+                col = block["settings"].get(s)
+                mark = ""
+                if col:
+                    mark = " *" if col["best"] == label[(m, s)] else (
+                        "" if col["comparisons"][label[(m, s)]]["significant"] else " ≈")
+                cells.append(f"{100 * iv['estimate']:.2f} [{100 * iv['low']:.2f}, {100 * iv['high']:.2f}]{mark}")
+            table.add_row(m, *cells)
+        console.print(table)
+    if res["stats"]:
+        console.print(f"* best model of its setting; ≈ not significantly different from it (paired permutation "
+                      f"test over tasks, p >= {ALPHA})")
 
 
 @click.command(name="report")
@@ -49,7 +88,9 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
         table.add_column(h, justify="left" if i == 0 else "right")
     for row in res["rows"]:
         table.add_row(*row)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    _print_intervals(console, res)
     for s, f in res["fits"].items():
         if f.get("pearson_r") is not None:
             click.echo(f"Figure 2, {s}: Pearson r = {f['pearson_r']:.3f} over {f['n']} models")

@@ -1,0 +1,90 @@
+"""Benchmark: the learned reranker's features, training and cross-validation on a cached pool.
+
+Reads the matrix and verdicts that a ``rerank`` run cached (CodeT's CodeGen-Mono-16B
+HumanEval data: 164 tasks, 12,408 distinct programs, 8,331 distinct tests), then times, as
+the median of ``--repeats`` runs in this process:
+
+* reading the matrix (with output values) and the verdicts from the cache;
+* the features of every distinct program of the pool: the four score features of the
+  default model, and all features;
+* fitting the default model (``direct``) and a ``logistic`` one on all 164 tasks;
+* ranking the whole pool with a fitted model;
+* the default cross-validation (5 folds x 3 seeds, baselines on the same folds).
+
+Usage (the exact command of the figures in ``docs/rerankers.md``)::
+
+    rerank --samples ... --tests ... --verdicts ... --out RUN      # once: fills RUN/cache
+    .venv/bin/python bench/bench_learned.py --cache-dir RUN/cache --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _data_dir() -> Path:
+    env = os.environ.get("TESTGEN_DATA")
+    return Path(env) if env else ROOT.parent / "shared" / "data"
+
+
+def _timed(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache-dir", required=True, help="a rerank run's cache (OUT/cache)")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+
+    from rerank.crossval import CVConfig, cross_validate, pools_from_run
+    from rerank.features import DEFAULT_FEATURES, SCORE_FEATURES, pool_features
+    from rerank.learned import fit, ranking_from_scores
+    from rerank.pipeline import RerankConfig, load
+
+    codet = _data_dir() / "codet"
+    config = RerankConfig(
+        samples=str(codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"),
+        tests=(("placeholder", str(codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz")),),
+        verdicts=str(codet / "codet_reference_humaneval_verdicts_codegen16B.jsonl.gz"),
+        out=str(Path(args.cache_dir).parent), cache_dir=args.cache_dir, methods=(),
+    )
+    t_load, loaded = _timed(lambda: load(config, need_outputs=True), 1)
+    pool = pools_from_run(loaded)[0]
+    mats, truth = pool.matrices, pool.verdicts["original"]
+    programs = sum(m.n_solutions for m in mats)
+    rows: list[tuple[str, float]] = [("read inputs + cached matrix + verdicts (1 run)", t_load)]
+    t, _ = _timed(lambda: [pool_features(m, SCORE_FEATURES) for m in mats], args.repeats)
+    rows.append((f"features, {len(SCORE_FEATURES)} score features, whole pool", t))
+    t, _ = _timed(lambda: [pool_features(m, DEFAULT_FEATURES) for m in mats], args.repeats)
+    rows.append((f"features, all {len(DEFAULT_FEATURES)}, whole pool", t))
+    t, model = _timed(lambda: fit(mats, truth, kind="direct"), args.repeats)
+    rows.append(("fit direct (features included), 164 tasks", t))
+    t, _ = _timed(lambda: fit(mats, truth, kind="logistic", features=DEFAULT_FEATURES), args.repeats)
+    rows.append(("fit logistic, all features (features included)", t))
+    t, _ = _timed(lambda: [ranking_from_scores(model.score(pool_features(m, model.features)), m) for m in mats],
+                  args.repeats)
+    rows.append(("rank the whole pool with the fitted model", t))
+    t, _ = _timed(lambda: cross_validate(pool, CVConfig()), 1)
+    rows.append(("cross-validation, 5 folds x 3 seeds, direct (1 run)", t))
+    print(f"learned reranker on {len(mats)} tasks, {programs:,} distinct programs; cpus={os.cpu_count()}, "
+          f"median of {args.repeats}; load average at the end: {os.getloadavg()}")
+    for name, seconds in rows:
+        print(f"  {name:58s} {seconds:8.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""Features of each distinct program in a task's pool, for the learned reranker.
+
+Every feature is a function of what ``rerank`` already has for a task: the outcome matrix
+of the generated tests (:class:`~rerank.matrix.TaskMatrix`: which program passes which
+test, multiplicities, test positions, the programs' outputs on the tests' inputs) and two
+optional facts about the samples themselves (their length, their log-probability).
+Ground-truth verdicts are never an input: :func:`pool_features` takes a ``TaskMatrix``,
+which has no field for them (they are handed to the learner separately, see
+:mod:`rerank.learned`).
+
+The features, their definitions and sources are listed in :data:`FEATURES` (and in
+``docs/rerankers.md``). Shares are of the task's samples counted by occurrence (``N``),
+or of its tests counted by occurrence, so that tasks of different sizes are comparable.
+Sources: CodeT (Chen et al., "CodeT: Code Generation with Generated Tests", ICLR 2023),
+RW (Xiong, Guo, Chen, arXiv 2310.05727, Section 7), MBR-exec (Shi et al., "Natural
+Language to Code Translation with Execution", EMNLP 2022), B4 (Chen et al., "B4: Towards
+Optimal Assessment of Plausible Code Solutions with Plausible Tests", ASE 2024), and the
+functional-overlap idea of SRank (To et al., "Neural Code Generation Enhancement via
+Functional Overlap Reranking", arXiv 2311.03366).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from rerank.matrix import TaskMatrix
+from rerank.methods import Ranking, b4, codet
+
+__all__ = ["FeatureSpec", "FEATURES", "FEATURE_NAMES", "DEFAULT_FEATURES", "LOG_OF", "SCORE_FEATURES", "FEATURE_SETS",
+           "pool_features",
+           "with_pool_info", "MissingFeatureInput"]
+
+Needs = Literal["matrix", "outputs", "sizes", "logprobs"]
+"""What a feature is computed from: the pass/fail matrix (always there), the programs'
+outputs on the tests' inputs (``TaskMatrix.output_keys``), program sizes, log-probabilities."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeatureSpec:
+    """One feature of a distinct program."""
+
+    name: str
+    """Column name (stable: models store it)."""
+    needs: Needs
+    """The input it is computed from."""
+    source: str
+    """The paper or reranker it comes from."""
+    doc: str
+    """Definition."""
+
+
+_BASE_FEATURES: tuple[FeatureSpec, ...] = (
+    FeatureSpec(name="loaded", needs="matrix", source="CodeT",
+                doc="1 if the program loaded and its tests ran (0: it can never be correct)."),
+    FeatureSpec(name="pool_share", needs="matrix", source="duplicates in the pool",
+                doc="samples with exactly this program / N (how often the model wrote it)."),
+    FeatureSpec(name="tests_passed_share", needs="matrix", source="CodeT",
+                doc="tests passed, counted by occurrence, / all tests by occurrence."),
+    FeatureSpec(name="distinct_tests_passed_share", needs="matrix", source="CodeT",
+                doc="distinct tests passed / distinct tests."),
+    FeatureSpec(name="rw_passed_share", needs="matrix", source="RW (arXiv 2310.05727)",
+                doc="sum of p^(i-1) (p = 0.8, i the test's position in its generation) over the passed "
+                    "tests' occurrences / the same sum over all tests."),
+    FeatureSpec(name="passes_none", needs="matrix", source="CodeT",
+                doc="1 if the program loaded but passed no test (CodeT leaves it unranked)."),
+    FeatureSpec(name="agreement_share", needs="matrix", source="CodeT",
+                doc="samples in the program's consensus set (loaded programs passing exactly the same "
+                    "tests) / N."),
+    FeatureSpec(name="codet_score_rel", needs="matrix", source="CodeT",
+                doc="CodeT's score of its consensus set (tests x sqrt(solutions), by occurrence) / the "
+                    "task's best CodeT score; 0 when unranked."),
+    FeatureSpec(name="codet_top", needs="matrix", source="CodeT",
+                doc="1 if in CodeT's top tie group (CodeT's pick)."),
+    FeatureSpec(name="codet_rank", needs="matrix", source="CodeT",
+                doc="1 - g / G for CodeT's g-th tie group of G (0-based); 0 when unranked."),
+    FeatureSpec(name="b4_posterior", needs="matrix", source="B4 (ASE 2024)",
+                doc="B4's posterior of the program's pass pattern, normalised over the task's distinct "
+                    "patterns: exp(s - logsumexp(s)) of B4's log scores (beta_0 1e5, alpha_xy 1e3)."),
+    FeatureSpec(name="b4_top", needs="matrix", source="B4 (ASE 2024)",
+                doc="1 if in B4's top tie group (B4's pick)."),
+    FeatureSpec(name="b4_rank", needs="matrix", source="B4 (ASE 2024)",
+                doc="1 - g / G for B4's g-th tie group of G; 0 when unranked."),
+    FeatureSpec(name="soft_agreement", needs="matrix", source="CodeT, soft (SRank's overlap on pass patterns)",
+                doc="mean over the loaded samples of the share of distinct tests on which they pass or "
+                    "fail alike with this program."),
+    FeatureSpec(name="passed_test_consensus", needs="matrix", source="test consensus",
+                doc="mean, over the tests it passes (by occurrence), of the share of loaded samples that "
+                    "pass that test; 0 if it passes none."),
+    FeatureSpec(name="failed_test_consensus", needs="matrix", source="test consensus",
+                doc="mean, over the tests it fails (by occurrence), of the share of loaded samples that "
+                    "pass that test (high: it fails tests most programs pass)."),
+    FeatureSpec(name="majority_tests_passed", needs="matrix", source="test consensus",
+                doc="share of the 'majority' tests (passed by more than half of the loaded samples) that "
+                    "it passes; 0 when there are none."),
+    FeatureSpec(name="behaviour_share", needs="outputs", source="MBR-exec (EMNLP 2022)",
+                doc="samples whose outputs on every generated test's input equal this program's / N "
+                    "(its MBR-exec class); 0 if it errs or times out on every input."),
+    FeatureSpec(name="mbr_top", needs="outputs", source="MBR-exec (EMNLP 2022)",
+                doc="1 if in the largest MBR-exec class (MBR-exec's pick)."),
+    FeatureSpec(name="functional_overlap", needs="outputs", source="SRank (arXiv 2311.03366)",
+                doc="mean over the test inputs of the share of loaded samples returning the same output "
+                    "as this program (errors and time-outs agree with nothing)."),
+    FeatureSpec(name="error_share", needs="outputs", source="errors",
+                doc="share of the distinct tests on which the program raised an error (not an assertion "
+                    "failure)."),
+    FeatureSpec(name="timeout_share", needs="outputs", source="time-outs",
+                doc="share of the distinct tests on which the program ran past the deadline."),
+    FeatureSpec(name="length_rel", needs="sizes", source="program length",
+                doc="log(size / median size of the task's loaded programs); size = characters of the "
+                    "completion (the program when no completion is known)."),
+    FeatureSpec(name="logprob_rel", needs="logprobs", source="the model's likelihood",
+                doc="the sample's mean token log-probability minus the task's mean (when samples carry "
+                    "one: field 'logprob')."),
+    FeatureSpec(name="b4_log_gap", needs="matrix", source="B4 (ASE 2024)",
+                doc="-log(1 + best B4 log score of the task - this pattern's): 0 for B4's pick, more "
+                    "negative the less likely B4 finds the pattern; -10 when unranked."),
+    FeatureSpec(name="functional_overlap_rel", needs="outputs", source="SRank (arXiv 2311.03366)",
+                doc="functional_overlap / the task's largest functional_overlap."),
+    FeatureSpec(name="behaviour_share_rel", needs="outputs", source="MBR-exec (EMNLP 2022)",
+                doc="behaviour_share / the task's largest behaviour_share."),
+    FeatureSpec(name="task_codet_top_share", needs="matrix", source="task context",
+                doc="samples in CodeT's top group / N (how clear the task's consensus is; same for every "
+                    "program of the task)."),
+    FeatureSpec(name="task_log_programs", needs="matrix", source="task context",
+                doc="log of the number of distinct programs of the task."),
+)
+"""The features before their log variants, in column order."""
+
+LOG_OF: tuple[str, ...] = (
+    "pool_share", "tests_passed_share", "distinct_tests_passed_share", "rw_passed_share", "agreement_share",
+    "codet_score_rel", "soft_agreement", "passed_test_consensus", "majority_tests_passed", "behaviour_share",
+    "functional_overlap",
+)
+"""Shares that also get a ``log_`` variant: a linear score over logs is a product of powers,
+the shape of CodeT's ``tests x sqrt(solutions)`` and SRank's ``size x overlap x tests``, with
+the exponents learned."""
+
+LOG_FLOOR = 1e-3
+"""``log_<name> = log(max(<name>, LOG_FLOOR))``."""
+
+_BASE = {f.name: f for f in _BASE_FEATURES}
+FEATURES: tuple[FeatureSpec, ...] = _BASE_FEATURES + tuple(
+    FeatureSpec(name=f"log_{b}", needs=_BASE[b].needs, source=_BASE[b].source,
+                doc=f"log(max({b}, {LOG_FLOOR}))")
+    for b in LOG_OF
+)
+"""Every feature, in column order: the base features, then the log variants."""
+
+FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
+"""Column names of :data:`FEATURES`."""
+
+DEFAULT_FEATURES: tuple[str, ...] = tuple(f.name for f in FEATURES if f.needs != "logprobs")
+"""What a model uses when the training samples carry no log-probabilities (CodeT's data)."""
+
+SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap",
+                                   "log_behaviour_share")
+"""The published rerankers' own scores, each "higher is better": B4's posterior, CodeT's
+score, SRank's functional overlap and MBR-exec's class size (a linear score over these
+logs is a weighted product of the four)."""
+
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES}
+"""Named feature sets (``rerank train --features``)."""
+
+_SPEC = {f.name: f for f in FEATURES}
+
+
+class MissingFeatureInput(ValueError):
+    """A requested feature needs an input the matrix does not carry (outputs, sizes, ...)."""
+
+
+def with_pool_info(
+    matrix: TaskMatrix,
+    *,
+    sizes: Sequence[int] | None = None,
+    logprobs: Sequence[float | None] | None = None,
+) -> TaskMatrix:
+    """The matrix with per-program sizes and log-probabilities attached (for features)."""
+    lp: npt.NDArray[np.float64] | None = None
+    if logprobs is not None and all(v is not None for v in logprobs):
+        lp = np.asarray([float(v) for v in logprobs if v is not None], np.float64)
+    return replace(
+        matrix,
+        solution_sizes=None if sizes is None else np.asarray(sizes, np.int64),
+        solution_logprobs=lp,
+    )
+
+
+def _per_program(ranking: Ranking, n: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Score and 0-based tie-group index of each program (NaN / -1 when unranked)."""
+    score = np.full(n, np.nan)
+    group = np.full(n, -1, np.int64)
+    for g, grp in enumerate(ranking.groups):
+        idx = np.asarray(grp.members, np.int64)
+        score[idx] = grp.score
+        group[idx] = g
+    return score, group
+
+
+def _rank_feature(group: npt.NDArray[np.int64], n_groups: int) -> npt.NDArray[np.float64]:
+    out = np.zeros(group.shape, np.float64)
+    ranked = group >= 0
+    if n_groups:
+        out[ranked] = 1.0 - group[ranked] / n_groups
+    return out
+
+
+def _safe_div(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64] | float) -> npt.NDArray[np.float64]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.divide(a, b)
+    return np.where(np.isfinite(r), r, 0.0)
+
+
+def _output_codes(
+    matrix: TaskMatrix,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Output keys as integers (equal keys, equal codes; -1: not loaded), and which cells
+    are errors and which time-outs (failure keys are ``"!<outcome>:<kind>"``)."""
+    assert matrix.output_keys is not None
+    n, m = matrix.n_solutions, matrix.n_tests
+    codes = np.full((n, m), -1, np.int64)
+    ids: dict[str, int] = {}
+    for i, row in enumerate(matrix.output_keys):
+        if matrix.loaded[i] and len(row) == m:
+            codes[i] = [ids.setdefault(k, len(ids)) for k in row]
+    kinds = np.array([k[:2] for k in ids] or [""], dtype=object)
+    is_error = np.append(kinds == "!e", False)   # index -1 (not loaded) maps to the False appended
+    is_timeout = np.append(kinds == "!t", False)
+    return codes, is_error[codes], is_timeout[codes]
+
+
+def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -> npt.NDArray[np.float64]:
+    """The ``[n_solutions, len(names)]`` feature table of one task (see :data:`FEATURES`).
+
+    Raises :class:`MissingFeatureInput` when a requested feature needs outputs, sizes or
+    log-probabilities that the matrix does not carry.
+    """
+    unknown = [nm for nm in names if nm not in _SPEC]
+    if unknown:
+        raise KeyError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURE_NAMES)}")
+    needs = {_SPEC[nm].needs for nm in names}
+    if "outputs" in needs and matrix.output_keys is None:
+        raise MissingFeatureInput(f"{matrix.task_id}: features need the programs' outputs (build the matrix with outputs)")
+    if "sizes" in needs and matrix.solution_sizes is None:
+        raise MissingFeatureInput(f"{matrix.task_id}: features need program sizes (rerank.features.with_pool_info)")
+    if "logprobs" in needs and matrix.solution_logprobs is None:
+        raise MissingFeatureInput(f"{matrix.task_id}: features need log-probabilities (samples carry no 'logprob')")
+
+    n, m = matrix.n_solutions, matrix.n_tests
+    w = matrix.solution_counts.astype(np.float64)
+    total = float(w.sum())
+    loaded = matrix.loaded.astype(bool)
+    wl = np.where(loaded, w, 0.0)
+    n_loaded = float(wl.sum())
+    passed = matrix.passed & loaded[:, None]
+    pf = passed.astype(np.float64)
+    tw = matrix.test_counts.astype(np.float64)
+    cols: dict[str, npt.NDArray[np.float64]] = {}
+    want = set(names) | {b for b in LOG_OF if f"log_{b}" in names}
+
+    cols["loaded"] = loaded.astype(np.float64)
+    cols["pool_share"] = w / total if total else np.zeros(n)
+    cols["tests_passed_share"] = _safe_div(pf @ tw, float(tw.sum())) if m else np.zeros(n)
+    cols["distinct_tests_passed_share"] = pf.sum(axis=1) / m if m else np.zeros(n)
+    if "rw_passed_share" in want:
+        rw = matrix.rank_weights(0.8)
+        cols["rw_passed_share"] = _safe_div(pf @ rw, float(rw.sum())) if m else np.zeros(n)
+    cols["passes_none"] = (loaded & ~passed.any(axis=1)).astype(np.float64)
+
+    # consensus sets: loaded programs with the same pass pattern
+    agreement = np.zeros(n)
+    if loaded.any():
+        packed = np.packbits(passed, axis=1) if m else np.zeros((n, 1), np.uint8)
+        rows = np.flatnonzero(loaded)
+        _, inverse = np.unique(packed[rows], axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        set_size = np.bincount(inverse, weights=w[rows])
+        agreement[rows] = set_size[inverse]
+    cols["agreement_share"] = agreement / total if total else np.zeros(n)
+
+    if want & {"codet_score_rel", "codet_top", "codet_rank", "task_codet_top_share"}:
+        ranking = codet(matrix)
+        score, group = _per_program(ranking, n)
+        best = np.nanmax(score) if ranking.groups else 0.0
+        cols["codet_score_rel"] = np.where(np.isnan(score), 0.0, _safe_div(np.nan_to_num(score), best))
+        cols["codet_top"] = (group == 0).astype(np.float64)
+        cols["codet_rank"] = _rank_feature(group, len(ranking.groups))
+        top = float(w[group == 0].sum()) / total if total else 0.0
+        cols["task_codet_top_share"] = np.full(n, top)
+    if want & {"b4_posterior", "b4_top", "b4_rank", "b4_log_gap"}:
+        ranking = b4(matrix)
+        score, group = _per_program(ranking, n)
+        gap = np.nanmax(score) - score if ranking.groups else np.full(n, np.nan)
+        cols["b4_log_gap"] = np.where(np.isnan(gap), -10.0, -np.log1p(np.nan_to_num(gap)))
+        post = np.zeros(n)
+        if ranking.groups:
+            # normalise over distinct patterns: each consensus set counted once
+            sets: dict[bytes, float] = {}
+            for i in np.flatnonzero(~np.isnan(score)).tolist():
+                sets.setdefault(passed[i].tobytes(), float(score[i]))
+            s = np.array(list(sets.values()))
+            log_z = float(np.max(s) + math.log(np.exp(s - np.max(s)).sum()))
+            ok = ~np.isnan(score)
+            post[ok] = np.exp(score[ok] - log_z)
+        cols["b4_posterior"] = post
+        cols["b4_top"] = (group == 0).astype(np.float64)
+        cols["b4_rank"] = _rank_feature(group, len(ranking.groups))
+
+    if want & {"soft_agreement", "passed_test_consensus", "failed_test_consensus", "majority_tests_passed"}:
+        if m and n_loaded:
+            q = (wl @ pf) / n_loaded  # share of loaded samples passing each test
+            # agreement with every loaded sample, test by test: share passing where it passes,
+            # share failing where it fails (O(n m), no n x n product)
+            same = (pf * q + (1 - pf) * (1 - q)).sum(axis=1) / m
+            cols["soft_agreement"] = np.where(loaded, same, 0.0)
+            tq = tw * q
+            cols["passed_test_consensus"] = _safe_div(pf @ tq, pf @ tw)
+            cols["failed_test_consensus"] = np.where(loaded, _safe_div((1 - pf) @ tq, (1 - pf) @ tw), 0.0)
+            majority = q > 0.5
+            cols["majority_tests_passed"] = (
+                pf[:, majority].sum(axis=1) / majority.sum() if majority.any() else np.zeros(n)
+            )
+        else:
+            for k in ("soft_agreement", "passed_test_consensus", "failed_test_consensus", "majority_tests_passed"):
+                cols[k] = np.zeros(n)
+
+    if "outputs" in needs:
+        codes, errors, timeouts = _output_codes(matrix)
+        cols["error_share"] = errors.sum(axis=1) / m if m else np.zeros(n)
+        cols["timeout_share"] = timeouts.sum(axis=1) / m if m else np.zeros(n)
+        valid = (codes >= 0) & ~errors & ~timeouts  # an output value (the test passed or failed)
+        # MBR-exec classes: loaded programs with identical outputs, all-error ones excluded
+        behaviour = np.zeros(n)
+        usable = loaded & valid.any(axis=1) if m else np.zeros(n, bool)
+        if usable.any():
+            rows = np.flatnonzero(usable)
+            _, inverse = np.unique(codes[rows], axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            size = np.bincount(inverse, weights=w[rows])
+            behaviour[rows] = size[inverse]  # exact output keys, as rerank.methods.mbr_exec
+        cols["behaviour_share"] = behaviour / total if total else np.zeros(n)
+        cols["mbr_top"] = ((behaviour == behaviour.max()) & usable).astype(np.float64) if usable.any() else np.zeros(n)
+        overlap = np.zeros(n)
+        if m and n_loaded and valid.any():
+            # per (test, output) the samples returning it; one unique over all valid cells
+            ii, jj = np.nonzero(valid)
+            _, inv = np.unique(codes[ii, jj] * m + jj, return_inverse=True)
+            freq = np.bincount(inv, weights=wl[ii])
+            np.add.at(overlap, ii, freq[inv] / n_loaded)
+            overlap /= m
+        cols["functional_overlap"] = overlap
+
+    if "outputs" in needs:
+        for rel, src in (("functional_overlap_rel", "functional_overlap"), ("behaviour_share_rel", "behaviour_share")):
+            top = float(cols[src].max()) if n else 0.0
+            cols[rel] = cols[src] / top if top > 0 else np.zeros(n)
+    for b in LOG_OF:
+        if f"log_{b}" in want:
+            cols[f"log_{b}"] = np.log(np.maximum(cols[b], LOG_FLOOR))
+    if "length_rel" in want:
+        sizes = np.maximum(np.asarray(matrix.solution_sizes, np.float64), 1.0)
+        ref = float(np.median(sizes[loaded])) if loaded.any() else float(np.median(sizes))
+        cols["length_rel"] = np.log(sizes / ref)
+    if "logprob_rel" in want:
+        lp = np.asarray(matrix.solution_logprobs, np.float64)
+        cols["logprob_rel"] = lp - float(np.average(lp, weights=w))
+    cols["task_log_programs"] = np.full(n, math.log(max(n, 1)))
+
+    return np.column_stack([cols[nm] for nm in names]) if names else np.zeros((n, 0))
