@@ -32,6 +32,7 @@ computed (a check of the scoring independent of our executor).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -155,8 +156,11 @@ def _value_key(result: Any) -> str:
     if result.outcome in (Outcome.PASSED, Outcome.FAILED):
         try:
             return _CODE[result.outcome] + content_id(repr(result.value))
-        except Exception:  # noqa: BLE001 - a value whose repr fails still has a type
-            return _CODE[result.outcome] + "repr:" + type(result.value).__name__
+        except Exception:  # noqa: BLE001 - an int of over 4,300 digits, nesting past the recursion limit
+            try:  # plain data (the executor decoded it): marshal encodes it, huge ints included
+                return _CODE[result.outcome] + "marshal:" + content_id(marshal.dumps(result.value).hex())
+            except Exception:  # noqa: BLE001
+                return _CODE[result.outcome] + "repr:" + type(result.value).__name__
     kind = result.detail.split(":", 1)[0] if result.detail else ""
     return f"!{result.outcome.value}:{kind}"
 

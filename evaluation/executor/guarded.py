@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.executor.trusted import BUILTINS, MODULES, Plan, compare, plan
+from evaluation.executor.wire import short_repr
 
 __all__ = ["check", "NotAllowed"]
 
@@ -289,14 +290,7 @@ def check(source: str, entry_point: str, calls: list[Any], *,
         return 2, value if plain else None, _detail(exc), False
     if ok:
         return 0, value if plain else None, "", False
-    return 1, value if plain else None, f"AssertionError: got {_short_repr(value)}", False
-
-
-def _short_repr(value: Any) -> str:
-    try:
-        return repr(value)[:200]
-    except Exception:  # noqa: BLE001 - e.g. a huge int's repr
-        return f"a {type(value).__name__}"
+    return 1, value if plain else None, f"AssertionError: got {short_repr(value)}", False
 
 
 def _detail(exc: BaseException) -> str:

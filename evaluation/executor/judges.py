@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evaluation.executor.wire import short_repr
+
 __all__ = ["Equal"]
 
 
@@ -26,4 +28,4 @@ class Equal:
             return 3, f"took {duration:.3f}s > {self.limit}s"
         if value == expected:
             return 0, ""
-        return 1, f"got {repr(value)[:200]}"
+        return 1, f"got {short_repr(value)}"

@@ -285,6 +285,7 @@ class Executor:
         self._sel: selectors.BaseSelector | None = None
         self._next_unit = 0
         self._restarts = 0
+        self._deaths_in_a_row = 0
         self._scratch_root = ""
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -448,6 +449,7 @@ class Executor:
                     proc.hello = msg[1]
                     self._record_isolation(msg[1])
                 elif msg[0] == "R":
+                    self._deaths_in_a_row = 0
                     unit = proc.inflight.popleft()
                     if unit.id != msg[1]:
                         raise RuntimeError(f"executor protocol error: unit {msg[1]} != {unit.id}")
@@ -476,16 +478,24 @@ class Executor:
         lost = list(proc.inflight)
         proc.inflight.clear()
         self._restarts += 1
-        if self._restarts > 10 * self.workers + 10 * len(lost):
+        # Deaths with no unit answered in between: a worker that cannot run at all (not one
+        # program that kills it: that one is failed after _MAX_ATTEMPTS below).
+        self._deaths_in_a_row += 1
+        if self._deaths_in_a_row > 10 * self.workers + 2 * _MAX_ATTEMPTS:
             raise RuntimeError("executor workers keep dying; see their stderr")
         self._add_proc(proc.slot)
         failed: list[tuple[_Unit, tuple[Any, ...]]] = []
         if queue is None:
             return failed
-        for unit in reversed(lost):
-            unit.attempts += 1
+        # A worker runs its units in order: the first one in flight was running when it died;
+        # the others were waiting behind it and are sent again as they were.
+        for pos, unit in reversed(list(enumerate(lost))):
+            if pos == 0:
+                unit.attempts += 1
             if unit.attempts >= _MAX_ATTEMPTS:
-                err = f"executor worker died {unit.attempts} times running this program"
+                err = (f"executor worker died {unit.attempts} times running this program "
+                       f"(job tags: {', '.join(repr(job.tag) for _, job, _ in unit.jobs[:3])})")
+                warnings.warn(err, RuntimeWarning, stacklevel=4)
                 results = [(2, None, 0.0, err, None)] * len(unit.tests)
                 failed.append((unit, ("R", unit.id, results, err, None, {"worker_deaths": unit.attempts})))
             else:

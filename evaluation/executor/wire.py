@@ -11,10 +11,11 @@ frames with :func:`loads_plain`, which caps the size and rejects every non-plain
 from __future__ import annotations
 
 import marshal
+import reprlib
 import struct
 from typing import Any
 
-__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size"]
+__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size", "short_repr"]
 
 HEADER = struct.Struct("<I")
 """Length prefix of every frame."""
@@ -71,3 +72,40 @@ def loads_plain(data: bytes, *, max_bytes: int) -> Any:
     if not is_plain(value):
         raise NotPlain(f"non-plain value of type {type(value).__name__}")
     return value
+
+
+class _BoundedRepr(reprlib.Repr):
+    """:mod:`reprlib` bounds the depth, the items and the string lengths shown; ints too large
+    for ``repr`` (Python refuses more than 4,300 decimal digits) are shown by their size, and
+    an object whose ``repr`` fails by its type alone (no address: details must not vary)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4000:
+            return f"<int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:
+            return repr(x)[: self.maxother]
+        except BaseException:  # noqa: BLE001
+            name = getattr(type(x), "__name__", "object")
+            return f"<{name if isinstance(name, str) else 'object'} object>"
+
+
+_BOUNDED = _BoundedRepr()
+
+
+def short_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for a verdict's detail, that never raises:
+    where ``repr`` fails (an int of more than 4,300 digits, a nesting deeper than the recursion
+    limit, a hostile ``__repr__``), a bounded description instead (:mod:`reprlib`), so that no
+    value a program returns can cost the harness more than a short text."""
+    try:
+        return repr(value)[:limit]
+    except BaseException:  # noqa: BLE001 - ValueError, RecursionError, MemoryError, anything
+        pass
+    try:
+        text = _BOUNDED.repr(value)
+    except BaseException:  # noqa: BLE001
+        text = "<a value whose repr failed>"
+    return text[:limit]

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.executor import sandbox, trusted
 from evaluation.executor.checker import Checker
-from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain, read_size
+from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain, read_size, short_repr
 
 __all__ = ["main", "OUTCOME_CODES"]
 
@@ -236,7 +236,7 @@ def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tu
         return _ERROR, value, dt, _detail(exc), arcs
     if ok:
         return _PASSED, value, dt, "", arcs
-    return _FAILED, value, dt, f"AssertionError: got {repr(value)[:200]}", arcs
+    return _FAILED, value, dt, f"AssertionError: got {short_repr(value)}", arcs
 
 
 def _detail(exc: BaseException) -> str:
@@ -760,6 +760,16 @@ class _Worker:
 
     def _result(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
                 value_bytes: int) -> tuple[int, Any, float, str, Any]:
+        """The result of one test from the child's message; whatever the child sent (a value
+        the harness cannot handle included), an error of this test, never of the worker."""
+        try:
+            return self._judge_message(unit, prepared, msg, value_bytes)
+        except Exception as exc:  # noqa: BLE001 - e.g. MemoryError or RecursionError on a value
+            dt = msg[5] if isinstance(msg[5], float) else 0.0
+            return _ERROR, None, dt, f"the harness could not judge the returned value: {_detail(exc)}", msg[6]
+
+    def _judge_message(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
+                       value_bytes: int) -> tuple[int, Any, float, str, Any]:
         _, i, status, blob, detail, dt, arcs = msg
         kind, _, extra = prepared[i]
         detail = str(detail)[:_DETAIL_CHARS]
@@ -873,6 +883,22 @@ class _Worker:
         if run.output:
             stats["output"] = "".join(run.output)[: unit["limits"][3]]
         return ("R", unit["id"], results, run.load_error, run.load_arcs, stats)
+
+    def run_unit_frame(self, unit: dict[str, Any]) -> bytes:
+        """:meth:`run_unit`'s answer as a frame for the parent. A harness error (a bug, or a
+        value or message it could not handle) becomes an error of every test of this unit,
+        with the error as the detail and its traceback on the worker's stderr, instead of the
+        worker's death: a death is charged to the program, retried, and costs every other
+        unit in flight a restart."""
+        try:
+            return frame(self.run_unit(unit))
+        except Exception as exc:  # noqa: BLE001 - BaseException (SystemExit, ...) still ends the worker
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            detail = f"executor worker error on this program: {_detail(exc)}"
+            results = [(_ERROR, None, 0.0, detail, None)] * len(unit["tests"])
+            return frame(("R", unit["id"], results, "", None, {"worker_errors": 1}))
 
     def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
         """Verdicts of the tests whose calls the child recorded, from the checker process.
@@ -1188,7 +1214,7 @@ def main() -> None:
             unit = marshal.loads(payload)  # from the trusted parent
             if unit is None:
                 break
-            _write_all(out_fd, frame(worker.run_unit(unit)))
+            _write_all(out_fd, worker.run_unit_frame(unit))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent stopped reading (closed early): exit quietly
     finally:
