@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.errors import RecordError, TestgenError
+from evaluation.errors import RecordError, RunFailure, TestgenError
 from evaluation.io import JsonlAppender, empty_file, read_jsonl, require, write_jsonl
 from evaluation.records import Outcome, content_id
 from testgen.coverage import Arc, CoverageCounts, CoverageMeasure, SourceCoverage
@@ -338,6 +338,12 @@ def _run_programs(
     done = 0
     for res in execute(jobs, workers=opts.workers, limits=limits):
         pid, tids = res.tag
+        if res.stats.get("coverage_gaps"):
+            if stage == "reference":  # trusted code: the tracer itself failed
+                raise _tracer_failure(pid, [tid for tid, tr in zip(tids, res.results) if tr.arcs is None])
+            # Generated code can switch tracing off itself (sys.settrace(None)): its coverage
+            # is unknown (counted, and the generation left out of C), not a failed run.
+            stats["coverage_gaps"] = stats.get("coverage_gaps", 0) + res.stats["coverage_gaps"]
         load_arcs = getattr(res, "load_arcs", None)
         pairs = []
         for tid, tr in zip(tids, res.results):
@@ -542,6 +548,9 @@ def evaluate_run(
     if missing_cov and ref_stats.get("arcs_missing"):
         warnings.append(f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
                         "coverage is unavailable for those generations")
+    if prompt_stats.get("coverage_gaps"):
+        warnings.append(f"{prompt_stats['coverage_gaps']} tests ran a prompt's code while coverage.py recorded no arc "
+                        "(the code switched tracing off): their prompt coverage is unknown")
     ref_load_errors = {t: cache.load_error[pid] for t, pid in ref_pid.items() if pid in cache.load_error}
     if ref_load_errors:
         metrics["execution"]["reference_load_errors"] = ref_load_errors
@@ -553,6 +562,19 @@ def evaluate_run(
     write_jsonl(out_dir / "generations.jsonl", (generation_record(r, measure=opts.measure) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,
                       stats={"wall_s": wall, "cpu_s": cpu})
+
+
+def _tracer_failure(pid: str, tids: list[str]) -> RunFailure:
+    """The error for tests that ran the function under test while coverage.py's tracer
+    recorded no arc at all: a tracer that does not work here (a coverage.py release whose
+    behaviour changed), never a figure to print."""
+    from importlib.metadata import version
+
+    return RunFailure(
+        f"coverage.py {version('coverage')} recorded no arc for {len(tids)} test(s) that ran the function "
+        f"under test (program {pid}, e.g. test {tids[0] if tids else '?'}): coverage cannot be measured in "
+        "this environment, so no coverage figure is reported; install a coverage.py version in the range "
+        "pyproject.toml states (CI tests its lowest and newest)")
 
 
 def _outcome(cache: _ExecCache, pid: str, test: str) -> Outcome:

@@ -255,3 +255,36 @@ def test_reference_that_does_not_load_is_reported(tmp_path: Path, hep: Path) -> 
     assert m["pass_rate"] == 0.0 and m["counts"]["outcomes"]["error"] == 2
     assert "broken reference" in m["execution"]["reference_load_errors"]["HumanEval/0"]
     assert m["coverage"] is None and "did not load" in res.output
+
+
+def test_a_tracer_that_records_nothing_fails_the_run_instead_of_printing_a_number(tmp_path: Path, hep: Path) -> None:
+    """coverage.py once recorded no arc per test on a new release and C printed 21 % (issue 23).
+    A test that certainly ran the function under test and has no arc means a tracer that does
+    not work: on the reference (trusted code) the run fails (exit 1) and says so; generated
+    prompt code that switches tracing off itself only loses its own prompt coverage."""
+    import gzip
+
+    with gzip.open(hep, "rt") as fh:
+        rec = json.loads(fh.readline())
+    off = "import sys\nsys.settrace(None)\n"  # what a broken tracer looks like from the inside
+    dead = dict(rec, prompt=off + rec["prompt"])
+    data = tmp_path / "dead.jsonl"
+    data.write_text(json.dumps(dead) + "\n")
+    run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "tests": GOOD[:2]}])
+    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(data), "-q"])
+    assert res.exit_code == 1, res.output
+    assert "recorded no arc for 2 test(s) that ran the function under test" in res.output
+    assert not (run / "eval" / "metrics.json").exists()
+
+    from evaluation.datasets import load_dataset
+
+    ref = load_dataset("humaneval+", path=hep)["HumanEval/0"]
+    sols = [{"task_id": "HumanEval/0", "solution_id": "s0", "solution": off + ref.reference_code, "sample_index": 0,
+             "model": "hand"}]
+    run2 = _write_run(tmp_path / "run2", [{"task_id": "HumanEval/0", "solution_id": "s0", "tests": GOOD[:2]}],
+                      setting="self", solutions=sols)
+    m = _eval(run2, hep, "--no-verdicts")
+    assert m["coverage"] > 0.9  # the reference's coverage is measured as usual
+    assert m["execution"]["prompt_code"]["coverage_gaps"] == 2
+    assert any("switched tracing off" in w for w in m["warnings"])
+    assert _gens_out(run2)[0]["prompt_coverage"] is None

@@ -160,6 +160,8 @@ class _WorkerProc:
             yield marshal.loads(payload)  # from our own worker: plain data it validated
 
     def stop(self) -> None:
+        """Close the pipes (the worker then reaps its own helpers and exits) and wait for it;
+        kill it if it has not exited within 10 s (a loaded machine can take seconds)."""
         self.alive = False
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
@@ -168,7 +170,7 @@ class _WorkerProc:
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=2)
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -363,7 +363,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             signal.signal(signal.SIGALRM, on_alarm)
         for i in order:
             kind, code, extra = prepared_tests[i]
-            if cov is not None and not _fast_arcs(cov):
+            if cov is not None:
                 cov.switch_context(f"t{i}")
             if kind != _K_CALL:  # a call needs no namespace of its own
                 g = dict(ns)
@@ -410,6 +410,9 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
                 armed[1] = False
                 send(("T", i, _S_TIMEOUT, None, "", perf() - t0, _arcs(cov, filename, f"t{i}")))
                 continue
+            # The function under test certainly ran (a bare call, a trusted test's call, a
+            # recorded call): a traced run with no arc at all is a broken tracer (see _arcs).
+            called = (status == _S_VALUE and (kind == _K_CALL or kind == _K_VAL)) or (status == _S_RECORD and bool(value))
             if status == _S_VALUE or status == _S_RECORD:
                 try:
                     value_blob = dumps(value)
@@ -421,7 +424,10 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
                 except BaseException as exc:  # noqa: BLE001
                     status, detail = _S_ERROR, _detail(exc)
             dt = perf() - t0
-            send(("T", i, status, value_blob, detail, dt, _arcs(cov, filename, f"t{i}")))
+            arcs = _arcs(cov, filename, f"t{i}")
+            if called and cov is not None and not arcs:
+                arcs = False  # the worker counts it: stats["coverage_gaps"]
+            send(("T", i, status, value_blob, detail, dt, arcs))
         send(("D", out.text()))
     except BaseException:  # noqa: BLE001 - whatever happens, the child must not return
         pass
@@ -456,43 +462,15 @@ def _judge_in_child(kind: int, extra: Any, value: Any) -> tuple[int, str]:
         return _S_J_ERROR, _detail(exc)
 
 
-def _fast_arcs(cov: Any) -> bool:
-    """Whether :func:`_arcs` can read coverage.py's collector directly (see there). The same
-    test decides whether each test runs in a dynamic context of its own (the public path)."""
-    collector: Any = getattr(cov, "_collector", None)
-    return (isinstance(getattr(collector, "data", None), dict) and getattr(collector, "core", None) is not None
-            and hasattr(collector, "_clear_data"))
-
-
 def _arcs(cov: Any, filename: str, context: str) -> Any:
-    """Arcs recorded since the last call (the load, or one test), then forgotten.
-
-    Fast path: read the collector's in-memory arc sets and unpack them exactly as coverage.py's
-    ``Collector.flush_data`` does (its C tracer packs each arc into one int), then clear them;
-    about 10x cheaper than a context switch and an SQL query per test. Falls back to dynamic
-    contexts and ``CoverageData.arcs`` if coverage.py's internals differ.
-    """
+    """The arcs recorded in the program's file during ``context`` (the load, or one test),
+    through coverage.py's public API only: each test runs in a dynamic context of its own
+    (``Coverage.switch_context``), and its arcs are read back with
+    ``CoverageData.set_query_contexts`` and ``CoverageData.arcs``. (Reading the collector's
+    private state instead was ~3x cheaper per test, and silently wrong once coverage.py 7.17
+    changed it: every test reported no arc and the default job printed C = 21 %.)"""
     if cov is None:
         return None
-    collector: Any = getattr(cov, "_collector", None)
-    data = getattr(collector, "data", None)
-    core = getattr(collector, "core", None)
-    if _fast_arcs(cov) and isinstance(data, dict):
-        arcs = set()
-        for values in list(data.values()):
-            if getattr(core, "packed_arcs", False):
-                for packed in list(values):
-                    l1 = packed & 0xFFFFFFF
-                    l2 = (packed & (0xFFFFFFF << 28)) >> 28
-                    if packed & (1 << 56):
-                        l1 *= -1
-                    if packed & (1 << 57):
-                        l2 *= -1
-                    arcs.add((l1, l2))
-            else:
-                arcs.update(values)
-        collector._clear_data()
-        return tuple(sorted(arcs))
     cov.switch_context(context + "/end")
     data = cov.get_data()
     data.set_query_contexts([context])
@@ -762,6 +740,9 @@ class _Worker:
                 value_bytes: int) -> tuple[int, Any, float, str, Any]:
         """The result of one test from the child's message; whatever the child sent (a value
         the harness cannot handle included), an error of this test, never of the worker."""
+        if msg[6] is False:  # the function ran, and the tracer recorded no arc (see _child_main)
+            self.coverage_gaps += 1
+            msg = (*msg[:6], None)
         try:
             return self._judge_message(unit, prepared, msg, value_bytes)
         except Exception as exc:  # noqa: BLE001 - e.g. MemoryError or RecursionError on a value
@@ -834,6 +815,7 @@ class _Worker:
         self.records = {}
         self.deadlines_hit = 0
         self.shortened_hits = 0
+        self.coverage_gaps = 0
         first: dict[str, int] = {}
         followers: dict[int, list[int]] = {}
         for i, (kind, _, extra) in enumerate(prepared):
@@ -878,6 +860,8 @@ class _Worker:
                  "seconds": time.monotonic() - run.t0,
                  "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_STATUSES), "checker_calls": checked,
                  "checker_seconds": t_check}
+        if self.coverage_gaps:
+            stats["coverage_gaps"] = self.coverage_gaps
         if run.warnings:
             stats["warnings"] = run.warnings
         if run.output:
@@ -1218,6 +1202,11 @@ def main() -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent stopped reading (closed early): exit quietly
     finally:
+        # Reap the helpers before exiting, so that once the parent has waited for this worker
+        # none of its processes is left (the template would otherwise die only later, of
+        # PR_SET_PDEATHSIG, and a closed executor could still show it).
+        if worker.template is not None:
+            worker.template.close()
         if worker.checker is not None:
             worker.checker.close()
         shutil.rmtree(worker.scratch, ignore_errors=True)
