@@ -21,11 +21,27 @@ What "branch coverage" means (:class:`CoverageMeasure`):
 
 Defaults of coverage.py apply (``# pragma: no cover`` exclusion, ``# pragma: no branch``
 and ``while True:`` as non-branches), exactly as a ``coverage report`` without a config file.
+
+coverage.py's public API has no function from (source, arcs) to these counts: the public path
+(:func:`public_counts`) writes the source to a file, adds the arcs to a ``CoverageData`` and
+reads ``Coverage.json_report``, ~20 ms a call. The parser and the analysis used here are
+coverage.py internals (``coverage.python.PythonParser``, ``coverage.results.
+analysis_from_file_reporter``, ``coverage.config.DEFAULT_*``, ``coverage.misc.join_regex``;
+listed in ``docs/dependencies.md``), ~300x cheaper with the parse cached. They are checked once
+per process against the public path on known programs (:func:`internal_analysis_ok`); where they
+are missing or differ, every count takes the public path, with a one-line warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import functools
+import io
+import json
+import os
+import tempfile
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from coverage.python import PythonParser
 
-__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc"]
+__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc", "public_counts", "internal_analysis_ok"]
 
 Arc = tuple[int, int]
 """An arc in coverage.py's convention: (from_line, to_line), negative for entry/exit."""
@@ -162,6 +178,68 @@ def _text_reporter(source: str, filename: str) -> Any:
     return TextFileReporter()
 
 
+def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
+    """coverage.py's counts for ``source`` executed along ``arcs``, through its public API only:
+    the source in a file, the arcs in the ``CoverageData`` of a ``Coverage`` in branch mode,
+    the numbers from ``Coverage.json_report`` (what ``coverage json`` writes)."""
+    import coverage
+
+    with tempfile.TemporaryDirectory(prefix="testgen-cov-") as tmp:
+        path = os.path.join(tmp, "program.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
+        cov.get_data().add_arcs({path: [(int(a), int(b)) for a, b in arcs]})
+        out = os.path.join(tmp, "coverage.json")
+        with contextlib.redirect_stdout(io.StringIO()):
+            cov.json_report(morfs=[path], outfile=out)
+        with open(out, encoding="utf-8") as fh:
+            totals = json.load(fh)["totals"]
+    return CoverageCounts(n_statements=totals["num_statements"], n_missing=totals["missing_lines"],
+                          n_branches=totals.get("num_branches", 0), n_missing_branches=totals.get("missing_branches", 0),
+                          n_partial_branches=totals.get("num_partial_branches", 0))
+
+
+_KNOWN = (
+    # (program, executed arcs): branches, loops, a pragma, a comprehension, an excluded line
+    ("def f(x):\n    if x > 0:\n        return 1\n    for i in range(x):\n        pass\n    return 0\n",
+     [(-1, 1), (1, -1), (-1, 2), (2, 3), (3, -1)]),
+    ("def g(xs):\n    out = [x for x in xs if x]\n    while True:\n        if not out:  # pragma: no branch\n"
+     "            break\n    try:\n        y = 1 / len(out)\n    except ZeroDivisionError:  # pragma: no cover\n"
+     "        y = 0\n    return y and out\n",
+     [(-1, 1), (1, -1), (-1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 10), (10, -1)]),
+)
+
+
+@functools.lru_cache(maxsize=1)
+def internal_analysis_ok() -> bool:
+    """Whether coverage.py's internal parser and analysis, as used by :class:`SourceCoverage`,
+    give the public path's counts on known programs (checked once per process)."""
+    import coverage
+
+    try:
+        ok = all(_internal_counts(_text_reporter(src, "known.py"), arcs) == public_counts(src, arcs)
+                 for src, arcs in _KNOWN)
+    except Exception as exc:  # noqa: BLE001 - an internal that moved or changed its signature
+        why = f"{type(exc).__name__}: {exc}"
+        ok = False
+    else:
+        why = "its counts differ from Coverage.json_report's on a known program"
+    if not ok:
+        warnings.warn(f"coverage.py {coverage.__version__}: internal analysis unusable ({why}); "
+                      "using the public API for every coverage figure (slower)", RuntimeWarning, stacklevel=2)
+    return ok
+
+
+def _internal_counts(reporter: Any, arcs: Iterable[Arc]) -> CoverageCounts:
+    from coverage.results import analysis_from_file_reporter
+
+    analysis = analysis_from_file_reporter(_ArcData(reporter.filename, arcs), 2, reporter, reporter.filename)
+    nums = analysis.numbers
+    return CoverageCounts(n_statements=nums.n_statements, n_missing=nums.n_missing, n_branches=nums.n_branches,
+                          n_missing_branches=nums.n_missing_branches, n_partial_branches=nums.n_partial_branches)
+
+
 class SourceCoverage:
     """coverage.py's static analysis of one program, reused for many sets of executed arcs.
 
@@ -178,21 +256,27 @@ class SourceCoverage:
         self.filename = filename
         """Name used inside coverage.py's data (only for messages)."""
         try:
-            self._reporter = _text_reporter(source, filename)
-        except Exception as exc:  # coverage.exceptions.NotPython wraps the SyntaxError
+            compile(source, filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
             raise SyntaxError(f"{filename}: coverage.py cannot parse the program: {exc}") from exc
+        self._reporter: Any = None
+        if internal_analysis_ok():
+            try:
+                self._reporter = _text_reporter(source, filename)
+            except Exception as exc:  # coverage.exceptions.NotPython wraps the SyntaxError
+                raise SyntaxError(f"{filename}: coverage.py cannot parse the program: {exc}") from exc
         self._cache: dict[frozenset[Arc], CoverageCounts] = {}
         self._cache_size = cache_size
 
     @property
     def statements(self) -> frozenset[int]:
         """Statement line numbers as coverage.py sees them."""
-        return frozenset(self._reporter.lines())
+        return frozenset((self._reporter or _text_reporter(self.source, self.filename)).lines())
 
     @property
     def possible_arcs(self) -> frozenset[Arc]:
         """Every arc coverage.py's parser considers possible."""
-        return frozenset(self._reporter.arcs())
+        return frozenset((self._reporter or _text_reporter(self.source, self.filename)).arcs())
 
     def counts(self, arcs: Iterable[Arc]) -> CoverageCounts:
         """coverage.py's numbers for an execution that ran ``arcs`` (coverage.py's arc convention)."""
@@ -200,17 +284,10 @@ class SourceCoverage:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        from coverage.results import analysis_from_file_reporter
-
-        analysis = analysis_from_file_reporter(_ArcData(self.filename, key), 2, self._reporter, self.filename)
-        nums = analysis.numbers
-        counts = CoverageCounts(
-            n_statements=nums.n_statements,
-            n_missing=nums.n_missing,
-            n_branches=nums.n_branches,
-            n_missing_branches=nums.n_missing_branches,
-            n_partial_branches=nums.n_partial_branches,
-        )
+        if self._reporter is not None:
+            counts = _internal_counts(self._reporter, key)
+        else:
+            counts = public_counts(self.source, key)
         if len(self._cache) >= self._cache_size:
             self._cache.clear()
         self._cache[key] = counts

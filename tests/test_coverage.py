@@ -145,3 +145,33 @@ def test_real_reference_with_human_tests(tmp_path: Path, shared_data: Path) -> N
 def test_unparsable_program() -> None:
     with pytest.raises(SyntaxError):
         SourceCoverage("def f(:\n  pass\n")
+
+
+def test_internal_analysis_is_checked_against_the_public_path(tmp_path: Path, shared_data: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The internals we read (parser, analysis) agree with ``Coverage.json_report`` on this
+    coverage.py (CI runs this on the lowest and the newest version pyproject.toml allows), and
+    when they do not, every figure takes the public path and still equals ``coverage report``."""
+    import testgen.coverage as tc
+    from evaluation.datasets import load_dataset
+
+    assert tc.internal_analysis_ok()  # if this fails, the figures are right but ~300x slower
+    ds = load_dataset("humaneval+", path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz")
+    prob = ds["HumanEval/129"]
+    driver = f"from prog import *\n{prob.test}\ncheck({prob.entry_point})\n"
+    arcs, totals, report = _coverage_run(tmp_path, prob.reference_code, driver)
+    internal = SourceCoverage(prob.reference_code).counts(arcs)
+    assert tc.public_counts(prob.reference_code, arcs) == internal
+    assert tc.public_counts(prob.reference_code, arcs[: len(arcs) // 3]) == \
+        SourceCoverage(prob.reference_code).counts(arcs[: len(arcs) // 3])
+    # internals that are missing or differ: the public path, with a one-line warning
+    tc.internal_analysis_ok.cache_clear()
+    monkeypatch.setattr(tc, "_internal_counts", lambda reporter, arcs: CoverageCounts(
+        n_statements=1, n_missing=0, n_branches=0, n_missing_branches=0, n_partial_branches=0))
+    try:
+        with pytest.warns(RuntimeWarning, match="internal analysis unusable"):
+            fallback = SourceCoverage(prob.reference_code)
+        assert fallback.counts(arcs) == internal
+        _assert_same(fallback.counts(arcs), totals, report)
+    finally:
+        tc.internal_analysis_ok.cache_clear()
