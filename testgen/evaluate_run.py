@@ -336,13 +336,17 @@ def _run_programs(
         return stats
     limits = Limits(timeout=opts.timeout)
     done = 0
-    for res in execute(jobs, workers=opts.workers, limits=limits):
+    # A known program first, through the same executor: a tracer that does not work here
+    # fails the run instead of printing a coverage figure.
+    for res in execute([_canary(), *jobs], workers=opts.workers, limits=limits):
+        if res.tag == "canary":
+            _check_canary(res)
+            continue
         pid, tids = res.tag
         if res.stats.get("coverage_gaps"):
-            if stage == "reference":  # trusted code: the tracer itself failed
-                raise _tracer_failure(pid, [tid for tid, tr in zip(tids, res.results) if tr.arcs is None])
-            # Generated code can switch tracing off itself (sys.settrace(None)): its coverage
-            # is unknown (counted, and the generation left out of C), not a failed run.
+            # A test ran the function under test and no arc was recorded: the program
+            # switched tracing off (sys.settrace(None)), or forged the child's report. Its
+            # coverage is unknown: counted, and left out of C, not made up.
             stats["coverage_gaps"] = stats.get("coverage_gaps", 0) + res.stats["coverage_gaps"]
         load_arcs = getattr(res, "load_arcs", None)
         pairs = []
@@ -551,9 +555,10 @@ def evaluate_run(
     if missing_cov and ref_stats.get("arcs_missing"):
         warnings.append(f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
                         "coverage is unavailable for those generations")
-    if prompt_stats.get("coverage_gaps"):
-        warnings.append(f"{prompt_stats['coverage_gaps']} tests ran a prompt's code while coverage.py recorded no arc "
-                        "(the code switched tracing off): their prompt coverage is unknown")
+    for label, st in (("the reference solutions", ref_stats), ("the prompts' code", prompt_stats)):
+        if st.get("coverage_gaps"):
+            warnings.append(f"{st['coverage_gaps']} tests ran {label} while coverage.py recorded no arc (the code "
+                            "switched tracing off, or forged its report): their coverage is unknown")
     ref_load_errors = {t: cache.load_error[pid] for t, pid in ref_pid.items() if pid in cache.load_error}
     if ref_load_errors:
         metrics["execution"]["reference_load_errors"] = ref_load_errors
@@ -573,15 +578,33 @@ def _coverage_version() -> str:
     return version("coverage")
 
 
-def _tracer_failure(pid: str, tids: list[str]) -> RunFailure:
-    """The error for tests that ran the function under test while coverage.py's tracer
-    recorded no arc at all: a tracer that does not work here (a coverage.py release whose
-    behaviour changed), never a figure to print."""
-    return RunFailure(
-        f"coverage.py {_coverage_version()} recorded no arc for {len(tids)} test(s) that ran the function "
-        f"under test (program {pid}, e.g. test {tids[0] if tids else '?'}): coverage cannot be measured in "
-        "this environment, so no coverage figure is reported; install a coverage.py version in the range "
-        "pyproject.toml states (CI tests its lowest and newest)")
+_CANARY = "def f(x):\n    if x:\n        return 1\n    return 0\n"
+
+
+def _canary(program: str = _CANARY) -> Any:
+    """The job run before the programs of each execution stage of ``testgen eval``: each of
+    its tests must record the line it ran, ``return 1`` (line 3) or ``return 0`` (line 4)."""
+    from evaluation.executor import AssertTest, Job
+
+    return Job(program=program, tests=(AssertTest(source="assert f(1) == 1", entry_point="f"),
+                                       AssertTest(source="assert f(0) == 0", entry_point="f")),
+               measure_coverage=True, tag="canary")
+
+
+def _check_canary(res: Any) -> None:
+    """Fail the run if coverage.py's tracer did not record what the canary's tests ran (the
+    default job once printed C = 21 % because every test recorded nothing)."""
+    lines = [None if r.arcs is None else {ln for arc in r.arcs for ln in arc if ln > 0} for r in res.results]
+    ok = (not res.load_error and all(r.outcome is Outcome.PASSED for r in res.results)
+          and lines[0] is not None and 3 in lines[0] and 4 not in lines[0]
+          and lines[1] is not None and 4 in lines[1] and 3 not in lines[1])
+    if not ok:
+        seen = res.load_error or "; ".join(f"test {i + 1}: {r.outcome.value}, lines {sorted(ln) if ln is not None else None}"
+                                           for i, (r, ln) in enumerate(zip(res.results, lines)))
+        raise RunFailure(
+            f"coverage.py {_coverage_version()} did not record the lines a known program's tests ran ({seen}): "
+            "coverage cannot be measured in this environment, so no coverage figure is reported; install a "
+            "coverage.py version in the range pyproject.toml states (CI tests its lowest and newest)")
 
 
 def _outcome(cache: _ExecCache, pid: str, test: str) -> Outcome:

@@ -257,34 +257,39 @@ def test_reference_that_does_not_load_is_reported(tmp_path: Path, hep: Path) -> 
     assert m["coverage"] is None and "did not load" in res.output
 
 
-def test_a_tracer_that_records_nothing_fails_the_run_instead_of_printing_a_number(tmp_path: Path, hep: Path) -> None:
+def test_a_tracer_that_records_nothing_fails_the_run_instead_of_printing_a_number(
+        tmp_path: Path, hep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """coverage.py once recorded no arc per test on a new release and C printed 21 % (issue 23).
-    A test that certainly ran the function under test and has no arc means a tracer that does
-    not work: on the reference (trusted code) the run fails (exit 1) and says so; generated
-    prompt code that switches tracing off itself only loses its own prompt coverage."""
-    import gzip
+    Each execution stage of ``testgen eval`` first runs a known program through the executor;
+    if its tests did not record the lines they ran, the run fails (exit 1) and prints no C.
+    Here the known program switches tracing off, as a broken tracer would look from inside."""
+    import testgen.evaluate_run as er
 
-    with gzip.open(hep, "rt") as fh:
-        rec = json.loads(fh.readline())
-    off = "import sys\nsys.settrace(None)\n"  # what a broken tracer looks like from the inside
-    dead = dict(rec, prompt=off + rec["prompt"])
-    data = tmp_path / "dead.jsonl"
-    data.write_text(json.dumps(dead) + "\n")
+    off = "import sys\nsys.settrace(None)\n"
+    dead = er._canary(off + er._CANARY)
+    monkeypatch.setattr(er, "_canary", lambda: dead)
     run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "tests": GOOD[:2]}])
-    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(data), "-q"])
+    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(hep), "-q"])
     assert res.exit_code == 1, res.output
-    assert "recorded no arc for 2 test(s) that ran the function under test" in res.output
+    assert "did not record the lines a known program's tests ran" in res.output
+    assert "test 1: passed, lines None" in res.output  # the child reported: it ran, nothing recorded
     assert not (run / "eval" / "metrics.json").exists()
 
+
+def test_code_that_switches_tracing_off_loses_only_its_own_coverage(tmp_path: Path, hep: Path) -> None:
+    """A program whose tests ran the function under test while no arc was recorded (it turned
+    tracing off, or forged its child's report) has unknown coverage: counted and warned, and
+    left out of C, never counted as 0 % or as covered."""
     from evaluation.datasets import load_dataset
 
+    off = "import sys\nsys.settrace(None)\n"
     ref = load_dataset("humaneval+", path=hep)["HumanEval/0"]
     sols = [{"task_id": "HumanEval/0", "solution_id": "s0", "solution": off + ref.reference_code, "sample_index": 0,
              "model": "hand"}]
-    run2 = _write_run(tmp_path / "run2", [{"task_id": "HumanEval/0", "solution_id": "s0", "tests": GOOD[:2]}],
-                      setting="self", solutions=sols)
-    m = _eval(run2, hep, "--no-verdicts")
+    run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "solution_id": "s0", "tests": GOOD[:2]}],
+                     setting="self", solutions=sols)
+    m = _eval(run, hep, "--no-verdicts")
     assert m["coverage"] > 0.9  # the reference's coverage is measured as usual
     assert m["execution"]["prompt_code"]["coverage_gaps"] == 2
     assert any("switched tracing off" in w for w in m["warnings"])
-    assert _gens_out(run2)[0]["prompt_coverage"] is None
+    assert _gens_out(run)[0]["prompt_coverage"] is None

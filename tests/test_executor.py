@@ -125,10 +125,10 @@ def test_tests_of_the_same_expression_share_one_evaluation(ex: Executor) -> None
     assert [r.outcome for r in res.results] == [P, F, F, P, E, E, T, T, P, F]
     assert [r.value for r in res.results[:4]] == [(1, 1)] * 4
     assert res.results[5].detail == res.results[4].detail == "ValueError: -1"
-    # f(1), f(-1), f(7) ran once each (one timeout: one restart). half() returns a non-plain
-    # value the child compares with each test's own literal, so the second half() test ran
-    # too, in a third child.
-    assert res.stats["shared"] == 5 and res.stats["children"] == 3
+    # f(1), f(-1), f(7) ran once each (the timeout is the child's own CPU alarm: no restart).
+    # half() returns a non-plain value the child compares with each test's own literal, so
+    # the second half() test ran too, in a second child.
+    assert res.stats["shared"] == 5 and res.stats["children"] == 2 and res.stats["restarts"] == 0
     per_test = run1(ex, prog, *(AssertTest(source=s) for s in tests[:4]), isolation="per_test")
     assert [r.outcome for r in per_test.results] == [P, F, F, P] and per_test.stats["children"] == 1
 
@@ -185,7 +185,8 @@ def test_timeout_costs_only_that_test(ex: Executor) -> None:
     res = run1(ex, prog, *(AssertTest(source=f"assert f({x}) + {i} == {i}") for i, x in enumerate((0, 1, 0, 1, 0))),
                limits=Limits(timeout=0.2))
     assert [r.outcome for r in res.results] == [P, T, P, T, P]
-    assert res.stats["children"] == 3
+    # the child ends a looping test itself (CPU-time alarm) and goes on: no restart
+    assert res.stats["children"] == 1 and res.stats["restarts"] == 0
 
 
 def test_coverage_arcs_match_coverage_py(ex: Executor, tmp_path: Path, shared_data: Path) -> None:
@@ -408,7 +409,8 @@ def test_judged_expected_values_never_reach_the_child(ex: Executor) -> None:
 
 def test_shortened_deadline_after_repeated_timeouts(ex: Executor) -> None:
     program = ("import time\n\ndef f(x):\n    if x < 5:\n        while True:\n            pass\n"
-               "    if x == 6:\n        time.sleep(0.05)\n    return x\n")
+               "    if x == 6:\n        t = time.process_time() + 0.05\n        while time.process_time() < t:\n"
+               "            pass\n    return x\n")
     tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in range(1, 7))
     exact = run1(ex, program, *tests, limits=Limits(timeout=0.3))
     assert [r.outcome for r in exact.results] == [T, T, T, T, P, P]
@@ -422,26 +424,56 @@ def test_shortened_deadline_after_repeated_timeouts(ex: Executor) -> None:
     assert "shortened" not in short.results[1].detail
 
 
-def test_shortened_deadline_is_the_childs_own_alarm_and_cannot_be_talked_out_of(ex: Executor) -> None:
-    # Once shortened, the child ends a looping test itself and goes on with the next one (no
-    # restart per timeout). A program that catches the alarm's exception and returns the
-    # expected value still gets a timeout; one that ignores SIGALRM or spins in C code is
-    # killed by the worker a little later; tests after them still run.
-    program = ("import signal\n\ndef f(x):\n"
+def test_deadlines_are_the_childs_own_cpu_alarm_and_cannot_be_talked_out_of(ex: Executor) -> None:
+    # A test's deadline is CPU time: the child ends a looping test itself and goes on with the
+    # next one (no restart per timeout). A program that catches the alarm's exception and
+    # returns the expected value still gets a timeout; one that ignores SIGPROF, sleeps, or
+    # spins in C code is killed by the worker's wall-clock backstop; tests after them still run.
+    program = ("import signal, time\n\ndef f(x):\n"
                "    if x == 3:\n        try:\n            while True:\n                pass\n"
                "        except BaseException:\n            return x\n"
-               "    if x == 5:\n        signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+               "    if x == 5:\n        signal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
                "    if x == 6:\n        sum(range(10 ** 12))\n"
+               "    if x == 7:\n        time.sleep(60)\n"
                "    if x < 8:\n        while True:\n            pass\n"
                "    return x\n")
     tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in range(1, 10))
     res = run1(ex, program, *tests, limits=Limits(timeout=0.2, shorten_after=1, short_timeout=0.02))
     assert [r.outcome for r in res.results] == [T] * 7 + [P, P]
     assert res.stats["deadlines_hit"] == 7 and res.stats["shortened_deadlines_hit"] == 6
-    # children: the first (killed at 0.2 s), one under the alarm until f(5) ignores it and is
-    # killed, one until f(6) is killed in C code, one for the rest
+    # children: one under the alarm until f(5) ignores it and is killed, one until f(6) is
+    # killed in C code, one until f(7) is killed asleep, one for the rest
     assert res.stats["children"] == 4, res.stats
     assert all("deadline shortened after 1 timeouts" in r.detail for r in res.results[1:7])
+
+
+def test_a_loaded_machine_does_not_change_outcomes(ex: Executor) -> None:
+    """A test needing ~0.1 s of CPU under a 0.3 s deadline passes even when busy processes
+    take most of the two cores (its wall time then exceeds the deadline), and a loop still
+    times out: deadlines are CPU time."""
+    import multiprocessing
+    import os
+
+    program = ("import time\n\ndef f(x):\n    t = time.process_time() + 0.1\n"
+               "    while time.process_time() < t:\n        pass\n    while x:\n        pass\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (0, 1, 0))
+    quiet = run1(ex, program, *tests, limits=Limits(timeout=0.3))
+    stop = multiprocessing.Event()
+    busy = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(4 * (os.cpu_count() or 2))]
+    for p in busy:
+        p.start()
+    try:
+        loaded = run1(ex, program, *tests, limits=Limits(timeout=0.3))
+    finally:
+        stop.set()
+        for p in busy:
+            p.join()
+    assert [r.outcome for r in quiet.results] == [r.outcome for r in loaded.results] == [P, T, P]
+
+
+def _spin(stop: Any) -> None:
+    while not stop.is_set():
+        pass
 
 
 def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None:

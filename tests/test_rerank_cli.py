@@ -144,3 +144,83 @@ def test_cli_rejects_bad_input(small_run) -> None:  # type: ignore[no-untyped-de
          "--dataset-path", ds.source, "--method", "codt", "--no-evalplus", "--out", str(root / "o3")],
     )
     assert res.exit_code == 2 and "did you mean 'codet'" in res.output
+
+
+def _spin(stop) -> None:  # type: ignore[no-untyped-def]
+    while not stop.is_set():
+        pass
+
+
+def test_summary_is_byte_identical_under_load_and_after_kill9(small_run, shared_data: Path,  # type: ignore[no-untyped-def]
+                                                              tmp_path: Path) -> None:
+    """Outcomes must not depend on the machine's load (issue 23: a resumed rerank run beside
+    another heavy job differed from a quiet one in 2 of 48 figures). The same rerank on a slice
+    of CodeT's data (HumanEval/1 added: its programs loop, so timeouts and shortened deadlines
+    happen), once quiet, and once with busy processes taking the cores, killed with SIGKILL
+    while it builds its matrix and run again: both summary.json files are identical."""
+    import multiprocessing
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root, ds = small_run
+    rows = [r for _, r in read_jsonl(root / "solutions.jsonl")]
+    gens = [r for _, r in read_jsonl(root / "generations.jsonl")]
+    extra = tmp_path / "in"
+    extra.mkdir()
+    codet = shared_data / "codet"
+    loop_task = "HumanEval/1"
+    all_sols = read_samples(codet / SOLUTIONS, dataset=ds)
+    rows += [{"task_id": loop_task, "solution_id": s.solution_id, "solution": s.code, "completion": s.completion,
+              "sample_index": s.sample_index, "model": "codegen16b"} for s in all_sols[loop_task][60:90]]
+    all_tests = read_tests(codet / TESTS, dataset=ds, limit=None)
+    by_gen: dict[str, list[str]] = {}
+    for t in all_tests.tests.get(loop_task, []):
+        by_gen.setdefault(t.generation_id, []).append(t.source)
+    gens += [{"task_id": loop_task, "generation_id": g, "solution_id": None, "tests": v} for g, v in by_gen.items()]
+    verdicts = {(r["task_id"], r["completion"]): r["passed"]
+                for _, r in read_jsonl(codet / "codet_reference_humaneval_verdicts_codegen16B.jsonl.gz")}
+    ver_rows = [r for _, r in read_jsonl(root / "verdicts.jsonl")]
+    ver_rows += [{"task_id": loop_task, "solution_id": r["solution_id"], "passed": verdicts[(loop_task, r["completion"])]}
+                 for r in rows if r["task_id"] == loop_task]
+    write_jsonl(extra / "solutions.jsonl", rows)
+    write_jsonl(extra / "generations.jsonl", gens)
+    write_jsonl(extra / "verdicts.jsonl", ver_rows)
+
+    def args(out: Path) -> list[str]:
+        return [sys.executable, "-c", "from rerank.cli import main; main()",
+                "--samples", str(extra / "solutions.jsonl"), "--tests", f"placeholder={extra / 'generations.jsonl'}",
+                "--dataset", "humaneval+", "--verdicts", str(extra / "verdicts.jsonl"), "--no-evalplus", "--no-progress",
+                "--workers", "2", "--out", str(out)]
+
+    env = dict(os.environ, HUMANEVAL_OVERRIDE_PATH=str(ds.source))
+    quiet = tmp_path / "quiet"
+    subprocess.run(args(quiet), env=env, check=True, capture_output=True, timeout=600)
+
+    stop = multiprocessing.Event()
+    busy = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(3 * (os.cpu_count() or 2))]
+    for p in busy:
+        p.start()
+    loaded = tmp_path / "loaded"
+    try:
+        proc = subprocess.Popen(args(loaded), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        cache = loaded / "cache"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:  # kill once part of the matrix is cached
+            if any(f.stat().st_size > 20_000 for f in cache.glob("matrix-*.jsonl")):
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert not (loaded / "summary.json").exists(), "killed too late: the run had finished"
+        resumed = subprocess.run(args(loaded), env=env, capture_output=True, text=True, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr
+    finally:
+        stop.set()
+        for p in busy:
+            p.join()
+    assert (loaded / "summary.json").read_bytes() == (quiet / "summary.json").read_bytes()
+    assert (loaded / "picks.jsonl").read_bytes() == (quiet / "picks.jsonl").read_bytes()

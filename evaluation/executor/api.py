@@ -58,7 +58,11 @@ class Limits:
     """Resource limits for one child (documented defaults; all configurable)."""
 
     timeout: float = 1.0
-    """Wall-clock seconds per test, enforced from outside with SIGKILL."""
+    """CPU seconds per test. The child ends a test that has used them (``ITIMER_PROF``), so an
+    outcome does not depend on how loaded the machine is; a test that has not ended within
+    ``10 x timeout + 0.5`` wall seconds (at most 60 s more than ``timeout``: a program that
+    sleeps, blocks or spins in C code) is killed from outside (SIGKILL). Durations reported
+    in results are CPU seconds too."""
     load_timeout: float = 5.0
     """Wall-clock seconds to load (exec) the program itself."""
     memory_mb: int = 2048
@@ -78,10 +82,9 @@ class Limits:
     ``timeout``. A test of such a program that would have finished between the two limits is
     then a TIMEOUT (its detail says the deadline was shortened). Not exact: for outcome
     matrices where a small disagreement is acceptable (``rerank``; see the README).
-    The shortened deadline is the child's own alarm (``ITIMER_REAL``): the child ends the test,
+    Like every deadline it is the child's own CPU-time alarm: the child ends the test,
     reports the timeout and goes on with the next test, so a program looping on most inputs
-    costs no fork and reload per test. The worker still kills a child that does not end the
-    test within 0.05 s more (a program that ignores SIGALRM or spins in C code)."""
+    costs no fork and reload per test (the wall-clock backstop of :attr:`timeout` applies)."""
     short_timeout: float = 0.01
     """The shortened per-test deadline (seconds), see :attr:`shorten_after`."""
 

@@ -10,10 +10,12 @@ Protocol (stdin/stdout of the worker, :func:`evaluation.executor.wire.frame` fra
 
 Per unit the worker forks one child (from this warm process: test code objects are compiled
 here once and inherited), which applies the sandbox, loads the program once and runs the
-tests in order, writing one frame per finished test to a private pipe. The worker enforces
-each test's deadline from outside (SIGKILL of the child's process group): a child can ignore
-SIGALRM, but not that. When a child dies or is killed, the test it was running is marked
-(TIMEOUT, or ERROR for a crash) and the tests after it run in a fresh child.
+tests in order, writing one frame per finished test to a private pipe. A test's deadline is
+CPU time: the child ends a test that used it up itself (``ITIMER_PROF``) and goes on, so
+outcomes do not depend on the machine's load; the worker kills the child's process group
+(SIGKILL: a child can ignore signals, but not that) when a test has not ended within a wall-
+clock backstop (:func:`_wall_backstop`). When a child dies or is killed, the test it was
+running is marked (TIMEOUT, or ERROR for a crash) and the tests after it run in a fresh child.
 
 Tests that name the function under test (``AssertTest.entry_point``) are checked in trusted
 code where :mod:`evaluation.executor.trusted` can: the child only evaluates the calls of that
@@ -58,7 +60,7 @@ _K_STMT, _K_CMP, _K_CALL, _K_BAD, _K_VAL, _K_RVAL, _K_REC = range(7)
 # Child -> worker test statuses. The first four depend on the test's expression only; the
 # next three are verdicts the child reached by comparing a non-plain value with the test's
 # own literal, so they cannot be shared with another test of the same expression. The last:
-# the child's own alarm (a shortened deadline, see :func:`_child_main`) ended the test.
+# the child's own CPU-time alarm (see :func:`_child_main`) ended the test.
 # _S_RECORD: the calls a test made of the function under test, for the checker.
 _S_PASSED, _S_VALUE, _S_FAILED, _S_ERROR, _S_J_PASSED, _S_J_FAILED, _S_J_ERROR, _S_TIMEOUT, _S_RECORD = range(9)
 _JUDGED = {_S_J_PASSED: _S_PASSED, _S_J_FAILED: _S_FAILED, _S_J_ERROR: _S_ERROR}
@@ -94,9 +96,21 @@ _CACHE_SIZE = 1024
 """Compiled tests a worker keeps per generation (two generations). Jobs come grouped by task,
 so older tests are rarely asked for again; an unbounded cache grew each worker from 9 to 21 MB
 over CodeT's matrix, and every fork copies the page tables of all of it."""
-_ALARM_GRACE = 0.05
-"""Seconds past a shortened deadline before the worker kills a child whose own alarm did
-not end the test (the program swallowed the exception, blocked the signal, or runs C code)."""
+_WALL_FACTOR = 10.0
+_WALL_GRACE = 0.5
+_WALL_SLACK_MAX = 60.0
+"""A test's deadline is CPU time, enforced by the child itself (``ITIMER_PROF``; see
+:func:`_child_main`): on a loaded machine a program gets less of the CPU per second of wall
+time, and a wall-clock deadline made outcomes depend on the load (a resumed ``rerank`` run
+beside another heavy job differed from a quiet one). The worker kills a child that has not
+ended the test within ``deadline x 10 + 0.5 s`` of wall time (at most 60 s more than the
+deadline): a program that sleeps or blocks, swallows or blocks the signal, or spins in C code
+where the signal cannot interrupt it. Only those few outcomes still depend on wall time."""
+
+
+def _wall_backstop(deadline: float) -> float:
+    """Wall seconds after which the worker kills a child whose test has a CPU ``deadline``."""
+    return deadline + min(deadline * (_WALL_FACTOR - 1.0) + _WALL_GRACE, _WALL_SLACK_MAX)
 _FRAME_OVERHEAD = 64 * 1024
 
 
@@ -289,21 +303,24 @@ class _Deadline(BaseException):
 
 def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]], order: list[int],
                 wfd: int, scratch: str, prep: sandbox.Prepared, coverage_obj: Any = None,
-                alarm: float = 0.0) -> None:
+                alarm: tuple[float, float, int] = (0.0, 0.0, -1)) -> None:
     """Body of the forked child. Never returns: ends with ``os._exit``.
 
-    ``alarm`` > 0 (a shortened deadline, see :attr:`evaluation.executor.Limits.shorten_after`):
-    the child ends each test itself after ``alarm`` seconds (``ITIMER_REAL``, raising
-    :class:`_Deadline` in the test) and reports it as a timeout, so a program that loops on
-    most inputs costs no fork and reload per test. A test during which the alarm fired is a
-    timeout whatever the program did with the exception; a program that swallows it, blocks
-    the signal or spins in C code is still killed by the worker's deadline, a little later.
+    ``alarm`` = (deadline, shortened deadline, timeouts before it applies; -1: never), in CPU
+    seconds (see :attr:`evaluation.executor.Limits.shorten_after`): the child ends each test
+    itself once it has used the deadline's CPU seconds (``ITIMER_PROF``, raising
+    :class:`_Deadline` in the test), reports it as a timeout and goes on with the next test,
+    so a looping program costs no fork and reload per test and the outcome does not depend on
+    the machine's load; the worker counts the timeouts the same way. A test
+    during which the alarm fired is a timeout whatever the program did with the exception; a
+    program that swallows it, blocks the signal, sleeps or spins in C code is killed by the
+    worker's wall-clock backstop (:func:`_wall_backstop`). Durations are CPU seconds too.
     """
     write = os.write
     exit_now = _exit
     dumps = marshal.dumps
     pack = HEADER.pack
-    perf = time.perf_counter
+    perf = time.process_time  # CPU seconds, as the deadline
 
     def send(obj: Any) -> None:
         payload = dumps(obj)
@@ -352,15 +369,18 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
         pristine = dict(_PRISTINE_BUILTINS)
         tests = unit["tests"]
         armed = [False, False]  # a test runs under the alarm; the alarm rang during it
-        if alarm > 0:
-            setitimer, real = signal.setitimer, signal.ITIMER_REAL
+        deadline, short_deadline, shorten_in = alarm
+        if shorten_in == 0:
+            deadline = short_deadline
+        if deadline > 0:
+            setitimer, real = signal.setitimer, signal.ITIMER_PROF
 
             def on_alarm(signum: int, frame: Any) -> None:
                 if armed[0]:
                     armed[1] = True
                     raise _Deadline
 
-            signal.signal(signal.SIGALRM, on_alarm)
+            signal.signal(signal.SIGPROF, on_alarm)
         for i in order:
             kind, code, extra = prepared_tests[i]
             if cov is not None:
@@ -373,9 +393,9 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             t0 = perf()
             try:
                 try:
-                    if alarm > 0:
+                    if deadline > 0:
                         armed[0] = True
-                        setitimer(real, alarm)
+                        setitimer(real, deadline)
                     if kind == _K_CMP:
                         value = eval(code, g)
                         status = _S_VALUE
@@ -401,7 +421,7 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
                 except BaseException as exc:  # noqa: BLE001
                     status, detail = _S_ERROR, _detail(exc)
                 finally:
-                    if alarm > 0:
+                    if deadline > 0:
                         setitimer(real, 0)
                         armed[0] = False
             except _Deadline:  # it rang while the harness was ending the test
@@ -409,6 +429,10 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             if armed[1]:  # whatever the program made of the exception
                 armed[1] = False
                 send(("T", i, _S_TIMEOUT, None, "", perf() - t0, _arcs(cov, filename, f"t{i}")))
+                if shorten_in > 0:
+                    shorten_in -= 1
+                    if shorten_in == 0:
+                        deadline = short_deadline
                 continue
             # The function under test certainly ran (a bare call, a trusted test's call, a
             # recorded call): a traced run with no arc at all is a broken tracer (see _arcs).
@@ -613,13 +637,16 @@ class _Worker:
         timeout, load_timeout = unit["limits"][0], unit["limits"][1]
         value_bytes = unit["limits"][6]
         shorten_after, short_timeout = unit["limits"][7], unit["limits"][8]
-        shortened = bool(shorten_after) and self.deadlines_hit >= shorten_after and short_timeout < timeout
-        alarm = 0.0
+        # The child ends its tests itself at the CPU deadline (no restart per timeout), and
+        # switches to the shortened one after as many timeouts as this worker counts here; the
+        # worker's kill stays as the wall-clock backstop for a child that does not.
+        shortens = bool(shorten_after) and short_timeout < timeout
+        shorten_in = max(shorten_after - self.deadlines_hit, 0) if shortens else -1
+        alarm = (float(timeout), float(short_timeout), shorten_in)
+        shortened = shorten_in == 0
         if shortened:
-            # The child ends its tests itself at the short deadline (no restart per timeout);
-            # the worker's kill stays as the backstop for a child that does not.
-            timeout = alarm = short_timeout
-        kill_after = timeout + (_ALARM_GRACE if alarm else 0.0)
+            timeout = short_timeout
+        kill_after = _wall_backstop(timeout)
         max_frame = value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
         self.clean_scratch()
         self.last_output = ""
@@ -676,8 +703,11 @@ class _Worker:
                         break
                     tag = msg[0] if isinstance(msg, tuple) and msg else None
                     if tag == "T" and loaded and pos < len(order) and len(msg) == 7 and msg[1] == order[pos]:
-                        if msg[2] == _S_TIMEOUT and alarm:
+                        if msg[2] == _S_TIMEOUT:
                             res = self._timeout(timeout, shorten_after, shortened)
+                            if shortens and not shortened and self.deadlines_hit >= shorten_after:
+                                shortened, timeout = True, short_timeout  # as the child did
+                                kill_after = _wall_backstop(timeout)
                         else:
                             res = self._result(unit, prepared, msg, value_bytes)
                         results[order[pos]] = res
@@ -946,7 +976,8 @@ _HEAVY_IMPORT = re.compile(
 
 
 def _fork_child(unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int], scratch: str,
-                prep: sandbox.Prepared, coverage_obj: Any, close: Any = None, alarm: float = 0.0) -> tuple[int, int]:
+                prep: sandbox.Prepared, coverage_obj: Any, close: Any = None,
+                alarm: tuple[float, float, int] = (0.0, 0.0, -1)) -> tuple[int, int]:
     """Fork the sandboxed child that runs ``order`` of ``unit``; returns (pid, read end of its pipe)."""
     rfd, wfd = os.pipe()
     gc.freeze()  # children then leave the parent's objects alone: fewer copy-on-write faults
@@ -1004,7 +1035,8 @@ class _Template:
             raise OSError("template closed its socket")
         return marshal.loads(payload), fds
 
-    def spawn(self, unit: dict[str, Any], order: list[int], alarm: float = 0.0) -> tuple[int, int]:
+    def spawn(self, unit: dict[str, Any], order: list[int],
+              alarm: tuple[float, float, int] = (0.0, 0.0, -1)) -> tuple[int, int]:
         """Have the template fork a child for ``unit``; returns (pid, read end of its pipe)."""
         try:
             self.sock.sendall(frame((unit, order, alarm)))
@@ -1064,6 +1096,7 @@ def _template_main(sock: Any, worker: _Worker) -> None:
         if len(head) < 4:
             return
         unit, order, alarm = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
+        alarm = tuple(alarm)
         prepared = worker.prepare_tests(unit["tests"])
         pid, rfd = _fork_child(unit, prepared, order, worker.scratch, worker.prep, None, close=sock, alarm=alarm)
         socket.send_fds(sock, [frame(("P", pid))], [rfd])
