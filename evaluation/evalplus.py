@@ -78,8 +78,9 @@ __all__ = [
     "GROUND_TRUTH_VERSION",
 ]
 
-GROUND_TRUTH_VERSION = "evalplus-0.3.1/3"
-"""Part of the cache key: bump when the ground-truth computation changes."""
+GROUND_TRUTH_VERSION = "evalplus-0.3.1/4"
+"""Part of the cache key: bump when the ground-truth computation changes (4: reference times
+are CPU seconds, as the executor's deadlines)."""
 
 MBPP_OUTPUT_NOT_NONE_TASKS = ("check_str", "text_match_three", "text_starta_endb")
 """EvalPlus 0.3.1: MBPP+ entry points whose output is only checked for ``is not None``."""

@@ -54,9 +54,9 @@ if TYPE_CHECKING:
 
 __all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
 
-CACHE_VERSION = 2
-"""Version of ``executions.jsonl`` records; 2: tests checked in trusted code (earlier records
-are not reused)."""
+CACHE_VERSION = 3
+"""Version of ``executions.jsonl`` records; 2: tests checked in trusted code; 3: deadlines in
+CPU time, per-test coverage through coverage.py's public API (earlier records are not reused)."""
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as execution jobs finish."""
