@@ -471,6 +471,15 @@ def test_a_loaded_machine_does_not_change_outcomes(ex: Executor) -> None:
     assert [r.outcome for r in quiet.results] == [r.outcome for r in loaded.results] == [P, T, P]
 
 
+def test_loading_has_a_cpu_deadline_that_cannot_be_talked_out_of(ex: Executor) -> None:
+    looping = "while True:\n    pass\n"
+    swallowing = "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\ndef f():\n    return 1\n"
+    for program in (looping, swallowing):
+        res = run1(ex, program, AssertTest(source="assert f() == 1"), limits=Limits(timeout=0.2, load_timeout=0.3))
+        assert res.load_error == "timeout: loading took longer than 0.3s", res.load_error
+        assert res.results[0].outcome is T
+
+
 def _spin(stop: Any) -> None:
     while not stop.is_set():
         pass

@@ -64,7 +64,8 @@ class Limits:
     sleeps, blocks or spins in C code) is killed from outside (SIGKILL). Durations reported
     in results are CPU seconds too."""
     load_timeout: float = 5.0
-    """Wall-clock seconds to load (exec) the program itself."""
+    """CPU seconds to load (exec) the program itself, enforced like :attr:`timeout` (the
+    child's own alarm, and the same wall-clock backstop)."""
     memory_mb: int = 2048
     """Address-space limit (RLIMIT_AS) of the child, in MiB."""
     output_bytes: int = 64 * 1024

@@ -360,27 +360,37 @@ def _child_main(unit: dict[str, Any], prepared_tests: list[tuple[int, Any, Any]]
             cov.start()
             cov.switch_context("load")
         ns: dict[str, Any] = {"__name__": PROGRAM_MODULE, "__builtins__": builtins}
+        armed = [False, False]  # the load or a test runs under the alarm; the alarm rang during it
+        setitimer, real = signal.setitimer, signal.ITIMER_PROF
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            if armed[0]:
+                armed[1] = True
+                raise _Deadline
+
+        signal.signal(signal.SIGPROF, on_alarm)
         try:
-            exec(compile(program, filename, "exec", dont_inherit=True, optimize=0), ns)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt included
-            send(("L", False, _detail(exc), _arcs(cov, filename, "load")))
+            try:
+                if load_timeout > 0:  # CPU seconds, as the tests' deadlines
+                    armed[0] = True
+                    setitimer(real, load_timeout)
+                exec(compile(program, filename, "exec", dont_inherit=True, optimize=0), ns)
+            finally:
+                setitimer(real, 0)
+                armed[0] = False
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, _Deadline included
+            why = f"timeout: loading took longer than {load_timeout}s" if armed[1] else _detail(exc)
+            send(("L", False, why, _arcs(cov, filename, "load")))
+            exit_now(0)
+        if armed[1]:  # it rang during the load, whatever the program made of the exception
+            send(("L", False, f"timeout: loading took longer than {load_timeout}s", _arcs(cov, filename, "load")))
             exit_now(0)
         send(("L", True, "", _arcs(cov, filename, "load")))
         pristine = dict(_PRISTINE_BUILTINS)
         tests = unit["tests"]
-        armed = [False, False]  # a test runs under the alarm; the alarm rang during it
         deadline, short_deadline, shorten_in = alarm
         if shorten_in == 0:
             deadline = short_deadline
-        if deadline > 0:
-            setitimer, real = signal.setitimer, signal.ITIMER_PROF
-
-            def on_alarm(signum: int, frame: Any) -> None:
-                if armed[0]:
-                    armed[1] = True
-                    raise _Deadline
-
-            signal.signal(signal.SIGPROF, on_alarm)
         for i in order:
             kind, code, extra = prepared_tests[i]
             if cov is not None:
@@ -669,7 +679,7 @@ class _Worker:
         load_arcs: Any = None
         warning = ""
         done = False
-        deadline = time.monotonic() + load_timeout
+        deadline = time.monotonic() + _wall_backstop(load_timeout)  # the child's CPU alarm comes first
         killed_for = ""
         poller = select.poll()
         poller.register(rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
