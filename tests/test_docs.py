@@ -1,7 +1,7 @@
 """The README and the documentation site (``docs/``, ``mkdocs.yml``) cannot rot.
 
 * The README stays a front door: at most 250 lines.
-* Every relative link in README.md and docs/ points to a file that exists and, where it names an
+* Every relative link in README.md, bench/README.md and docs/ points to a file that exists and, where it names an
   anchor, to a heading that exists (``mkdocs build --strict`` checks the same for the site in CI;
   this test holds without mkdocs installed, and covers the README, which is not in the site).
 * Every page of docs/ is in the site's navigation.
@@ -101,7 +101,7 @@ def test_readme_is_a_front_door() -> None:
 
 
 def test_every_relative_link_resolves() -> None:
-    problems = [p for f in [README, *_pages()] for p in broken_links(f)]
+    problems = [p for f in [README, REPO / "bench" / "README.md", *_pages()] for p in broken_links(f)]
     assert not problems, "\n".join(problems)
 
 
