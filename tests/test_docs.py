@@ -154,6 +154,11 @@ def test_quick_starts_run(page: str, shared_data: Path, tmp_path: Path) -> None:
     assert not missing, f"{page}: the quick starts did not write {missing}"
     if page == "getting-started.md":
         _what_getting_started_says(work, out.stdout)
+    if page == "rerankers.md":
+        # "Ranking the training pool again ... is in-sample: rerank says so"
+        run = json.loads((work / "runs/rerank-learned/run.json").read_text())
+        assert run["counts"]["learned_trained_on_task[generations]"] == run["counts"]["tasks"] == 10
+        assert {"learned", "b4"} == set(json.loads((work / "runs/rerank-learned/summary.json").read_text()))
 
 
 def _what_getting_started_says(work: Path, stdout: str) -> None:
