@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluation.download import DatasetSpec
 from evaluation.errors import DatasetNotFound, RecordError
 from evaluation.io import optional, read_jsonl, require
 from evaluation.records import Problem
@@ -103,31 +104,6 @@ class Dataset:
 
     def __getitem__(self, task_id: str) -> Problem:
         return self.problems[task_id]
-
-
-@dataclass(frozen=True, kw_only=True)
-class DatasetSpec:
-    """How to find, fetch and check one dataset file."""
-
-    name: str
-    """Registry name, e.g. ``"humaneval+"``."""
-    version: str
-    """Release version."""
-    file_name: str
-    """File name in the release and in the cache."""
-    env_var: str | None
-    """Environment variable that overrides the path (EvalPlus's own, or ours), if any."""
-    url: str | None
-    """Official download URL, if the file can be downloaded."""
-    expected_size: int
-    """Number of problems the release holds (a download with another count is rejected)."""
-    sha256: str | None = None
-    """sha256 of the file's (uncompressed) content, when the URL is pinned to one version: a
-    download with other content is rejected."""
-    citation: str = ""
-    """Paper to cite, for ``testgen datasets`` and the README."""
-    license: str = ""
-    """License of the data."""
 
 
 def cache_dir() -> Path:

@@ -6,9 +6,6 @@ A thin click layer over :func:`rerank.pipeline.run`; see ``rerank --help`` and t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import click
@@ -25,23 +22,9 @@ from evaluation.cli_common import (
     workers_option,
 )
 from rerank import __version__
+from rerank.cli_shared import parse_tests_option, progress_bars
 
 __all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
-
-
-def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """``--tests [LABEL=]FILE`` values -> ``(label, path)``; the label defaults to the file name."""
-    out: list[tuple[str, str]] = []
-    for v in values:
-        label, sep, path = v.partition("=")
-        if not sep or Path(v).exists():
-            path, label = v, ""
-        if not label:
-            label = Path(path).name.removesuffix(".gz").removesuffix(".jsonl")
-        if not Path(path).exists():
-            raise click.BadParameter(f"file {path!r} does not exist", param_hint="'--tests'")
-        out.append((label, path))
-    return tuple(out)
 
 
 def method_specs(
@@ -71,36 +54,6 @@ def method_specs(
         else:
             specs.append(MethodSpec(name=name, reranker=name))
     return tuple(specs)
-
-
-@contextmanager
-def _progress_bars(enabled: bool) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
-    if not enabled:
-        yield lambda _desc: (lambda done, total: None)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    ) as bars:
-
-        def factory(desc: str) -> Callable[[int, int], None]:
-            task = bars.add_task(desc, total=None)
-
-            def update(done: int, total: int) -> None:
-                bars.update(task, completed=done, total=max(total, 1) if total else 1)
-                if total == 0:
-                    bars.update(task, completed=1)
-
-            return update
-
-        yield factory
 
 
 def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, ...]) -> None:
@@ -246,7 +199,7 @@ def rerank_cmd(
         out=out,
         cache_dir=cache_dir,
     )
-    with _progress_bars(progress) as factory:
+    with progress_bars(progress) as factory:
         result = run(config, progress=factory, notify=notice)
     _print_tables(result.summary, k_values)
     t = result.timings

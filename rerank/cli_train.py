@@ -214,7 +214,7 @@ def train_cmd(
     writes OUT/model.json (with the CV figures), OUT/cv.json and OUT/cv.md.
     """
     from evaluation.errors import TestgenError
-    from rerank.cli import _progress_bars, parse_tests_option
+    from rerank.cli_shared import parse_tests_option, progress_bars
     from rerank.crossval import CVConfig, choose_c, cross_validate, pools_from_run
     from rerank.features import FEATURE_SETS, pool_features
     from rerank.learned import fit, save_model
@@ -240,7 +240,7 @@ def train_cmd(
         verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
     )
     outdir = Path(out)
-    with _progress_bars(progress) as factory:
+    with progress_bars(progress) as factory:
         def enough_tasks(task_ids: list[str]) -> None:
             if len(task_ids) < folds:
                 raise TestgenError(f"{samples}: {len(task_ids)} tasks cannot be split into {folds} folds (--folds)")

@@ -17,7 +17,7 @@ Tests (``--tests``):
   after dropping tests that rebind the entry point (vacuous; runs made before ``testgen run``
   dropped them);
 * CodeT's ``{"prompt", "samples": [raw text, ...]}``: tests extracted exactly as CodeT does
-  (:func:`testgen.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
+  (:func:`evaluation.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
   call the entry point and compile).
 
 CodeT prompts (which have their docstring examples removed) are matched against the
@@ -173,7 +173,7 @@ def read_tests(
     prompts: str | os.PathLike[str] | None = None,
 ) -> TestSet:
     """Read test generations (ours or CodeT's) and keep the first ``limit`` tests of each."""
-    from testgen.extraction import extract_tests
+    from evaluation.extraction import extract_tests
 
     p = Path(path)
     first = _first_record(p)

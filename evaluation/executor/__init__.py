@@ -29,12 +29,8 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # Lazy: the pool module starts nothing at import, but keep import of this package cheap.
-    if name in ("Executor", "execute"):
+    if name in ("Executor", "execute", "isolation_report"):
         from evaluation.executor import pool
 
         return getattr(pool, name)
-    if name == "isolation_report":
-        from evaluation.executor import sandbox
-
-        return sandbox.isolation_report
     raise AttributeError(name)
