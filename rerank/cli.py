@@ -15,10 +15,13 @@ from evaluation.cli_common import (
     POSITIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
-    DatasetName,
     FriendlyCommand,
+    dataset_option,
+    dataset_path_option,
+    debug_option,
     notice,
     run_cli,
+    timeout_option,
     workers_option,
 )
 from rerank import __version__
@@ -91,9 +94,8 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
                    "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval+, mbpp+, mbpp or humaneval.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
 @click.option("--method", "methods", multiple=True,
@@ -109,8 +111,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 @click.option("--b4-alpha", default=1e3, show_default=True, type=POSITIVE_FLOAT, help="B4: prior alpha_xy.")
 @click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
               help="Keep the first N tests of each generation (CodeT: 5).")
-@click.option("--timeout", default=0.1, show_default=True, type=POSITIVE_FLOAT,
-              help="Seconds per test (CodeT: 0.1).")
+@timeout_option(default=0.1, help="Seconds per test (CodeT: 0.1).")
 @click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
               help="After N tests of a solution have timed out, its remaining tests get --short-timeout "
                    "(0: every test gets the full --timeout, exact). Halves the matrix time on CodeT's data "
@@ -133,7 +134,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
               help="Output directory (summary.json, picks.jsonl, run.json, cache/).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Matrix/verdict cache (default OUT/cache).")
 @click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
-@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+@debug_option()
 def rerank_cmd(
     samples: str,
     tests: tuple[str, ...],

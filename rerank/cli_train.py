@@ -18,9 +18,12 @@ from evaluation.cli_common import (
     NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
-    DatasetName,
     FriendlyCommand,
+    dataset_option,
+    dataset_path_option,
+    debug_option,
     notice,
+    timeout_option,
     workers_option,
 )
 
@@ -138,9 +141,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations. The first is the training pool; more (other tests of the same samples) "
                    "are only evaluated: each fold's model is also scored on their held-out tasks.")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval+, mbpp+ or humaneval.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file to match CodeT-format inputs; found next to them if absent.")
 @click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
@@ -168,7 +170,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
               help="Cross-validate before fitting the model (its figures go into the model file).")
 @click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
               help="Keep the first N tests of each generation (CodeT: 5).")
-@click.option("--timeout", default=0.1, show_default=True, type=POSITIVE_FLOAT, help="Seconds per test.")
+@timeout_option(default=0.1, help="Seconds per test (CodeT: 0.1).")
 @click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
               help="As for rerank (the matrix cache is shared with rerank's when the settings match).")
 @click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
@@ -179,7 +181,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Matrix/verdict cache (default OUT/cache; point it at a rerank run's cache to reuse it).")
 @click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
-@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+@debug_option()
 def train_cmd(
     samples: str,
     tests: tuple[str, ...],

@@ -13,7 +13,8 @@ from evaluation.cli_common import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
-    DatasetName,
+    dataset_option,
+    dataset_path_option,
     notice,
 )
 from evaluation.errors import TestgenError
@@ -44,10 +45,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command(name="run")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval, humaneval+, mbpp+ or mbpp.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)

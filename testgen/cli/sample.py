@@ -17,7 +17,8 @@ from evaluation.cli_common import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
-    DatasetName,
+    dataset_option,
+    dataset_path_option,
     notice,
 )
 
@@ -25,10 +26,8 @@ __all__ = ["sample"]
 
 
 @click.command(name="sample")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval, humaneval+, mbpp+ or mbpp.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, fake, or a plugin.")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
