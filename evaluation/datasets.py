@@ -32,7 +32,7 @@ from typing import Any
 
 from evaluation.download import DatasetSpec
 from evaluation.errors import DatasetNotFound, RecordError
-from evaluation.io import optional, read_jsonl, require
+from evaluation.io import cache_dir, optional, read_jsonl, require
 from evaluation.records import Problem
 from evaluation.registry import Registry
 
@@ -104,14 +104,6 @@ class Dataset:
 
     def __getitem__(self, task_id: str) -> Problem:
         return self.problems[task_id]
-
-
-def cache_dir() -> Path:
-    """The download cache: ``$TESTGEN_CACHE``, else ``$XDG_CACHE_HOME/testgen`` or ``~/.cache/testgen``."""
-    base = os.environ.get("TESTGEN_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testgen"
-    )
-    return Path(base)
 
 
 _cache_dir = cache_dir  # kept for callers of the first version

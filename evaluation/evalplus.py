@@ -62,6 +62,7 @@ from typing import Any
 
 from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
+from evaluation.io import cache_dir as default_cache_dir, file_sha256
 from evaluation.records import Outcome, Solution, Verdict
 
 __all__ = [
@@ -337,21 +338,6 @@ def check_output(
 # Ground truth
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("TESTGEN_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testgen"
-    )
-    return Path(base)
-
-
-def _file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 _CALL_WRAPPER = "__testgen_evalplus_call__"
 
 
@@ -464,8 +450,8 @@ def ground_truth(
 
     kind = dataset_kind(dataset.name)
     t0 = time.perf_counter()
-    digest = _file_sha256(dataset.source)
-    cache = Path(cache_dir) if cache_dir is not None else _cache_dir()
+    digest = file_sha256(dataset.source)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # The task list is part of the key: a caller may hand over a subset of the file's tasks.
     tasks_key = hashlib.sha256("\n".join(dataset.problems).encode()).hexdigest()[:12]
     cache_file = cache / "evalplus" / f"{dataset.name.replace('+', 'plus')}-{digest[:32]}-{tasks_key}.pkl"
