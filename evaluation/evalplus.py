@@ -318,7 +318,7 @@ def check_output(
                 else:
                     exact_match = exp == (out is not None)
         if kind == "humaneval" and entry_point == "find_zero":
-            return bool(abs(_poly(*inp, out)) <= atol), atol
+            return bool(abs(_poly(*inp, out)) <= atol), atol  # type: ignore[call-arg]  # inp: the one argument, xs
         if atol == 0 and _is_floats(exp):
             atol = 1e-6
         if not exact_match and atol != 0:

@@ -249,6 +249,7 @@ def build_matrices(
         with JsonlAppender(cache) as app:
             for n_done, res in enumerate(execute(jobs, workers=workers, limits=limits), start=1):
                 tid, key, tkey = res.tag
+                values: tuple[str, ...]
                 if res.load_error:
                     codes, values = "L", ()
                 else:

@@ -120,7 +120,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
             table.add_column(kind, justify="right")
         for m in methods:
             cells = []
-            for kind, block in kinds.items():
+            for block in kinds.values():
                 r = block["methods"][m]
                 mark = "*" if m == block["best"] else ("≈" if m in block["not_significantly_worse_than_best"] else "")
                 text = (f"{_pct(r['fold_mean'])} ± {_pct(r['fold_std'])}{mark}\n"

@@ -194,7 +194,7 @@ def read_tests(
                 raise RecordError(str(p), line, "prompt matches no task of the dataset (pass --prompts)", field="prompt")
             entry = dataset[tid].entry_point
             bucket = tests.setdefault(tid, [])
-            for g, raw in enumerate(samples):
+            for raw in samples:
                 gid = f"{tid}/gen/{gens.get(tid, 0)}"
                 gens[tid] = gens.get(tid, 0) + 1
                 ext = extract_tests(str(raw), entry_point=entry, prefix="assert ", limit=limit, mode="codet")
@@ -212,8 +212,8 @@ def read_tests(
             srcs = require(rec, "tests", list, path=str(p), line=line)
             if not all(isinstance(s, str) for s in srcs):
                 raise RecordError(str(p), line, "expected a list of strings", field="tests")
-            gid = rec.get("generation_id")
-            gid = str(gid) if gid is not None else f"{tid}/gen/{gens.get(tid, 0)}"
+            given_id = rec.get("generation_id")
+            gid = str(given_id) if given_id is not None else f"{tid}/gen/{gens.get(tid, 0)}"
             gens[tid] = gens.get(tid, 0) + 1
             sid = rec.get("solution_id")
             valid = [s for s in srcs if not rebinds_entry_point(s, dataset[tid].entry_point)]

@@ -5,7 +5,7 @@ coverage.py in branch mode ("the paper ran pytest with coverage on the test file
 run pytest per generation: the executor (:mod:`evaluation.executor`, ``Job.measure_coverage``)
 records, with coverage.py's tracer, the arcs each test executes inside the program, and this
 module turns a set of executed arcs into coverage.py's numbers with coverage.py's *own* static
-analysis: :class:`coverage.python.PythonParser` for the possible arcs, statements and exit
+analysis: :class:`coverage.parser.PythonParser` for the possible arcs, statements and exit
 counts, and :func:`coverage.results.analysis_from_file_reporter` / :class:`coverage.results.Numbers`
 for the counting. No hand-written tracer or counting rule is involved, so the figures equal
 what ``coverage report`` prints for the same execution (a unit test checks that).
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from coverage.python import PythonParser
+    from coverage.parser import PythonParser
 
 __all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc"]
 
@@ -123,10 +123,10 @@ def _text_reporter(source: str, filename: str) -> Any:
     """A coverage.py FileReporter over source *text* (PythonFileReporter reads from disk)."""
     from coverage.config import DEFAULT_EXCLUDE, DEFAULT_PARTIAL, DEFAULT_PARTIAL_ALWAYS
     from coverage.misc import join_regex
+    from coverage.parser import PythonParser
     from coverage.plugin import FileReporter
-    from coverage.python import PythonParser
 
-    class TextFileReporter(FileReporter):  # type: ignore[misc]
+    class TextFileReporter(FileReporter):  # type: ignore[misc,unused-ignore]  # FileReporter is untyped in older coverage
         """Delegates exactly like :class:`coverage.python.PythonFileReporter` does."""
 
         def __init__(self) -> None:
@@ -202,7 +202,9 @@ class SourceCoverage:
             return hit
         from coverage.results import analysis_from_file_reporter
 
-        analysis = analysis_from_file_reporter(_ArcData(self.filename, key), 2, self._reporter, self.filename)
+        # _ArcData has the three methods of CoverageData that the analysis reads (see its docstring)
+        analysis = analysis_from_file_reporter(_ArcData(self.filename, key), 2, self._reporter,  # type: ignore[arg-type]
+                                               self.filename)
         nums = analysis.numbers
         counts = CoverageCounts(
             n_statements=nums.n_statements,

@@ -31,10 +31,10 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import JsonlAppender, empty_file, read_jsonl, require, write_jsonl
@@ -60,6 +60,11 @@ are not reused)."""
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as execution jobs finish."""
+
+
+def _arc_tuples(arcs: Iterable[Iterable[int]]) -> tuple[Arc, ...]:
+    """Arcs as tuples of tuples (the cache's JSON holds lists)."""
+    return tuple(cast(Arc, tuple(a)) for a in arcs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +228,7 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
     HumanEval+ references when that file can be found without a download (explicit path,
     ``$HUMANEVAL_OVERRIDE_PATH`` or the cache); the choice is recorded in ``metrics.json``.
     """
-    from evaluation.datasets import locate_dataset, load_dataset
+    from evaluation.datasets import load_dataset, locate_dataset
     from evaluation.errors import DatasetNotFound
 
     run_ds = str(run.config.get("dataset") or "humaneval+")
@@ -272,7 +277,7 @@ class _ExecCache:
                     continue
                 pid = rec["program"]
                 la = rec.get("load_arcs")
-                self.load_arcs[pid] = None if la is None else tuple(tuple(a) for a in la)  # type: ignore[misc]
+                self.load_arcs[pid] = None if la is None else _arc_tuples(la)
                 if rec.get("load_error"):
                     self.load_error[pid] = rec["load_error"]
                 for tid, oc, arcs in rec["results"]:
@@ -343,8 +348,8 @@ def _run_programs(
         for tid, tr in zip(tids, res.results):
             if tr.arcs is None:
                 stats["arcs_missing"] += 1
-            pairs.append((tid, _Exec(outcome=tr.outcome, arcs=None if tr.arcs is None else tuple(map(tuple, tr.arcs)))))
-        cache.record(pid, None if load_arcs is None else tuple(map(tuple, load_arcs)), res.load_error, pairs)  # type: ignore[arg-type]
+            pairs.append((tid, _Exec(outcome=tr.outcome, arcs=None if tr.arcs is None else _arc_tuples(tr.arcs))))
+        cache.record(pid, None if load_arcs is None else _arc_tuples(load_arcs), res.load_error, pairs)
         done += 1
         if progress:
             progress(stage, done, len(jobs))

@@ -353,7 +353,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 strip_code_examples=config.strip_code_examples, path=sols_path, bar=bar, num_tests=num_tests,
                 label="solutions (self)", notify=notify)
             by_task: dict[str, list[Solution]] = defaultdict(list)
-            for line, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
+            for _, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
                 by_task[rec["task_id"]].append(
                     Solution(task_id=rec["task_id"], solution_id=rec["solution_id"], code=rec["solution"],
                              completion=rec.get("completion"), sample_index=int(rec["sample_index"]),

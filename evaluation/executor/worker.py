@@ -48,12 +48,12 @@ from evaluation.executor.wire import (
     HEADER,
     PROGRAM_FILENAME,
     NotPlain,
+    exception_detail as _detail,
     frame,
     is_plain,
     loads_plain,
     read_size,
 )
-from evaluation.executor.wire import exception_detail as _detail
 
 __all__ = ["main", "OUTCOME_CODES"]
 

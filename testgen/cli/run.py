@@ -98,8 +98,7 @@ def run(
 
     from testgen.backends import BACKENDS
     from testgen.backends.base import Sampling, options_help
-    from testgen.pipeline import CODE_STOP, RunConfig, default_out_dir
-    from testgen.pipeline import run as run_pipeline
+    from testgen.pipeline import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
     from testgen.settings import PromptStyle, Setting
 
     if list_backend_options:
