@@ -20,7 +20,7 @@ Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models 
 5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
 
 Execution results are cached in ``EVAL/executions.jsonl`` keyed by (program, test, timeout) and
-:data:`CACHE_VERSION`, so
+:data:`testgen.executions.CACHE_VERSION` (:mod:`testgen.executions`), so
 re-running with other options (``--tests-per-generation``, ``--empty``, ...) or after an
 interruption executes only what is missing.
 """
@@ -31,15 +31,22 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import RecordError, TestgenError
-from evaluation.io import JsonlAppender, empty_file, read_jsonl, require, write_jsonl
-from evaluation.records import Outcome, content_id
-from testgen.coverage import Arc, CoverageCounts, CoverageMeasure, SourceCoverage
+from evaluation.io import empty_file, read_jsonl, require, write_jsonl
+from evaluation.records import content_id
+from testgen.coverage import CoverageMeasure, SourceCoverage
+from testgen.executions import (
+    ExecutionCache,
+    ProgressFn,
+    cached_outcome,
+    run_programs,
+    union_coverage,
+)
 from testgen.metrics import (
     DedupKey,
     EmptyPolicy,
@@ -53,18 +60,6 @@ if TYPE_CHECKING:
     from evaluation.datasets import Dataset
 
 __all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
-
-CACHE_VERSION = 2
-"""Version of ``executions.jsonl`` records; 2: tests checked in trusted code (earlier records
-are not reused)."""
-
-ProgressFn = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: called as execution jobs finish."""
-
-
-def _arc_tuples(arcs: Iterable[Iterable[int]]) -> tuple[Arc, ...]:
-    """Arcs as tuples of tuples (the cache's JSON holds lists)."""
-    return tuple(cast(Arc, tuple(a)) for a in arcs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,124 +249,6 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
     return name, load_dataset(name, path=path)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Exec:
-    outcome: Outcome
-    arcs: tuple[Arc, ...] | None
-
-
-class _ExecCache:
-    """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program."""
-
-    def __init__(self, path: Path, *, timeout: float, use: bool) -> None:
-        self.path = path
-        self.timeout = timeout
-        self.tests: dict[tuple[str, str], _Exec] = {}
-        self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
-        self.load_error: dict[str, str] = {}
-        self.found = path.is_file()
-        """Whether the file existed (read with ``use``, deleted without)."""
-        if use and path.is_file():
-            for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-                if rec.get("timeout") != timeout or rec.get("v") != CACHE_VERSION:
-                    continue
-                pid = rec["program"]
-                la = rec.get("load_arcs")
-                self.load_arcs[pid] = None if la is None else _arc_tuples(la)
-                if rec.get("load_error"):
-                    self.load_error[pid] = rec["load_error"]
-                for tid, oc, arcs in rec["results"]:
-                    self.tests[(pid, tid)] = _Exec(
-                        outcome=Outcome(oc), arcs=None if arcs is None else tuple(tuple(a) for a in arcs))
-        elif path.exists():
-            path.unlink()
-        self._appender: JsonlAppender | None = None
-
-    def has(self, pid: str, tid: str) -> bool:
-        """A usable cached result: arcs present, or a timeout (a killed test reports none)."""
-        ex = self.tests.get((pid, tid))
-        return ex is not None and (ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
-
-    def record(self, pid: str, load_arcs: tuple[Arc, ...] | None, load_error: str,
-               results: Sequence[tuple[str, _Exec]]) -> None:
-        if self._appender is None:
-            self._appender = JsonlAppender(self.path)
-        if pid not in self.load_arcs or self.load_arcs[pid] is None:
-            self.load_arcs[pid] = load_arcs
-        if load_error:
-            self.load_error[pid] = load_error
-        for tid, ex in results:
-            self.tests[(pid, tid)] = ex
-        self._appender.write({
-            "program": pid, "timeout": self.timeout, "v": CACHE_VERSION,
-            "load_arcs": None if load_arcs is None else [list(a) for a in load_arcs],
-            "load_error": load_error,
-            "results": [[tid, ex.outcome.value, None if ex.arcs is None else [list(a) for a in ex.arcs]]
-                        for tid, ex in results],
-        })
-
-    def close(self) -> None:
-        if self._appender is not None:
-            self._appender.close()
-
-
-def _run_programs(
-    wanted: Mapping[str, tuple[str, list[str], str]],
-    cache: _ExecCache,
-    opts: EvalOptions,
-    progress: ProgressFn | None,
-    stage: str,
-) -> dict[str, int]:
-    """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
-    point)) that is not cached yet, in jobs of ``chunk_size`` tests; results go into ``cache``."""
-    from evaluation.executor import AssertTest, Job, Limits, execute
-
-    jobs: list[Job] = []
-    for pid, (program, tests, entry_point) in wanted.items():
-        todo = [t for t in dict.fromkeys(tests) if not cache.has(pid, content_id(t))]
-        for start in range(0, len(todo), opts.chunk_size):
-            chunk = todo[start:start + opts.chunk_size]
-            jobs.append(Job(program=program, tests=tuple(AssertTest(source=t, entry_point=entry_point) for t in chunk),
-                            measure_coverage=True, tag=(pid, tuple(content_id(t) for t in chunk))))
-    stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0,
-             "tests_wanted": sum(len(dict.fromkeys(tests)) for _, tests, _ in wanted.values())}
-    if progress:
-        progress(stage, 0, len(jobs))
-    if not jobs:
-        return stats
-    limits = Limits(timeout=opts.timeout)
-    done = 0
-    for res in execute(jobs, workers=opts.workers, limits=limits):
-        pid, tids = res.tag
-        load_arcs = getattr(res, "load_arcs", None)
-        pairs = []
-        for tid, tr in zip(tids, res.results):
-            if tr.arcs is None:
-                stats["arcs_missing"] += 1
-            pairs.append((tid, _Exec(outcome=tr.outcome, arcs=None if tr.arcs is None else _arc_tuples(tr.arcs))))
-        cache.record(pid, None if load_arcs is None else _arc_tuples(load_arcs), res.load_error, pairs)
-        done += 1
-        if progress:
-            progress(stage, done, len(jobs))
-    return stats
-
-
-def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, tests: Sequence[str], *,
-              with_load: bool = True) -> CoverageCounts | None:
-    """Coverage.py counts for the union of the load arcs and the tests' arcs; ``None`` if unknown."""
-    if analyzer is None or pid in cache.load_error:
-        return None
-    arcs: set[Arc] = set(cache.load_arcs.get(pid) or ()) if with_load else set()
-    for t in tests:
-        ex = cache.tests.get((pid, content_id(t)))
-        if ex is not None and ex.arcs is None and ex.outcome is Outcome.TIMEOUT:
-            continue  # killed at the deadline: its arcs are lost (documented in the README)
-        if ex is None or ex.arcs is None:
-            return None
-        arcs.update(ex.arcs)
-    return analyzer.counts(arcs)
-
-
 def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
     """Verdict of each solution in the run's prompts: HumanEval+/MBPP+ "plus", or, for a
     dataset without plus inputs (MBPP sanitized), its original asserts."""
@@ -445,7 +322,7 @@ def evaluate_run(
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
     verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
-    cache = _ExecCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
+    cache = ExecutionCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
     say = notify or (lambda _msg: None)
     if cache.found and not opts.use_cache:
         say(f"--no-cache: discarded {cache.path}")
@@ -456,7 +333,8 @@ def evaluate_run(
                 f"cache {cache.path}; {st['tests_run']:,} to run")
 
     try:
-        ref_stats = _run_programs(ref_wanted, cache, opts, progress, "reference")
+        ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
+                                 timeout=opts.timeout, workers=opts.workers)
         reused("reference solutions", ref_stats)
         # 2. the prompt's code (Table 6), for self/cross.
         want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
@@ -468,7 +346,8 @@ def evaluate_run(
                     code = str(sol["solution"])
                     prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
                                              )[1].extend(kept[g.generation_id])
-        prompt_stats = _run_programs(prompt_wanted, cache, opts, progress, "prompt code") if prompt_wanted else {}
+        prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
+                                     timeout=opts.timeout, workers=opts.workers) if prompt_wanted else {})
         if prompt_stats:
             reused("code in the prompts", prompt_stats)
     finally:
@@ -490,16 +369,16 @@ def evaluate_run(
         tests = kept[g.generation_id]
         prob = problems[g.task_id]
         pid = ref_pid[g.task_id]
-        outcomes = tuple(_outcome(cache, pid, t) for t in tests)
-        cov = _coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
-        cov_tests = (_coverage(analyzer(pid, prob.reference_code), cache, pid, tests, with_load=False)
+        outcomes = tuple(cached_outcome(cache, pid, t) for t in tests)
+        cov = union_coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
+        cov_tests = (union_coverage(analyzer(pid, prob.reference_code), cache, pid, tests, with_load=False)
                      if tests else None)
         pcov = None
         sol = run.solutions.get(g.solution_id or "")
         if want_prompt and sol is not None and tests:
             code = str(sol["solution"])
             spid = "sol:" + content_id(code)
-            pcov = _coverage(analyzer(spid, code), cache, spid, tests)
+            pcov = union_coverage(analyzer(spid, code), cache, spid, tests)
         results.append(GenerationResult(
             task_id=g.task_id, generation_id=g.generation_id, solution_id=g.solution_id, tests=tests,
             canonical=tuple(canonical_test(t, opts.dedup) for t in tests), outcomes=outcomes,
@@ -558,11 +437,6 @@ def evaluate_run(
     write_jsonl(out_dir / "generations.jsonl", (generation_record(r, measure=opts.measure) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,
                       stats={"wall_s": wall, "cpu_s": cpu})
-
-
-def _outcome(cache: _ExecCache, pid: str, test: str) -> Outcome:
-    ex = cache.tests.get((pid, content_id(test)))
-    return Outcome.ERROR if ex is None else ex.outcome
 
 
 def _cpu() -> float:
