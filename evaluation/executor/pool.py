@@ -11,6 +11,9 @@ pipes (no threads, no deadlock when a large unit and a large result cross). Ever
 wire is plain data (:mod:`evaluation.executor.wire`); a worker that dies is restarted and its
 units resent (twice at most, then their tests are ERROR). See :mod:`evaluation.executor.worker`
 for what happens inside a worker, and :mod:`evaluation.executor.sandbox` for the isolation.
+
+Longer than 500 lines: the deduplicating plan and the event loop that drains it share the
+units in flight and the workers' state; split, the two halves would pass that state back and forth.
 """
 
 from __future__ import annotations
