@@ -11,9 +11,7 @@ from typing import Any
 import click
 
 from evaluation.cli_common import (
-    NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
-    POSITIVE_INT,
     PROBABILITY,
     FriendlyCommand,
     dataset_option,
@@ -21,11 +19,10 @@ from evaluation.cli_common import (
     debug_option,
     notice,
     run_cli,
-    timeout_option,
     workers_option,
 )
 from rerank import __version__
-from rerank.cli_shared import parse_tests_option, progress_bars
+from rerank.cli_shared import matrix_options, parse_tests_option, progress_bars
 
 __all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
 
@@ -109,15 +106,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
               help="RW score: paper = sum of weights + #solutions; codet = weighted tests x sqrt(#solutions).")
 @click.option("--b4-beta0", default=1e5, show_default=True, type=POSITIVE_FLOAT, help="B4: prior beta_0.")
 @click.option("--b4-alpha", default=1e3, show_default=True, type=POSITIVE_FLOAT, help="B4: prior alpha_xy.")
-@click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
-              help="Keep the first N tests of each generation (CodeT: 5).")
-@timeout_option(default=0.1, help="Seconds per test (CodeT: 0.1).")
-@click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
-              help="After N tests of a solution have timed out, its remaining tests get --short-timeout "
-                   "(0: every test gets the full --timeout, exact). Halves the matrix time on CodeT's data "
-                   "with the same codet/B4/random figures; see the README.")
-@click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
-              help="Seconds per test once --shorten-timeouts-after applies.")
+@matrix_options()
 @click.option("--codet-packing/--no-codet-packing", default=True, show_default=True,
               help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")

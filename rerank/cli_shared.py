@@ -7,10 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
-__all__ = ["parse_tests_option", "progress_bars"]
+from evaluation.cli_common import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, timeout_option
+
+__all__ = ["parse_tests_option", "progress_bars", "matrix_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -64,3 +69,22 @@ def progress_bars(enabled: bool) -> Iterator[Callable[[str], Callable[[int, int]
             return update
 
         yield factory
+
+
+def matrix_options() -> Callable[[F], F]:
+    """How the outcome matrix is built: ``--tests-per-generation``, ``--timeout``,
+    ``--shorten-timeouts-after``, ``--short-timeout``. One definition for ``rerank`` and
+    ``rerank train``, whose matrix caches are shared when these settings match."""
+
+    def apply(f: F) -> F:
+        f = click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
+                         help="Seconds per test once --shorten-timeouts-after applies.")(f)
+        f = click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
+                         help="After N tests of a solution have timed out, its remaining tests get --short-timeout "
+                              "(0: every test gets the full --timeout, exact). Halves the matrix time on CodeT's "
+                              "data with the same codet/B4/random figures; see the README.")(f)
+        f = timeout_option(default=0.1, help="Seconds per test (CodeT: 0.1).")(f)
+        return click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
+                            help="Keep the first N tests of each generation (CodeT: 5).")(f)
+
+    return apply

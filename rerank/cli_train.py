@@ -15,7 +15,6 @@ from typing import Any
 import click
 
 from evaluation.cli_common import (
-    NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
     FriendlyCommand,
@@ -23,9 +22,9 @@ from evaluation.cli_common import (
     dataset_path_option,
     debug_option,
     notice,
-    timeout_option,
     workers_option,
 )
+from rerank.cli_shared import matrix_options
 
 __all__ = ["train_cmd", "cv_markdown"]
 
@@ -168,13 +167,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @click.option("--seeds", default="0,1,2", show_default=True, help="One CV repetition per seed (comma-separated).")
 @click.option("--cv/--no-cv", default=True, show_default=True,
               help="Cross-validate before fitting the model (its figures go into the model file).")
-@click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
-              help="Keep the first N tests of each generation (CodeT: 5).")
-@timeout_option(default=0.1, help="Seconds per test (CodeT: 0.1).")
-@click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
-              help="As for rerank (the matrix cache is shared with rerank's when the settings match).")
-@click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
-              help="Seconds per test once --shorten-timeouts-after applies.")
+@matrix_options()
 @workers_option()
 @click.option("--out", default="rerank-model", show_default=True, type=click.Path(file_okay=False),
               help="Output directory: model.json, cv.json, cv.md, cache/.")
