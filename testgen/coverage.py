@@ -203,7 +203,7 @@ class SourceCoverage:
         from coverage.results import analysis_from_file_reporter
 
         # _ArcData has the three methods of CoverageData that the analysis reads (see its docstring)
-        analysis = analysis_from_file_reporter(_ArcData(self.filename, key), 2, self._reporter,  # type: ignore[arg-type]
+        analysis = analysis_from_file_reporter(_ArcData(self.filename, key), 2, self._reporter,  # type: ignore[arg-type,unused-ignore]
                                                self.filename)
         nums = analysis.numbers
         counts = CoverageCounts(
