@@ -11,7 +11,7 @@ Reported: wall, CPU (user+sys of the process tree) and peak memory (sum of the R
 process tree, sampled every 0.1 s), median of ``--repeats``; the split between matrix,
 verdicts and scoring from ``run.json``; then one warm rerun on the same caches.
 
-Usage (the exact command of the README's figures)::
+Usage (the exact command of the figures in docs/benchmarks.md)::
 
     .venv/bin/python bench/bench_rerank.py --repeats 3 --workers 2
     .venv/bin/python bench/bench_rerank.py --repeats 1 --workers 2 --no-evalplus   # matrix + scoring

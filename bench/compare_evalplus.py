@@ -13,7 +13,7 @@ Steps (each can be skipped by giving its output instead):
 4. compare: every sample's base and plus verdict; each disagreement is listed with both sides'
    details, and the program text of both sides is checked to be the same.
 
-Example (the figures in the README)::
+Example (the figures in docs/benchmarks.md)::
 
     HUMANEVAL_OVERRIDE_PATH=../shared/data/humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz \\
     python bench/compare_evalplus.py --workdir /tmp/evaluator \\

@@ -52,7 +52,12 @@ __all__ = [
     "POSITIVE_FLOAT",
     "NON_NEGATIVE_FLOAT",
     "PROBABILITY",
+    "DatasetFile",
+    "dataset_option",
+    "dataset_path_option",
     "workers_option",
+    "timeout_option",
+    "debug_option",
 ]
 
 USER_OS_ERRORS: tuple[type[BaseException], ...] = (
@@ -284,10 +289,68 @@ class DatasetName(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # g
         return "[" + "|".join(self.only) + "]" if self.only else "DATASET"
 
 
+class DatasetFile(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic in click >= 8.2
+    """An existing dataset file (``~`` expanded for the check; the value is kept as given).
+
+    Not a file: :class:`~evaluation.errors.DatasetNotFound` naming the option and the path,
+    which the rule turns into one line and exit 2 (``--debug``: the traceback), as every other
+    dataset that cannot be found."""
+
+    name = "file"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from pathlib import Path
+
+        from evaluation.errors import DatasetNotFound
+
+        if not Path(str(value)).expanduser().is_file():
+            option = param.opts[0] if param is not None and param.opts else "--dataset-path"
+            raise DatasetNotFound(f"{option} {value} is not a file")
+        return str(value)
+
+    def get_metavar(self, param: click.Parameter, *args: Any, **kwargs: Any) -> str:
+        return "FILE"
+
+
+DATASET_FILE = DatasetFile()
+
+# ---------------------------------------------------------------------------------------------
+# The options both CLIs share, each defined once: one type, a default that fits each command,
+# stated in --help.
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+DATASET_HELP = "Dataset name ('testgen datasets' lists them, plugins included)."
+
+
+def dataset_option(*, default: str = "humaneval+", only: tuple[str, ...] | None = None, help: str = DATASET_HELP,
+                   dest: str = "dataset") -> Callable[[F], F]:
+    """``--dataset NAME``: a registered dataset (did-you-mean on a typo), ``only`` the ones a
+    command supports; the default is shown in ``--help``."""
+    return click.option("--dataset", dest, type=DatasetName(only=only), default=default, show_default=True, help=help)
+
+
+DATASET_PATH_HELP = ("Dataset file (default: searched for: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / "
+                     "$TESTGEN_MBPP_PATH, then the cache; 'testgen datasets' shows where).")
+
+
+def dataset_path_option(*, help: str = DATASET_PATH_HELP) -> Callable[[F], F]:
+    """``--dataset-path FILE``: an existing file (:class:`DatasetFile`), passed on as a string."""
+    return click.option("--dataset-path", type=DATASET_FILE, default=None, help=help)
 
 
 def workers_option() -> Callable[[F], F]:
     """``--workers N``: executor worker processes, a positive integer (default: one per core)."""
     return click.option("--workers", type=POSITIVE_INT, default=None,
                         help="Executor worker processes (default: one per core).")
+
+
+def timeout_option(*, default: float, help: str = "Seconds per test.") -> Callable[[F], F]:
+    """``--timeout SECONDS``: a positive number, the deadline of one test; each command states
+    its own default (``testgen eval``: 5, coverage tracing is slow; ``rerank``: CodeT's 0.1)."""
+    return click.option("--timeout", type=POSITIVE_FLOAT, default=default, show_default=True, help=help)
+
+
+def debug_option() -> Callable[[F], F]:
+    """``--debug``: show the full traceback of any error (see the rule above)."""
+    return click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluation.download import DatasetSpec
 from evaluation.errors import DatasetNotFound, RecordError
-from evaluation.io import optional, read_jsonl, require
+from evaluation.io import cache_dir, optional, read_jsonl, require
 from evaluation.records import Problem
 from evaluation.registry import Registry
 
@@ -103,39 +104,6 @@ class Dataset:
 
     def __getitem__(self, task_id: str) -> Problem:
         return self.problems[task_id]
-
-
-@dataclass(frozen=True, kw_only=True)
-class DatasetSpec:
-    """How to find, fetch and check one dataset file."""
-
-    name: str
-    """Registry name, e.g. ``"humaneval+"``."""
-    version: str
-    """Release version."""
-    file_name: str
-    """File name in the release and in the cache."""
-    env_var: str | None
-    """Environment variable that overrides the path (EvalPlus's own, or ours), if any."""
-    url: str | None
-    """Official download URL, if the file can be downloaded."""
-    expected_size: int
-    """Number of problems the release holds (a download with another count is rejected)."""
-    sha256: str | None = None
-    """sha256 of the file's (uncompressed) content, when the URL is pinned to one version: a
-    download with other content is rejected."""
-    citation: str = ""
-    """Paper to cite, for ``testgen datasets`` and the README."""
-    license: str = ""
-    """License of the data."""
-
-
-def cache_dir() -> Path:
-    """The download cache: ``$TESTGEN_CACHE``, else ``$XDG_CACHE_HOME/testgen`` or ``~/.cache/testgen``."""
-    base = os.environ.get("TESTGEN_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testgen"
-    )
-    return Path(base)
 
 
 _cache_dir = cache_dir  # kept for callers of the first version

@@ -18,7 +18,7 @@ comprehension's own loop variables are renamed the same way inside it (its first
 evaluated in the enclosing scope, is left alone). Module-level names are never renamed.
 
 On CodeGen-Mono-16B's 16,400 HumanEval samples: 12,410 distinct texts, 11,552 distinct
-syntax trees, and fewer keys still with the renaming (see the README's benchmark section).
+syntax trees, and fewer keys still with the renaming (see docs/benchmarks.md).
 
 Not for coverage: arcs are line numbers, so coverage jobs stay keyed by exact text.
 """

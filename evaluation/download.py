@@ -15,22 +15,40 @@ import gzip
 import hashlib
 import json
 import os
-import shutil
-import tempfile
-import urllib.error
-import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from evaluation.errors import DatasetNotFound
 
-if TYPE_CHECKING:
-    from evaluation.datasets import DatasetSpec
-
-__all__ = ["download", "not_found_message", "check_release_file"]
+__all__ = ["DatasetSpec", "download", "not_found_message", "check_release_file"]
 
 USER_AGENT = "testgen-dataset-download"
 """Sent as ``User-Agent`` (GitHub's release CDN rejects requests without one)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetSpec:
+    """How to find, fetch and check one dataset file."""
+
+    name: str
+    """Registry name, e.g. ``"humaneval+"``."""
+    version: str
+    """Release version."""
+    file_name: str
+    """File name in the release and in the cache."""
+    env_var: str | None
+    """Environment variable that overrides the path (EvalPlus's own, or ours), if any."""
+    url: str | None
+    """Official download URL, if the file can be downloaded."""
+    expected_size: int
+    """Number of problems the release holds (a download with another count is rejected)."""
+    sha256: str | None = None
+    """sha256 of the file's (uncompressed) content, when the URL is pinned to one version: a
+    download with other content is rejected."""
+    citation: str = ""
+    """Paper to cite, for ``testgen datasets`` and the README."""
+    license: str = ""
+    """License of the data."""
 
 
 def not_found_message(spec: DatasetSpec, cached: Path, *, reason: str) -> str:
@@ -83,6 +101,11 @@ def check_release_file(path: Path, spec: DatasetSpec) -> int:
 
 def download(spec: DatasetSpec, dest: str | os.PathLike[str], *, timeout: float = 60.0) -> Path:
     """Fetch ``spec.url`` to ``dest`` (atomically, checked) and return ``dest``."""
+    import shutil
+    import tempfile
+    import urllib.error
+    import urllib.request  # here, not at the top: loading a dataset that is found never needs them
+
     target = Path(dest)
     if spec.url is None:
         raise DatasetNotFound(not_found_message(spec, target, reason="it has no download URL"))

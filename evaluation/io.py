@@ -10,6 +10,7 @@ error that says the file was cut short (``docs/cli.md``).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -22,7 +23,7 @@ from evaluation.errors import RecordError
 
 __all__ = [
     "read_jsonl", "write_jsonl", "JsonlAppender", "require", "optional", "open_text", "empty_file",
-    "TornLineWarning",
+    "TornLineWarning", "cache_dir", "file_sha256",
 ]
 
 
@@ -173,3 +174,22 @@ class JsonlAppender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def cache_dir() -> Path:
+    """The project's cache (downloaded datasets, HumanEval+ ground truth): ``$TESTGEN_CACHE``,
+    else ``$XDG_CACHE_HOME/testgen`` or ``~/.cache/testgen``."""
+    base = os.environ.get("TESTGEN_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testgen"
+    )
+    return Path(base)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 (hex) of a file's bytes, read in 1 MiB blocks (recorded in ``config.json``, and
+    the key of caches derived from a file)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -113,7 +113,7 @@ class Registry(Generic[T]):
                 ) from exc
             raise MissingDependency(
                 f"{self.kind} {name!r} needs the Python package {missing!r}, which is not installed "
-                f"(see the README's optional extras, e.g. pip install 'testgen[all]')"
+                f"(see the optional extras in docs/getting-started.md, e.g. pip install 'testgen[all]')"
             ) from exc
         try:
             obj: T = getattr(module, attr)

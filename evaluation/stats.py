@@ -236,7 +236,7 @@ def mean_cis(
     for name, vals in per_method.items():
         if vals:
             by_size.setdefault(len(vals), []).append(name)
-    for size, names in by_size.items():
+    for names in by_size.values():
         x = np.array([[float(v) for v in per_method[nm].values()] for nm in names], np.float64)
         for nm, iv in zip(names, _bootstrap_rows(x, confidence=confidence, n_resamples=n_resamples,
                                                   seed=seed, method="BCa")):

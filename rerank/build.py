@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from evaluation.io import JsonlAppender, read_jsonl
 from evaluation.records import Outcome, Solution, TestCase, content_id
@@ -186,17 +187,7 @@ def _matrix(task: TaskInputs, rows: Mapping[str, tuple[str, tuple[str, ...]]], o
         if loaded[i] and m:
             passed[i] = np.frombuffer(codes.encode("ascii"), np.uint8) == ord("P")
         out_keys.append(values if loaded[i] else ())
-    return TaskMatrix(
-        task_id=task.task_id,
-        solution_keys=task.program_keys,
-        solution_counts=np.asarray(task.program_counts, np.int64),
-        loaded=loaded,
-        test_keys=task.test_keys,
-        test_counts=np.asarray(task.test_counts, np.int64),
-        test_positions=task.test_positions,
-        passed=passed,
-        output_keys=tuple(out_keys) if outputs else None,
-    )
+    return _task_matrix(task, loaded, passed, output_keys=tuple(out_keys) if outputs else None)
 
 
 def build_matrices(
@@ -254,6 +245,7 @@ def build_matrices(
         with JsonlAppender(cache) as app:
             for n_done, res in enumerate(execute(jobs, workers=workers, limits=limits), start=1):
                 tid, key, tkey = res.tag
+                values: tuple[str, ...]
                 if res.load_error:
                     codes, values = "L", ()
                 else:
@@ -306,14 +298,21 @@ def matrices_from_codet_outcomes(
             res = entry["result"]
             for j, c in enumerate(cols):
                 passed[i, j] = c is not None and res[c] is True
-        out[task.task_id] = TaskMatrix(
-            task_id=task.task_id,
-            solution_keys=task.program_keys,
-            solution_counts=np.asarray(task.program_counts, np.int64),
-            loaded=loaded,
-            test_keys=task.test_keys,
-            test_counts=np.asarray(task.test_counts, np.int64),
-            test_positions=task.test_positions,
-            passed=passed,
-        )
+        out[task.task_id] = _task_matrix(task, loaded, passed)
     return out
+
+
+def _task_matrix(task: TaskInputs, loaded: npt.NDArray[np.bool_], passed: npt.NDArray[np.bool_], *,
+                 output_keys: tuple[tuple[str, ...], ...] | None = None) -> TaskMatrix:
+    """A task's :class:`TaskMatrix` from its deduplicated inputs and the run's outcomes."""
+    return TaskMatrix(
+        task_id=task.task_id,
+        solution_keys=task.program_keys,
+        solution_counts=np.asarray(task.program_counts, np.int64),
+        loaded=loaded,
+        test_keys=task.test_keys,
+        test_counts=np.asarray(task.test_counts, np.int64),
+        test_positions=task.test_positions,
+        passed=passed,
+        output_keys=output_keys,
+    )

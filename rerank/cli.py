@@ -6,42 +6,25 @@ A thin click layer over :func:`rerank.pipeline.run`; see ``rerank --help`` and t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import click
 
 from evaluation.cli_common import (
-    NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
-    POSITIVE_INT,
     PROBABILITY,
-    DatasetName,
     FriendlyCommand,
+    dataset_option,
+    dataset_path_option,
+    debug_option,
     notice,
     run_cli,
     workers_option,
 )
 from rerank import __version__
+from rerank.cli_shared import matrix_options, parse_tests_option, progress_bars
 
 __all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
-
-
-def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """``--tests [LABEL=]FILE`` values -> ``(label, path)``; the label defaults to the file name."""
-    out: list[tuple[str, str]] = []
-    for v in values:
-        label, sep, path = v.partition("=")
-        if not sep or Path(v).exists():
-            path, label = v, ""
-        if not label:
-            label = Path(path).name.removesuffix(".gz").removesuffix(".jsonl")
-        if not Path(path).exists():
-            raise click.BadParameter(f"file {path!r} does not exist", param_hint="'--tests'")
-        out.append((label, path))
-    return tuple(out)
 
 
 def method_specs(
@@ -71,36 +54,6 @@ def method_specs(
         else:
             specs.append(MethodSpec(name=name, reranker=name))
     return tuple(specs)
-
-
-@contextmanager
-def _progress_bars(enabled: bool) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
-    if not enabled:
-        yield lambda _desc: (lambda done, total: None)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    ) as bars:
-
-        def factory(desc: str) -> Callable[[int, int], None]:
-            task = bars.add_task(desc, total=None)
-
-            def update(done: int, total: int) -> None:
-                bars.update(task, completed=done, total=max(total, 1) if total else 1)
-                if total == 0:
-                    bars.update(task, completed=1)
-
-            return update
-
-        yield factory
 
 
 def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, ...]) -> None:
@@ -138,9 +91,8 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
                    "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval+, mbpp+, mbpp or humaneval.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
 @click.option("--method", "methods", multiple=True,
@@ -154,16 +106,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
               help="RW score: paper = sum of weights + #solutions; codet = weighted tests x sqrt(#solutions).")
 @click.option("--b4-beta0", default=1e5, show_default=True, type=POSITIVE_FLOAT, help="B4: prior beta_0.")
 @click.option("--b4-alpha", default=1e3, show_default=True, type=POSITIVE_FLOAT, help="B4: prior alpha_xy.")
-@click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
-              help="Keep the first N tests of each generation (CodeT: 5).")
-@click.option("--timeout", default=0.1, show_default=True, type=POSITIVE_FLOAT,
-              help="Seconds per test (CodeT: 0.1).")
-@click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
-              help="After N tests of a solution have timed out, its remaining tests get --short-timeout "
-                   "(0: every test gets the full --timeout, exact). Halves the matrix time on CodeT's data "
-                   "with the same codet/B4/random figures; see the README.")
-@click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
-              help="Seconds per test once --shorten-timeouts-after applies.")
+@matrix_options()
 @click.option("--codet-packing/--no-codet-packing", default=True, show_default=True,
               help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
@@ -180,7 +123,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
               help="Output directory (summary.json, picks.jsonl, run.json, cache/).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Matrix/verdict cache (default OUT/cache).")
 @click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
-@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+@debug_option()
 def rerank_cmd(
     samples: str,
     tests: tuple[str, ...],
@@ -246,7 +189,7 @@ def rerank_cmd(
         out=out,
         cache_dir=cache_dir,
     )
-    with _progress_bars(progress) as factory:
+    with progress_bars(progress) as factory:
         result = run(config, progress=factory, notify=notice)
     _print_tables(result.summary, k_values)
     t = result.timings

@@ -15,14 +15,16 @@ from typing import Any
 import click
 
 from evaluation.cli_common import (
-    NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
-    DatasetName,
     FriendlyCommand,
+    dataset_option,
+    dataset_path_option,
+    debug_option,
     notice,
     workers_option,
 )
+from rerank.cli_shared import matrix_options
 
 __all__ = ["train_cmd", "cv_markdown"]
 
@@ -117,7 +119,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
             table.add_column(kind, justify="right")
         for m in methods:
             cells = []
-            for kind, block in kinds.items():
+            for block in kinds.values():
                 r = block["methods"][m]
                 mark = "*" if m == block["best"] else ("≈" if m in block["not_significantly_worse_than_best"] else "")
                 text = (f"{_pct(r['fold_mean'])} ± {_pct(r['fold_std'])}{mark}\n"
@@ -138,9 +140,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations. The first is the training pool; more (other tests of the same samples) "
                    "are only evaluated: each fold's model is also scored on their held-out tasks.")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval+, mbpp+ or humaneval.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file to match CodeT-format inputs; found next to them if absent.")
 @click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
@@ -166,20 +167,14 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @click.option("--seeds", default="0,1,2", show_default=True, help="One CV repetition per seed (comma-separated).")
 @click.option("--cv/--no-cv", default=True, show_default=True,
               help="Cross-validate before fitting the model (its figures go into the model file).")
-@click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
-              help="Keep the first N tests of each generation (CodeT: 5).")
-@click.option("--timeout", default=0.1, show_default=True, type=POSITIVE_FLOAT, help="Seconds per test.")
-@click.option("--shorten-timeouts-after", default=2, show_default=True, type=NON_NEGATIVE_INT,
-              help="As for rerank (the matrix cache is shared with rerank's when the settings match).")
-@click.option("--short-timeout", default=0.01, show_default=True, type=POSITIVE_FLOAT,
-              help="Seconds per test once --shorten-timeouts-after applies.")
+@matrix_options()
 @workers_option()
 @click.option("--out", default="rerank-model", show_default=True, type=click.Path(file_okay=False),
               help="Output directory: model.json, cv.json, cv.md, cache/.")
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Matrix/verdict cache (default OUT/cache; point it at a rerank run's cache to reuse it).")
 @click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
-@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+@debug_option()
 def train_cmd(
     samples: str,
     tests: tuple[str, ...],
@@ -214,7 +209,7 @@ def train_cmd(
     writes OUT/model.json (with the CV figures), OUT/cv.json and OUT/cv.md.
     """
     from evaluation.errors import TestgenError
-    from rerank.cli import _progress_bars, parse_tests_option
+    from rerank.cli_shared import parse_tests_option, progress_bars
     from rerank.crossval import CVConfig, choose_c, cross_validate, pools_from_run
     from rerank.features import FEATURE_SETS, pool_features
     from rerank.learned import fit, save_model
@@ -240,7 +235,7 @@ def train_cmd(
         verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
     )
     outdir = Path(out)
-    with _progress_bars(progress) as factory:
+    with progress_bars(progress) as factory:
         def enough_tasks(task_ids: list[str]) -> None:
             if len(task_ids) < folds:
                 raise TestgenError(f"{samples}: {len(task_ids)} tasks cannot be split into {folds} folds (--folds)")

@@ -17,7 +17,7 @@ Tests (``--tests``):
   after dropping tests that rebind the entry point (vacuous; runs made before ``testgen run``
   dropped them);
 * CodeT's ``{"prompt", "samples": [raw text, ...]}``: tests extracted exactly as CodeT does
-  (:func:`testgen.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
+  (:func:`evaluation.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
   call the entry point and compile).
 
 CodeT prompts (which have their docstring examples removed) are matched against the
@@ -173,7 +173,7 @@ def read_tests(
     prompts: str | os.PathLike[str] | None = None,
 ) -> TestSet:
     """Read test generations (ours or CodeT's) and keep the first ``limit`` tests of each."""
-    from testgen.extraction import extract_tests
+    from evaluation.extraction import extract_tests
 
     p = Path(path)
     first = _first_record(p)
@@ -194,7 +194,7 @@ def read_tests(
                 raise RecordError(str(p), line, "prompt matches no task of the dataset (pass --prompts)", field="prompt")
             entry = dataset[tid].entry_point
             bucket = tests.setdefault(tid, [])
-            for g, raw in enumerate(samples):
+            for raw in samples:
                 gid = f"{tid}/gen/{gens.get(tid, 0)}"
                 gens[tid] = gens.get(tid, 0) + 1
                 ext = extract_tests(str(raw), entry_point=entry, prefix="assert ", limit=limit, mode="codet")
@@ -212,8 +212,8 @@ def read_tests(
             srcs = require(rec, "tests", list, path=str(p), line=line)
             if not all(isinstance(s, str) for s in srcs):
                 raise RecordError(str(p), line, "expected a list of strings", field="tests")
-            gid = rec.get("generation_id")
-            gid = str(gid) if gid is not None else f"{tid}/gen/{gens.get(tid, 0)}"
+            given_id = rec.get("generation_id")
+            gid = str(given_id) if given_id is not None else f"{tid}/gen/{gens.get(tid, 0)}"
             gens[tid] = gens.get(tid, 0) + 1
             sid = rec.get("solution_id")
             valid = [s for s in srcs if not rebinds_entry_point(s, dataset[tid].entry_point)]

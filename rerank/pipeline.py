@@ -34,17 +34,29 @@ from typing import Any
 import numpy as np
 
 from evaluation.datasets import Dataset, load_dataset
+from evaluation.errors import TestgenError
 from evaluation.executor.trusted import trusted_check
-from evaluation.errors import RecordError, TestgenError
-from evaluation.io import JsonlAppender, empty_file, read_jsonl, write_jsonl
-from evaluation.records import Solution, content_id
+from evaluation.io import write_jsonl
+from evaluation.records import Solution
 from rerank import __version__
-from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task
+from rerank.build import (
+    TaskInputs,
+    build_matrices,
+    codet_packing_compiles,
+    prepare_task,
+)
 from rerank.inputs import TestSet, read_samples, read_tests
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, bind_reranker
 from rerank.scoring import TaskScore, mean_scores, score_task
 from rerank.significance import add_statistics
+from rerank.verdicts import (
+    baseline_scores,
+    baseline_task_scores,
+    evalplus_verdicts,
+    file_verdicts,
+    read_baseline,
+)
 
 __all__ = ["MethodSpec", "RerankConfig", "RerankResult", "LoadedRun", "load", "run", "DEFAULT_METHODS",
            "baseline_scores", "read_baseline"]
@@ -151,131 +163,6 @@ def _labelled(notify: Notify, label: str) -> Notify:
     return lambda message: notify(f"{label}: {message}")
 
 
-def _evalplus_verdicts(
-    dataset: Dataset,
-    tasks: Sequence[TaskInputs],
-    cache: Path,
-    workers: int | None,
-    progress: Callable[[int, int], None],
-    notify: Notify = _quiet,
-) -> dict[tuple[str, str], tuple[bool, bool]]:
-    """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
-    inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
-    from evaluation.evalplus import evaluate_solutions, ground_truth
-    from evaluation.verdicts import has_plus_inputs, judge_solutions
-
-    path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
-    known: dict[tuple[str, str], tuple[bool, bool]] = {}
-    if path.exists():
-        for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-            known[(rec["t"], rec["p"])] = (bool(rec["base"]), bool(rec["plus"]))
-    todo = []
-    wanted = 0
-    for t in tasks:
-        for key, sol in zip(t.program_keys, t.first_solution):
-            wanted += 1
-            if (t.task_id, key) not in known:
-                todo.append((t.task_id, key, sol))
-    if path.exists():
-        notify(f"{dataset.name} verdicts: {wanted - len(todo):,} of {wanted:,} distinct programs from the cache "
-               f"{path}; {len(todo):,} to judge")
-    if todo:
-        if has_plus_inputs(dataset):
-            truth = ground_truth(dataset, workers=workers)
-            if truth.from_cache:
-                notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
-            verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
-                                          progress=progress)
-        else:
-            verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
-        with JsonlAppender(path) as app:
-            for tid, key, sol in todo:
-                v = verdicts.get(sol.solution_id)
-                if v is None:
-                    continue
-                known[(tid, key)] = (v.base, v.plus)
-                app.write({"t": tid, "p": key, "base": v.base, "plus": v.plus})
-    else:
-        progress(1, 1)
-    return known
-
-
-def _file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, str], bool]:
-    """(task_id, program key) -> passed, from a verdict file keyed by completion or solution id."""
-    by_completion: dict[tuple[str, str], bool] = {}
-    by_id: dict[str, bool] = {}
-    for line, rec in read_jsonl(path):
-        tid = rec.get("task_id")
-        ok = rec.get("passed", rec.get("base"))
-        if not isinstance(tid, str) or not isinstance(ok, bool):
-            raise RecordError(path, line, "need 'task_id' and a boolean 'passed' (or 'base')", field="passed")
-        if isinstance(rec.get("completion"), str):
-            by_completion[(tid, rec["completion"])] = ok
-        if isinstance(rec.get("solution_id"), str):
-            by_id[rec["solution_id"]] = ok
-    if not by_completion and not by_id:
-        raise empty_file(path, "verdicts")
-    out: dict[tuple[str, str], bool] = {}
-    missing = 0
-    for t in tasks:
-        for key, sol in zip(t.program_keys, t.first_solution):
-            v = by_id.get(sol.solution_id)
-            if v is None and sol.completion is not None:
-                v = by_completion.get((t.task_id, sol.completion))
-            if v is None:
-                missing += 1
-                continue
-            out[(t.task_id, key)] = v
-    if missing:
-        raise TestgenError(f"{path}: no verdict for {missing} distinct solutions (matched by solution_id or completion)")
-    return out
-
-
-def read_baseline(path: str, task_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
-    """``kind -> task_id -> (n, c)`` of a ``testgen evaluate`` verdicts file (``base``; ``plus``
-    where it is not null). Every task of ``task_ids`` must have verdicts."""
-    counts: dict[str, dict[str, list[int]]] = {}
-    for line, rec in read_jsonl(path):
-        tid = rec.get("task_id")
-        if not isinstance(tid, str) or not isinstance(rec.get("base"), bool):
-            raise RecordError(path, line, "need 'task_id' and a boolean 'base' (a testgen evaluate verdicts file)",
-                              field="base")
-        for kind in ("base", "plus"):
-            value = rec.get(kind)
-            if value is None:
-                continue
-            if not isinstance(value, bool):
-                raise RecordError(path, line, f"expected a boolean or null, got {type(value).__name__}", field=kind)
-            n_c = counts.setdefault(kind, {}).setdefault(tid, [0, 0])
-            n_c[0] += 1
-            n_c[1] += int(value)
-    missing = [t for t in task_ids if t not in counts.get("base", {})]
-    if missing:
-        raise TestgenError(f"--baseline {path}: no verdicts for {len(missing)} task(s), e.g. {missing[0]}")
-    return {kind: {t: (nc[0], nc[1]) for t, nc in per_task.items()} for kind, per_task in counts.items()}
-
-
-def baseline_scores(
-    counts: Mapping[str, Mapping[str, tuple[int, int]]], task_ids: Sequence[str], hard: Mapping[str, set[str]],
-    ks: Sequence[int],
-) -> dict[str, dict[str, float]]:
-    """Unbiased pass@k of the baseline (:func:`read_baseline`), per verdict kind, over
-    ``task_ids`` and over each kind's hard tasks; a k larger than a task's samples is NaN."""
-    from rerank.scoring import unbiased_pass_at_k
-
-    out: dict[str, dict[str, float]] = {}
-    for kind, per_task in counts.items():
-        for suffix, chosen in (("", list(task_ids)), ("_hard", [t for t in task_ids if t in hard.get(kind, set())])):
-            row: dict[str, float] = {}
-            for k in ks:
-                vals = [unbiased_pass_at_k(per_task[t][0], per_task[t][1], k) if k <= per_task[t][0] else float("nan")
-                        for t in chosen]
-                row[f"pass@{k}"] = sum(vals) / len(vals) if vals else float("nan")
-            row["tasks"] = float(len(chosen))
-            out[kind + suffix] = row
-    return out
-
-
 def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
     if ranking.empty:
         return {"solution_id": None, "score": None, "tie_group": 0, "tie_group_samples": 0, "fallback": True}
@@ -314,27 +201,9 @@ class LoadedRun:
     """Seconds: read, matrix, verdicts."""
 
 
-def _baseline_task_scores(
-    counts: Mapping[str, Mapping[str, tuple[int, int]]], task_ids: Sequence[str], hard: Mapping[str, set[str]],
-    ks: Sequence[int],
-) -> dict[str, list[TaskScore]]:
-    """The baseline's per-task unbiased pass@k (NaN where k exceeds its samples), for the statistics."""
-    from rerank.scoring import unbiased_pass_at_k
-
-    return {
-        kind: [
-            TaskScore(task_id=t, ranked=False, hard=t in hard.get(kind, set()),
-                      pass_at={k: unbiased_pass_at_k(per[t][0], per[t][1], k) if k <= per[t][0] else float("nan")
-                               for k in ks})
-            for t in task_ids
-        ]
-        for kind, per in counts.items()
-    }
-
-
 def _learned_overlap(spec: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]], notify: Notify) -> dict[str, int]:
     """How many scored tasks the learned model was trained on (its figures there are in-sample)."""
-    from rerank.learned import load_model, default_model_path, training_fingerprint
+    from rerank.learned import default_model_path, load_model, training_fingerprint
 
     model = load_model(spec.options.get("model") or default_model_path())
     prints = model.training.get("task_fingerprints") or {}
@@ -361,6 +230,29 @@ def _with_sizes(matrix: TaskMatrix, task: TaskInputs) -> TaskMatrix:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Inputs:
+    """What :func:`_read` read: every input of a run, checked, before anything runs."""
+
+    dataset: Dataset
+    task_ids: list[str]
+    samples: dict[str, list[Solution]]
+    test_sets: list[TestSet]
+    prepared: dict[str, list[TaskInputs]]
+    original: dict[tuple[str, str], bool] | None
+    baseline: dict[str, dict[str, tuple[int, int]]] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Scored:
+    """What :func:`_score` computed: per method, its per-task scores and picks."""
+
+    per_task: dict[str, dict[str, list[TaskScore]]]
+    """Method name -> verdict kind -> one score per task."""
+    picks: list[dict[str, Any]]
+    """The ``picks.jsonl`` records."""
+
+
 def load(
     config: RerankConfig,
     *,
@@ -373,16 +265,32 @@ def load(
 
     ``check(task_ids)`` runs once every input is read, before anything runs or is written
     (a caller's own refusal, e.g. too few tasks for its folds)."""
-    timings: dict[str, float] = {}
-    out = Path(config.out)
-    cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
+    cache = Path(config.cache_dir) if config.cache_dir else Path(config.out) / "cache"
+    t0 = time.perf_counter()
+    inputs = _read(config, check)
+    Path(config.out).mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    timings = {"read": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    matrices = _build_matrices(config, inputs, cache, need_outputs=need_outputs, progress=progress, notify=notify)
+    timings["matrix"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    kinds = _judge(config, inputs, cache, progress=progress, notify=notify)
+    timings["verdicts"] = time.perf_counter() - t0
+    return LoadedRun(dataset=inputs.dataset, task_ids=inputs.task_ids, samples=inputs.samples,
+                     test_sets=inputs.test_sets, prepared=inputs.prepared, matrices=matrices, kinds=kinds,
+                     baseline=inputs.baseline, timings=timings)
+
+
+def _read(config: RerankConfig, check: Callable[[list[str]], None] | None) -> _Inputs:
+    """Step 1, load: the dataset, samples, test sets and verdict files, each checked, and the
+    deduplicated programs and tests per task. Every input is read before anything runs or is
+    written: a bad file is refused at once."""
     labels = [label for label, _ in config.tests]
     if len(set(labels)) != len(labels):
         raise TestgenError(f"--tests labels must be distinct, got {labels}")
     if not config.evalplus and not config.verdicts:
         raise TestgenError("no verdicts to score against: enable the HumanEval+ evaluator or pass --verdicts")
-
-    t0 = time.perf_counter()
     dataset = load_dataset(config.dataset, path=config.dataset_path)
     samples = read_samples(config.samples, dataset=dataset, prompts=config.prompts)
     test_sets: list[TestSet] = [
@@ -399,20 +307,24 @@ def load(
         ]
         for ts in test_sets
     }
-    # Every input is read before anything runs or is written: a bad file is refused at once.
-    original = _file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
+    original = file_verdicts(config.verdicts, prepared[test_sets[0].label]) if config.verdicts else None
     baseline = read_baseline(config.baseline, task_ids) if config.baseline else None
     if check is not None:
         check(task_ids)
-    out.mkdir(parents=True, exist_ok=True)
-    cache.mkdir(parents=True, exist_ok=True)
-    timings["read"] = time.perf_counter() - t0
+    return _Inputs(dataset=dataset, task_ids=task_ids, samples=samples, test_sets=test_sets, prepared=prepared,
+                   original=original, baseline=baseline)
 
-    t0 = time.perf_counter()
+
+def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_outputs: bool,
+                    progress: ProgressFactory, notify: Notify) -> dict[str, dict[str, TaskMatrix]]:
+    """Step 2, build matrix: run every distinct program on every distinct test of each test set
+    in the sandboxed executor (or read the cache); label -> task_id -> matrix, with program
+    sizes and log-probabilities."""
+    several = len(inputs.test_sets) > 1
     matrices: dict[str, dict[str, TaskMatrix]] = {}
-    for ts in test_sets:
+    for ts in inputs.test_sets:
         matrices[ts.label] = build_matrices(
-            prepared[ts.label],
+            inputs.prepared[ts.label],
             cache_dir=cache,
             timeout=config.timeout,
             shorten_after=config.shorten_timeouts_after,
@@ -420,95 +332,122 @@ def load(
             workers=config.workers,
             outputs=need_outputs,
             codet_packing=config.codet_packing,
-            progress=progress(f"matrix {ts.label}" if len(test_sets) > 1 else "matrix"),
-            notify=_labelled(notify, ts.label) if len(test_sets) > 1 else notify,
+            progress=progress(f"matrix {ts.label}" if several else "matrix"),
+            notify=_labelled(notify, ts.label) if several else notify,
         )
-        for task in prepared[ts.label]:
+        for task in inputs.prepared[ts.label]:
             matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task)
-    timings["matrix"] = time.perf_counter() - t0
+    return matrices
 
-    # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
-    base_tasks = prepared[test_sets[0].label]
+
+def _judge(config: RerankConfig, inputs: _Inputs, cache: Path, *, progress: ProgressFactory,
+           notify: Notify) -> dict[str, dict[tuple[str, str], bool]]:
+    """Step 3, judge: the ground truth per verdict kind, (task_id, program key) -> correct:
+    HumanEval+/MBPP+ ``base`` and ``plus`` (MBPP sanitized: ``base`` on its asserts), and a
+    ``--verdicts`` file as ``original``. Never given to a reranker, only to the scoring."""
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
-    t0 = time.perf_counter()
     if config.evalplus:
         from evaluation.verdicts import has_plus_inputs
 
-        ep = _evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
+        dataset = inputs.dataset
+        # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
+        base_tasks = inputs.prepared[inputs.test_sets[0].label]
+        ep = evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
                                 notify)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         if has_plus_inputs(dataset):
             kinds["plus"] = {k: v[1] for k, v in ep.items()}
-    if original is not None:
-        kinds["original"] = original
-    timings["verdicts"] = time.perf_counter() - t0
-    return LoadedRun(dataset=dataset, task_ids=task_ids, samples=samples, test_sets=test_sets, prepared=prepared,
-                     matrices=matrices, kinds=kinds, baseline=baseline, timings=timings)
-
+    if inputs.original is not None:
+        kinds["original"] = inputs.original
+    return kinds
 
 
 def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Notify = _quiet) -> RerankResult:
-    """Run the whole rerank pipeline (see the module docstring for what is written).
+    """Run the whole rerank pipeline (see the module docstring for what is written): load,
+    build the matrices, judge (:func:`load`), then rank and pick, score, write.
 
     ``notify`` receives a line for each cache that was reused, saying how much of it."""
     t_start = time.perf_counter()
-    out = Path(config.out)
-    specs = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]
+    methods = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]  # unknown options: refused first
     need_outputs = any(m.reranker in ("mbr-exec", "learned") for m in config.methods)
     loaded = load(config, need_outputs=need_outputs, progress=progress, notify=notify)
-    dataset, task_ids, samples, test_sets = loaded.dataset, loaded.task_ids, loaded.samples, loaded.test_sets
-    prepared, matrices, kinds, baseline = loaded.prepared, loaded.matrices, loaded.kinds, loaded.baseline
-    base_tasks = prepared[test_sets[0].label]
     timings = dict(loaded.timings)
-
     t0 = time.perf_counter()
-    summary: dict[str, dict[str, dict[str, Any]]] = {}
-    per_task: dict[str, dict[str, list[TaskScore]]] = {}
-    picks: list[dict[str, Any]] = []
-    scoring_bar = progress("scoring")
-    total_steps = len(test_sets) * len(specs)
-    step = 0
-    scoring_bar(0, total_steps)
-    for ts in test_sets:
-        for spec, method in specs:
-            name = spec.name if len(test_sets) == 1 else f"{ts.label}:{spec.name}"
-            per_kind: dict[str, list[TaskScore]] = {k: [] for k in kinds}
-            for task in prepared[ts.label]:
-                m = matrices[ts.label][task.task_id]
-                ranking = method(m)
-                pick = {"task_id": task.task_id, "method": name, "tests": ts.label, **_pick(ranking, task)}
-                expected: dict[str, float] = {}
-                for kind, table in kinds.items():
-                    correct = np.array([table.get((task.task_id, k), False) for k in task.program_keys], np.bool_)
-                    s = score_task(
-                        task_id=task.task_id, ranking=ranking, correct=correct, counts=m.solution_counts, ks=config.ks
-                    )
-                    per_kind[kind].append(s)
-                    expected[kind] = s.pass_at[config.ks[0]]
-                pick[f"expected_pass@{config.ks[0]}"] = expected
-                picks.append(pick)
-            summary[name] = {}
-            per_task[name] = per_kind
-            for kind, scores in per_kind.items():
-                summary[name][kind] = mean_scores(scores, config.ks)
-                summary[name][f"{kind}_hard"] = mean_scores(scores, config.ks, hard_only=True)
-            step += 1
-            scoring_bar(step, total_steps)
-    if baseline is not None:
-        hard = {kind: {s.task_id for s in scores if s.hard} for kind, scores in per_kind.items()}
-        summary = {"baseline": baseline_scores(baseline, task_ids, hard, config.ks), **summary}
-        per_task = {"baseline": _baseline_task_scores(baseline, task_ids, hard, config.ks), **per_task}
+    scored = _score(loaded, methods, config.ks, progress("scoring"))
+    summary, per_task = _summarize(loaded, scored, config.ks)
     timings["scoring"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     add_statistics(summary, per_task, config.ks)
     timings["statistics"] = time.perf_counter() - t0
+    counts = _counts(loaded, config, notify)
+    timings["total"] = time.perf_counter() - t_start
+    _write(config, loaded, summary=summary, picks=scored.picks, counts=counts, timings=timings)
+    return RerankResult(summary=summary, timings=timings, counts=counts)
 
+
+def _score(loaded: LoadedRun, methods: Sequence[tuple[MethodSpec, Callable[[TaskMatrix], Ranking]]],
+           ks: tuple[int, ...], bar: Callable[[int, int], None]) -> _Scored:
+    """Steps 4 and 5, pick and score: each method ranks each task's matrix (seeing no verdict);
+    its pick is recorded, and its ranking scored against each verdict kind (expected pass@k
+    over the tie groups, :func:`rerank.scoring.score_task`)."""
+    per_task: dict[str, dict[str, list[TaskScore]]] = {}
+    picks: list[dict[str, Any]] = []
+    total_steps = len(loaded.test_sets) * len(methods)
+    step = 0
+    bar(0, total_steps)
+    for ts in loaded.test_sets:
+        for spec, method in methods:
+            name = spec.name if len(loaded.test_sets) == 1 else f"{ts.label}:{spec.name}"
+            per_kind: dict[str, list[TaskScore]] = {k: [] for k in loaded.kinds}
+            for task in loaded.prepared[ts.label]:
+                m = loaded.matrices[ts.label][task.task_id]
+                ranking = method(m)
+                pick = {"task_id": task.task_id, "method": name, "tests": ts.label, **_pick(ranking, task)}
+                expected: dict[str, float] = {}
+                for kind, table in loaded.kinds.items():
+                    correct = np.array([table.get((task.task_id, k), False) for k in task.program_keys], np.bool_)
+                    s = score_task(task_id=task.task_id, ranking=ranking, correct=correct, counts=m.solution_counts,
+                                   ks=ks)
+                    per_kind[kind].append(s)
+                    expected[kind] = s.pass_at[ks[0]]
+                pick[f"expected_pass@{ks[0]}"] = expected
+                picks.append(pick)
+            per_task[name] = per_kind
+            step += 1
+            bar(step, total_steps)
+    return _Scored(per_task=per_task, picks=picks)
+
+
+def _summarize(loaded: LoadedRun, scored: _Scored, ks: tuple[int, ...]
+               ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, list[TaskScore]]]]:
+    """Mean pass@k per method and verdict kind, over all tasks and over the hard ones, with
+    the ``--baseline`` row first when there is one."""
+    summary: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, per_kind in scored.per_task.items():
+        summary[name] = {}
+        for kind, scores in per_kind.items():
+            summary[name][kind] = mean_scores(scores, ks)
+            summary[name][f"{kind}_hard"] = mean_scores(scores, ks, hard_only=True)
+    per_task = dict(scored.per_task)
+    if loaded.baseline is not None:
+        # which tasks are hard depends on the verdicts only: any method's scores say it
+        last = next(reversed(scored.per_task.values()))
+        hard = {kind: {s.task_id for s in scores if s.hard} for kind, scores in last.items()}
+        summary = {"baseline": baseline_scores(loaded.baseline, loaded.task_ids, hard, ks), **summary}
+        per_task = {"baseline": baseline_task_scores(loaded.baseline, loaded.task_ids, hard, ks), **per_task}
+    return summary, per_task
+
+
+def _counts(loaded: LoadedRun, config: RerankConfig, notify: Notify) -> dict[str, int]:
+    """What ``run.json`` counts: tasks, samples, distinct programs and, per test set, tests,
+    pairs, where the tests were checked and what was dropped; the learned model's overlap."""
+    task_ids, prepared, matrices = loaded.task_ids, loaded.prepared, loaded.matrices
     counts = {
         "tasks": len(task_ids),
-        "samples": sum(len(samples[t]) for t in task_ids),
-        "distinct_programs": sum(len(t.programs) for t in base_tasks),
+        "samples": sum(len(loaded.samples[t]) for t in task_ids),
+        "distinct_programs": sum(len(t.programs) for t in prepared[loaded.test_sets[0].label]),
     }
-    for ts in test_sets:
+    for ts in loaded.test_sets:
         counts[f"generations[{ts.label}]"] = sum(ts.generations.get(t, 0) for t in task_ids)
         counts[f"tests[{ts.label}]"] = sum(sum(t.test_counts) for t in prepared[ts.label])
         counts[f"distinct_tests[{ts.label}]"] = sum(len(t.tests) for t in prepared[ts.label])
@@ -526,18 +465,22 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     for spec in config.methods:
         if spec.reranker == "learned":
             counts |= _learned_overlap(spec, matrices, notify)
-    timings["total"] = time.perf_counter() - t_start
+    return counts
 
+
+def _write(config: RerankConfig, loaded: LoadedRun, *, summary: dict[str, dict[str, dict[str, Any]]],
+           picks: list[dict[str, Any]], counts: dict[str, int], timings: dict[str, float]) -> None:
+    """Step 6, write: ``summary.json``, ``picks.jsonl`` and ``run.json`` into ``config.out``."""
+    out = Path(config.out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
     write_jsonl(out / "picks.jsonl", picks)
     cfg = asdict(config)
     cfg["methods"] = [asdict(m) | {"options": dict(m.options)} for m in config.methods]
     (out / "run.json").write_text(
         json.dumps(
-            {"rerank_version": __version__, "config": cfg, "dataset_source": dataset.source,
+            {"rerank_version": __version__, "config": cfg, "dataset_source": loaded.dataset.source,
              "counts": counts, "timings": timings},
             indent=2,
         )
         + "\n"
     )
-    return RerankResult(summary=summary, timings=timings, counts=counts)

@@ -5,7 +5,7 @@ coverage.py in branch mode ("the paper ran pytest with coverage on the test file
 run pytest per generation: the executor (:mod:`evaluation.executor`, ``Job.measure_coverage``)
 records, with coverage.py's tracer, the arcs each test executes inside the program, and this
 module turns a set of executed arcs into coverage.py's numbers with coverage.py's *own* static
-analysis: :class:`coverage.python.PythonParser` for the possible arcs, statements and exit
+analysis: :class:`coverage.parser.PythonParser` for the possible arcs, statements and exit
 counts, and :func:`coverage.results.analysis_from_file_reporter` / :class:`coverage.results.Numbers`
 for the counting. No hand-written tracer or counting rule is involved, so the figures equal
 what ``coverage report`` prints for the same execution (a unit test checks that).
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from coverage.python import PythonParser
+    from coverage.parser import PythonParser
 
 __all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc", "public_counts", "internal_analysis_ok"]
 
@@ -139,10 +139,10 @@ def _text_reporter(source: str, filename: str) -> Any:
     """A coverage.py FileReporter over source *text* (PythonFileReporter reads from disk)."""
     from coverage.config import DEFAULT_EXCLUDE, DEFAULT_PARTIAL, DEFAULT_PARTIAL_ALWAYS
     from coverage.misc import join_regex
+    from coverage.parser import PythonParser
     from coverage.plugin import FileReporter
-    from coverage.python import PythonParser
 
-    class TextFileReporter(FileReporter):  # type: ignore[misc]
+    class TextFileReporter(FileReporter):  # type: ignore[misc,unused-ignore]  # FileReporter is untyped in older coverage
         """Delegates exactly like :class:`coverage.python.PythonFileReporter` does."""
 
         def __init__(self) -> None:
@@ -234,7 +234,9 @@ def internal_analysis_ok() -> bool:
 def _internal_counts(reporter: Any, arcs: Iterable[Arc]) -> CoverageCounts:
     from coverage.results import analysis_from_file_reporter
 
-    analysis = analysis_from_file_reporter(_ArcData(reporter.filename, arcs), 2, reporter, reporter.filename)
+    # _ArcData has the three methods of CoverageData that the analysis reads (see its docstring)
+    analysis = analysis_from_file_reporter(_ArcData(reporter.filename, arcs), 2, reporter,  # type: ignore[arg-type,unused-ignore]
+                                           reporter.filename)
     nums = analysis.numbers
     return CoverageCounts(n_statements=nums.n_statements, n_missing=nums.n_missing, n_branches=nums.n_branches,
                           n_missing_branches=nums.n_missing_branches, n_partial_branches=nums.n_partial_branches)

@@ -20,7 +20,7 @@ Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models 
 5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
 
 Execution results are cached in ``EVAL/executions.jsonl`` keyed by (program, test, timeout) and
-:data:`CACHE_VERSION`, so
+:data:`testgen.executions.CACHE_VERSION` (:mod:`testgen.executions`), so
 re-running with other options (``--tests-per-generation``, ``--empty``, ...) or after an
 interruption executes only what is missing.
 """
@@ -31,15 +31,23 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.errors import RecordError, RunFailure, TestgenError
-from evaluation.io import JsonlAppender, empty_file, read_jsonl, require, write_jsonl
-from evaluation.records import Outcome, content_id
-from testgen.coverage import Arc, CoverageCounts, CoverageMeasure, SourceCoverage
+from evaluation.errors import RecordError, TestgenError
+from evaluation.io import empty_file, read_jsonl, require, write_jsonl
+from evaluation.records import content_id
+from testgen.coverage import CoverageMeasure, SourceCoverage
+from testgen.executions import (
+    ExecutionCache,
+    ProgressFn,
+    cached_outcome,
+    coverage_version,
+    run_programs,
+    union_coverage,
+)
 from testgen.metrics import (
     DedupKey,
     EmptyPolicy,
@@ -53,13 +61,6 @@ if TYPE_CHECKING:
     from evaluation.datasets import Dataset
 
 __all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
-
-CACHE_VERSION = 3
-"""Version of ``executions.jsonl`` records; 2: tests checked in trusted code; 3: deadlines in
-CPU time, per-test coverage through coverage.py's public API (earlier records are not reused)."""
-
-ProgressFn = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: called as execution jobs finish."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +224,7 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
     HumanEval+ references when that file can be found without a download (explicit path,
     ``$HUMANEVAL_OVERRIDE_PATH`` or the cache); the choice is recorded in ``metrics.json``.
     """
-    from evaluation.datasets import locate_dataset, load_dataset
+    from evaluation.datasets import load_dataset, locate_dataset
     from evaluation.errors import DatasetNotFound
 
     run_ds = str(run.config.get("dataset") or "humaneval+")
@@ -247,134 +248,6 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
             cand = Path(str(run.config["dataset_path"]))
             path = cand if cand.is_file() else None
     return name, load_dataset(name, path=path)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Exec:
-    outcome: Outcome
-    arcs: tuple[Arc, ...] | None
-
-
-class _ExecCache:
-    """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program."""
-
-    def __init__(self, path: Path, *, timeout: float, use: bool) -> None:
-        self.path = path
-        self.timeout = timeout
-        self.tests: dict[tuple[str, str], _Exec] = {}
-        self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
-        self.load_error: dict[str, str] = {}
-        self.found = path.is_file()
-        """Whether the file existed (read with ``use``, deleted without)."""
-        if use and path.is_file():
-            for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-                if rec.get("timeout") != timeout or rec.get("v") != CACHE_VERSION:
-                    continue
-                pid = rec["program"]
-                la = rec.get("load_arcs")
-                self.load_arcs[pid] = None if la is None else tuple(tuple(a) for a in la)  # type: ignore[misc]
-                if rec.get("load_error"):
-                    self.load_error[pid] = rec["load_error"]
-                for tid, oc, arcs in rec["results"]:
-                    self.tests[(pid, tid)] = _Exec(
-                        outcome=Outcome(oc), arcs=None if arcs is None else tuple(tuple(a) for a in arcs))
-        elif path.exists():
-            path.unlink()
-        self._appender: JsonlAppender | None = None
-
-    def has(self, pid: str, tid: str) -> bool:
-        """A usable cached result: arcs present, or a timeout (a killed test reports none)."""
-        ex = self.tests.get((pid, tid))
-        return ex is not None and (ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
-
-    def record(self, pid: str, load_arcs: tuple[Arc, ...] | None, load_error: str,
-               results: Sequence[tuple[str, _Exec]]) -> None:
-        if self._appender is None:
-            self._appender = JsonlAppender(self.path)
-        if pid not in self.load_arcs or self.load_arcs[pid] is None:
-            self.load_arcs[pid] = load_arcs
-        if load_error:
-            self.load_error[pid] = load_error
-        for tid, ex in results:
-            self.tests[(pid, tid)] = ex
-        self._appender.write({
-            "program": pid, "timeout": self.timeout, "v": CACHE_VERSION,
-            "load_arcs": None if load_arcs is None else [list(a) for a in load_arcs],
-            "load_error": load_error,
-            "results": [[tid, ex.outcome.value, None if ex.arcs is None else [list(a) for a in ex.arcs]]
-                        for tid, ex in results],
-        })
-
-    def close(self) -> None:
-        if self._appender is not None:
-            self._appender.close()
-
-
-def _run_programs(
-    wanted: Mapping[str, tuple[str, list[str], str]],
-    cache: _ExecCache,
-    opts: EvalOptions,
-    progress: ProgressFn | None,
-    stage: str,
-) -> dict[str, int]:
-    """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
-    point)) that is not cached yet, in jobs of ``chunk_size`` tests; results go into ``cache``."""
-    from evaluation.executor import AssertTest, Job, Limits, execute
-
-    jobs: list[Job] = []
-    for pid, (program, tests, entry_point) in wanted.items():
-        todo = [t for t in dict.fromkeys(tests) if not cache.has(pid, content_id(t))]
-        for start in range(0, len(todo), opts.chunk_size):
-            chunk = todo[start:start + opts.chunk_size]
-            jobs.append(Job(program=program, tests=tuple(AssertTest(source=t, entry_point=entry_point) for t in chunk),
-                            measure_coverage=True, tag=(pid, tuple(content_id(t) for t in chunk))))
-    stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0,
-             "tests_wanted": sum(len(dict.fromkeys(tests)) for _, tests, _ in wanted.values())}
-    if progress:
-        progress(stage, 0, len(jobs))
-    if not jobs:
-        return stats
-    limits = Limits(timeout=opts.timeout)
-    done = 0
-    # A known program first, through the same executor: a tracer that does not work here
-    # fails the run instead of printing a coverage figure.
-    for res in execute([_canary(), *jobs], workers=opts.workers, limits=limits):
-        if res.tag == "canary":
-            _check_canary(res)
-            continue
-        pid, tids = res.tag
-        if res.stats.get("coverage_gaps"):
-            # A test ran the function under test and no arc was recorded: the program
-            # switched tracing off (sys.settrace(None)), or forged the child's report. Its
-            # coverage is unknown: counted, and left out of C, not made up.
-            stats["coverage_gaps"] = stats.get("coverage_gaps", 0) + res.stats["coverage_gaps"]
-        load_arcs = getattr(res, "load_arcs", None)
-        pairs = []
-        for tid, tr in zip(tids, res.results):
-            if tr.arcs is None:
-                stats["arcs_missing"] += 1
-            pairs.append((tid, _Exec(outcome=tr.outcome, arcs=None if tr.arcs is None else tuple(map(tuple, tr.arcs)))))
-        cache.record(pid, None if load_arcs is None else tuple(map(tuple, load_arcs)), res.load_error, pairs)  # type: ignore[arg-type]
-        done += 1
-        if progress:
-            progress(stage, done, len(jobs))
-    return stats
-
-
-def _coverage(analyzer: SourceCoverage | None, cache: _ExecCache, pid: str, tests: Sequence[str], *,
-              with_load: bool = True) -> CoverageCounts | None:
-    """Coverage.py counts for the union of the load arcs and the tests' arcs; ``None`` if unknown."""
-    if analyzer is None or pid in cache.load_error:
-        return None
-    arcs: set[Arc] = set(cache.load_arcs.get(pid) or ()) if with_load else set()
-    for t in tests:
-        ex = cache.tests.get((pid, content_id(t)))
-        if ex is not None and ex.arcs is None and ex.outcome is Outcome.TIMEOUT:
-            continue  # killed at the deadline: its arcs are lost (documented in the README)
-        if ex is None or ex.arcs is None:
-            return None
-        arcs.update(ex.arcs)
-    return analyzer.counts(arcs)
 
 
 def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
@@ -450,7 +323,7 @@ def evaluate_run(
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
     verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
-    cache = _ExecCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
+    cache = ExecutionCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
     say = notify or (lambda _msg: None)
     if cache.found and not opts.use_cache:
         say(f"--no-cache: discarded {cache.path}")
@@ -461,7 +334,8 @@ def evaluate_run(
                 f"cache {cache.path}; {st['tests_run']:,} to run")
 
     try:
-        ref_stats = _run_programs(ref_wanted, cache, opts, progress, "reference")
+        ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
+                                 timeout=opts.timeout, workers=opts.workers)
         reused("reference solutions", ref_stats)
         # 2. the prompt's code (Table 6), for self/cross.
         want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
@@ -473,7 +347,8 @@ def evaluate_run(
                     code = str(sol["solution"])
                     prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
                                              )[1].extend(kept[g.generation_id])
-        prompt_stats = _run_programs(prompt_wanted, cache, opts, progress, "prompt code") if prompt_wanted else {}
+        prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
+                                     timeout=opts.timeout, workers=opts.workers) if prompt_wanted else {})
         if prompt_stats:
             reused("code in the prompts", prompt_stats)
     finally:
@@ -495,16 +370,16 @@ def evaluate_run(
         tests = kept[g.generation_id]
         prob = problems[g.task_id]
         pid = ref_pid[g.task_id]
-        outcomes = tuple(_outcome(cache, pid, t) for t in tests)
-        cov = _coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
-        cov_tests = (_coverage(analyzer(pid, prob.reference_code), cache, pid, tests, with_load=False)
+        outcomes = tuple(cached_outcome(cache, pid, t) for t in tests)
+        cov = union_coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
+        cov_tests = (union_coverage(analyzer(pid, prob.reference_code), cache, pid, tests, with_load=False)
                      if tests else None)
         pcov = None
         sol = run.solutions.get(g.solution_id or "")
         if want_prompt and sol is not None and tests:
             code = str(sol["solution"])
             spid = "sol:" + content_id(code)
-            pcov = _coverage(analyzer(spid, code), cache, spid, tests)
+            pcov = union_coverage(analyzer(spid, code), cache, spid, tests)
         results.append(GenerationResult(
             task_id=g.task_id, generation_id=g.generation_id, solution_id=g.solution_id, tests=tests,
             canonical=tuple(canonical_test(t, opts.dedup) for t in tests), outcomes=outcomes,
@@ -546,9 +421,7 @@ def evaluate_run(
     metrics["execution"] = {
         "reference": ref_stats, "prompt_code": prompt_stats,
         "generations_without_coverage": missing_cov,
-        # C's counting differs slightly between coverage.py releases (98.73 % vs 98.79 % for
-        # the human tests on 7.17 and 7.5): the version is part of the result.
-        "coverage_py": _coverage_version(),
+        "coverage_py": coverage_version(),
         "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
     }
     warnings = []
@@ -570,46 +443,6 @@ def evaluate_run(
     write_jsonl(out_dir / "generations.jsonl", (generation_record(r, measure=opts.measure) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,
                       stats={"wall_s": wall, "cpu_s": cpu})
-
-
-def _coverage_version() -> str:
-    from importlib.metadata import version
-
-    return version("coverage")
-
-
-_CANARY = "def f(x):\n    if x:\n        return 1\n    return 0\n"
-
-
-def _canary(program: str = _CANARY) -> Any:
-    """The job run before the programs of each execution stage of ``testgen eval``: each of
-    its tests must record the line it ran, ``return 1`` (line 3) or ``return 0`` (line 4)."""
-    from evaluation.executor import AssertTest, Job
-
-    return Job(program=program, tests=(AssertTest(source="assert f(1) == 1", entry_point="f"),
-                                       AssertTest(source="assert f(0) == 0", entry_point="f")),
-               measure_coverage=True, tag="canary")
-
-
-def _check_canary(res: Any) -> None:
-    """Fail the run if coverage.py's tracer did not record what the canary's tests ran (the
-    default job once printed C = 21 % because every test recorded nothing)."""
-    lines = [None if r.arcs is None else {ln for arc in r.arcs for ln in arc if ln > 0} for r in res.results]
-    ok = (not res.load_error and all(r.outcome is Outcome.PASSED for r in res.results)
-          and lines[0] is not None and 3 in lines[0] and 4 not in lines[0]
-          and lines[1] is not None and 4 in lines[1] and 3 not in lines[1])
-    if not ok:
-        seen = res.load_error or "; ".join(f"test {i + 1}: {r.outcome.value}, lines {sorted(ln) if ln is not None else None}"
-                                           for i, (r, ln) in enumerate(zip(res.results, lines)))
-        raise RunFailure(
-            f"coverage.py {_coverage_version()} did not record the lines a known program's tests ran ({seen}): "
-            "coverage cannot be measured in this environment, so no coverage figure is reported; install a "
-            "coverage.py version in the range pyproject.toml states (CI tests its lowest and newest)")
-
-
-def _outcome(cache: _ExecCache, pid: str, test: str) -> Outcome:
-    ex = cache.tests.get((pid, content_id(test)))
-    return Outcome.ERROR if ex is None else ex.outcome
 
 
 def _cpu() -> float:

@@ -27,8 +27,6 @@ removes them); a solution shown in a test prompt gets the example-free header.
 
 from __future__ import annotations
 
-import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -41,6 +39,17 @@ from evaluation.records import Problem, Solution, content_id
 from testgen import __version__
 from testgen.backends import create_backend
 from testgen.backends.base import Backend, Generation, Prompt, Sampling
+from testgen.generation import (
+    CODE_STOP,
+    Progress,
+    check_or_write_config,
+    generate_checked,
+    hash_prompt,
+    index_runs,
+    select_tasks,
+    slug,
+    solution_record,
+)
 from testgen.prompting import (
     PromptTemplate,
     builtin_template,
@@ -59,16 +68,12 @@ __all__ = [
     "default_out_dir",
     "TEST_STOP",
     "CODE_STOP",
+    "select_tasks",
     "generation_key",
 ]
 
 TEST_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\n```", "\nprint(")
 """Stop strings for completion-style test prompts: the model has left the asserts."""
-CODE_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
-"""Stop strings for completion-style code prompts (Codex/HumanEval's, plus a stray assert)."""
-
-#: keys of config.json that may differ when resuming into an existing run directory
-_RESUMABLE_KEYS = frozenset({"limit", "task_ids", "testgen_version", "backend_runtime_options"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +121,7 @@ class RunConfig:
     task_ids: tuple[str, ...] = ()
     """Only these tasks (after ``limit``), if given."""
     extraction_mode: Literal["robust", "codet"] = "robust"
-    """How tests are extracted from raw text (see :mod:`testgen.extraction`)."""
+    """How tests are extracted from raw text (see :mod:`evaluation.extraction`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,14 +144,10 @@ class RunSummary:
     """Tasks with fewer than ``n`` solutions to show (``cross``: the pool is smaller)."""
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text.strip("/")).strip("_") or "model"
-
-
 def default_out_dir(config: RunConfig, *, root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<model>/<setting>``."""
     model = config.model or config.backend
-    return Path(root) / _slug(config.dataset) / _slug(model) / config.setting.value
+    return Path(root) / slug(config.dataset) / slug(model) / config.setting.value
 
 
 def generation_key(task_id: str, solution_id: str | None, sample_index: int) -> tuple[str, str, int]:
@@ -163,22 +164,6 @@ class _Unit:
     prompt: Prompt
     prompt_hash: str
     sample_indices: tuple[int, ...]
-
-
-def _prompt_hash(prompt: Prompt) -> str:
-    return content_id(json.dumps(prompt.to_json(), ensure_ascii=False), length=16)
-
-
-def _runs(indices: Sequence[int]) -> Iterator[tuple[int, ...]]:
-    """Split sorted indices into contiguous runs."""
-    run: list[int] = []
-    for i in indices:
-        if run and i != run[-1] + 1:
-            yield tuple(run)
-            run = []
-        run.append(i)
-    if run:
-        yield tuple(run)
 
 
 def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptStyle,
@@ -244,60 +229,8 @@ def _pools(config: RunConfig) -> tuple[str, ...]:
     return tuple(solutions_path(p) for p in pools)
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            flat.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            flat[f"{prefix}{k}"] = v
-    return flat
-
-
-def _check_or_write_config(out: Path, cfg: dict[str, Any]) -> None:
-    path = out / "config.json"
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise TestgenError(f"{path}: not valid JSON ({exc}); delete it or use another --out") from None
-        a = _flatten({k: v for k, v in old.items() if k not in _RESUMABLE_KEYS})
-        b = _flatten({k: v for k, v in cfg.items() if k not in _RESUMABLE_KEYS})
-        differing = sorted(k for k in set(a) | set(b) if a.get(k, "<absent>") != b.get(k, "<absent>"))
-        if differing:
-            detail = "; ".join(f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in differing[:5])
-            raise TestgenError(
-                f"{out} holds a run with a different configuration ({', '.join(differing)}): {detail}. "
-                "Use another --out, or the same options to resume."
-            )
-        merged = {**old, "limit": cfg["limit"], "task_ids": cfg["task_ids"],
-                  "backend_runtime_options": cfg["backend_runtime_options"]}
-        if merged != old:
-            path.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name("config.json.tmp")
-    tmp.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
 def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
     return select_tasks(problems, limit=config.limit, task_ids=config.task_ids)
-
-
-def select_tasks(problems: Sequence[Problem], *, limit: int | None, task_ids: Sequence[str]) -> list[Problem]:
-    """The first ``limit`` problems, then only ``task_ids`` among them (when given)."""
-    chosen = list(problems)
-    if limit is not None:
-        chosen = chosen[:limit]
-    if task_ids:
-        known = {p.task_id for p in chosen}
-        missing = [t for t in task_ids if t not in known]
-        if missing:
-            raise TestgenError(f"--task-id {missing[0]!r} is not in the dataset{' (after --limit)' if limit else ''}")
-        wanted = set(task_ids)
-        chosen = [p for p in chosen if p.task_id in wanted]
-    return chosen
 
 
 def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
@@ -307,69 +240,6 @@ def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
     for _, rec in read_jsonl(path, tolerate_torn_tail=True):
         keys.add(generation_key(rec.get("task_id", ""), rec.get("solution_id"), int(rec.get("sample_index", -1))))
     return keys
-
-
-def _solution_record(sol: Solution, **extra: Any) -> dict[str, Any]:
-    return {
-        "task_id": sol.task_id,
-        "solution_id": sol.solution_id,
-        "solution": sol.code,
-        "completion": sol.completion,
-        "sample_index": sol.sample_index,
-        "model": sol.model,
-        **extra,
-    }
-
-
-class _Progress:
-    """A rich progress bar (count, rate, ETA) that can be switched off."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._progress: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TaskProgressColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TaskProgressColumn(),
-                TextColumn("{task.fields[rate]}"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-            )
-            self._progress.__enter__()
-        return self
-
-    def add(self, description: str, total: int) -> Any:
-        if self._progress is None:
-            return None
-        return self._progress.add_task(description, total=total, rate="")
-
-    def advance(self, task: Any, amount: int) -> None:
-        if self._progress is None or task is None:
-            return
-        self._progress.advance(task, amount)
-        t = next((x for x in self._progress.tasks if x.id == task), None)
-        speed = t.speed if t is not None else None
-        if speed:
-            self._progress.update(task, rate=f"{speed:.2f}/s")
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(None, None, None)
 
 
 def _batches(units: Sequence[_Unit], size: int) -> Iterator[list[_Unit]]:
@@ -394,8 +264,7 @@ def run(
 
     ``notify`` is told, when resuming, how much of the run was already present."""
     from evaluation.datasets import load_dataset
-
-    from testgen.extraction import extract_tests
+    from evaluation.extraction import extract_tests
 
     if config.n < 1:
         raise TestgenError("-n must be at least 1")
@@ -447,13 +316,13 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         pool = read_code_from(config.code_from, ds, problems, n)
     elif config.setting is Setting.CROSS and config.code_pool:
         pool = read_pools(_pools(config), ds, problems, n)
-    _check_or_write_config(out_dir, cfg)
+    check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     sols_path = out_dir / "solutions.jsonl"
     num_tests = config.tests_per_generation or 3
     summary_solutions = 0
 
-    with _Progress(progress) as bar:
+    with Progress(progress) as bar:
         # 1. the solutions shown in the prompts, per task: (solution, copies)
         plan: dict[str, list[tuple[Solution, int]]] = {}
         if config.setting in (Setting.ORACLE, Setting.PLACEHOLDER):
@@ -466,7 +335,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 )
                 sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{kind}/0", code=code, model=kind)
                 plan[p.task_id] = [(sol, n)]
-            write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
+            write_jsonl(sols_path, (solution_record(s) for sols in plan.values() for s, _ in sols))
         elif config.setting is Setting.CROSS or config.code_from:
             for p in problems:
                 sols: list[tuple[Solution, int]] = []
@@ -474,7 +343,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                     shown = implementation_code(p, s.code, keep_examples=config.keep_examples)
                     sols.append((replace(s, code=shown, sample_index=j), 1))
                 plan[p.task_id] = sols
-            write_jsonl(sols_path, (_solution_record(s) for sols in plan.values() for s, _ in sols))
+            write_jsonl(sols_path, (solution_record(s) for sols in plan.values() for s, _ in sols))
         else:
             assert code_tpl is not None
             from testgen.sampling import sample_solutions
@@ -484,7 +353,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                 strip_code_examples=config.strip_code_examples, path=sols_path, bar=bar, num_tests=num_tests,
                 label="solutions (self)", notify=notify)
             by_task: dict[str, list[Solution]] = defaultdict(list)
-            for line, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
+            for _, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
                 by_task[rec["task_id"]].append(
                     Solution(task_id=rec["task_id"], solution_id=rec["solution_id"], code=rec["solution"],
                              completion=rec.get("completion"), sample_index=int(rec["sample_index"]),
@@ -513,10 +382,10 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                     continue
                 prompt = render(tests_tpl, p, code=sol.code, purpose="tests", num_tests=num_tests,
                                 keep_examples=config.keep_examples)
-                for run_ in _runs(missing):
+                for run_ in index_runs(missing):
                     units.append(_Unit(problem=p, solution_id=shown_id,
                                        prompt=replace(prompt, sample_offset=run_[0]),
-                                       prompt_hash=_prompt_hash(prompt), sample_indices=run_))
+                                       prompt_hash=hash_prompt(prompt), sample_indices=run_))
 
         total = sum(len(u.sample_indices) for u in units)
         if skipped:
@@ -542,28 +411,11 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                         tests_total += len(rec["tests"])
                     bar.advance(task, len(gens))
 
-                _generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
+                generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
 
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
     return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
                       solutions_generated=summary_solutions, tests=tests_total)
-
-
-def _generate_checked(backend: Backend, prompts: list[Prompt], sampling: Sampling, on_result: Any) -> None:
-    """Call the backend, making sure every prompt's result is delivered exactly once."""
-    delivered: set[int] = set()
-
-    def once(i: int, gens: list[Generation]) -> None:
-        if i in delivered:
-            return
-        delivered.add(i)
-        on_result(i, gens)
-
-    results = backend.generate(prompts, sampling, on_result=once)
-    if len(results) != len(prompts):
-        raise RunFailure(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
-    for i, gens in enumerate(results):
-        once(i, gens)
 
 
 def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int, gen: Generation,

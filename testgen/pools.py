@@ -19,7 +19,6 @@ instead of sampling again.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import TestgenError
+from evaluation.io import file_sha256  # re-exported: the pipeline records the pools' hashes with it
 from evaluation.records import Problem, Solution
 
 __all__ = ["POOL_RULE", "pool_shares", "read_pools", "read_code_from", "solutions_path", "file_sha256"]
@@ -52,15 +52,6 @@ def solutions_path(path: str) -> str:
     if p.is_dir() and (p / "solutions.jsonl").is_file():
         return str(p / "solutions.jsonl")
     return path
-
-
-def file_sha256(path: str) -> str:
-    """sha256 of a file's bytes (recorded in ``config.json``)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _by_task(path: str, dataset: Any, problems: Sequence[Problem], *, option: str) -> dict[str, list[Solution]]:

@@ -140,8 +140,8 @@ def table2_rows(runs: Sequence[EvaluatedRun], *, tests_only: bool = False) -> tu
     for m in models:
         row = [m]
         for s in settings:
-            r = cell.get((m, s))
-            row.append("" if r is None else f"{_pct(r.metrics.get('dedup_pass_rate'))} ({_pct(_coverage(r, tests_only))})")
+            run = cell.get((m, s))
+            row.append("" if run is None else f"{_pct(run.metrics.get('dedup_pass_rate'))} ({_pct(_coverage(run, tests_only))})")
         rows.append(row)
     return ["model", *(f"{s} P' ({label})" for s in settings)], rows
 
@@ -244,7 +244,7 @@ def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.6 * len(runs) + 4), 4.8), dpi=120)
     for ax, key, title in ((axes[0], "dedup_pass_rate", "P' per task"), (axes[1], "coverage", "C per task")):
-        data = [[100 * v[key] for v in r.per_task.values() if v[key] is not None] for r in runs]
+        data = [[100 * x for v in r.per_task.values() if (x := v[key]) is not None] for r in runs]
         ax.boxplot([d if d else [float("nan")] for d in data], showmeans=True)
         ax.set_xticks(range(1, len(runs) + 1), [r.label for r in runs], rotation=20, ha="right", fontsize=8)
         ax.set_ylabel(f"{title.split()[0]} (%)")

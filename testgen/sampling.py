@@ -40,6 +40,17 @@ from evaluation.records import Problem, Solution
 from testgen import __version__
 from testgen.backends import create_backend
 from testgen.backends.base import Backend, Generation, Prompt, Sampling, cut_at_stop
+from testgen.generation import (
+    CODE_STOP,
+    Progress,
+    check_or_write_config,
+    generate_checked,
+    hash_prompt,
+    index_runs,
+    select_tasks,
+    slug,
+    solution_record,
+)
 from testgen.prompting import (
     PromptTemplate,
     builtin_template,
@@ -99,10 +110,8 @@ class SampleSummary:
 
 def default_sample_dir(config: SampleConfig, *, root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<model>/sample-t<temperature>``."""
-    from testgen.pipeline import _slug
-
     model = config.model or config.backend
-    return Path(root) / _slug(config.dataset) / _slug(model) / f"sample-t{config.sampling.temperature:g}"
+    return Path(root) / slug(config.dataset) / slug(model) / f"sample-t{config.sampling.temperature:g}"
 
 
 def _resolve_style(style: PromptStyle, backend: Backend) -> PromptStyle:
@@ -119,8 +128,6 @@ def code_template_for(name: str | None, style: PromptStyle) -> PromptTemplate:
 def sample_stop(sampling: Sampling, style: PromptStyle) -> tuple[str, ...]:
     """Stop strings of a code request: the configured ones (default :data:`CODE_STOP`) for a
     completion prompt, none for a chat prompt (its answer is parsed instead)."""
-    from testgen.pipeline import CODE_STOP
-
     if style is not PromptStyle.COMPLETION:
         return ()
     return sampling.stop or CODE_STOP
@@ -146,8 +153,6 @@ def sample_solutions(
     Shared by ``testgen sample`` and the ``self`` setting of ``testgen run``; ``notify`` is told,
     when resuming, how many solutions were already present.
     """
-    from testgen.pipeline import _generate_checked, _prompt_hash, _runs, _slug, _solution_record
-
     keep = not strip_code_examples
     have: set[tuple[str, int]] = set()
     if path.exists():
@@ -161,7 +166,7 @@ def sample_solutions(
         if not missing:
             continue
         prompt = render(code_tpl, p, code="", purpose="code", num_tests=num_tests, keep_examples=keep)
-        for run_ in _runs(missing):
+        for run_ in index_runs(missing):
             units.append((p, replace(prompt, sample_offset=run_[0]), run_))
     total = sum(len(u[2]) for u in units)
     if notify is not None and n * len(problems) > total:
@@ -170,7 +175,7 @@ def sample_solutions(
     if not total:
         return 0, reused
     task = bar.add(label, total)
-    model_slug = _slug(backend.model)
+    model_slug = slug(backend.model)
     stop = sample_stop(sampling, style)
     made = 0
     by_n: dict[int, list[tuple[Problem, Prompt, tuple[int, ...]]]] = defaultdict(list)
@@ -194,13 +199,13 @@ def sample_solutions(
                             code, completion = extract_code(gen.text, p, keep_examples=keep), None
                         sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
                                        completion=completion, sample_index=j, model=backend.model)
-                        sink.write(_solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
+                        sink.write(solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
                                                     usage=dict(gen.usage) if gen.usage else None,
-                                                    prompt_hash=_prompt_hash(prompt)))
+                                                    prompt_hash=hash_prompt(prompt)))
                         made += 1
                     bar.advance(task, len(gens))
 
-                _generate_checked(backend, [u[1] for u in batch], request, on_result)
+                generate_checked(backend, [u[1] for u in batch], request, on_result)
     return made, reused
 
 
@@ -253,9 +258,7 @@ class PreparedSample:
 
     def run(self, *, progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
         """Sample what is missing (the part that can fail while running: the model)."""
-        from testgen.pipeline import _Progress
-
-        with _Progress(progress) as bar:
+        with Progress(progress) as bar:
             made, reused = sample_solutions(
                 self.backend, self.problems, n=self.config.n, sampling=self.config.sampling,
                 code_tpl=self.template, style=self.style, strip_code_examples=self.config.strip_code_examples,
@@ -271,7 +274,6 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
     """Check the inputs (dataset, tasks, backend and its options, template, an existing run's
     configuration) and write ``config.json``; nothing is generated yet."""
     from evaluation.datasets import load_dataset
-    from testgen.pipeline import _check_or_write_config, select_tasks
 
     if config.n < 1:
         raise TestgenError("-n must be at least 1")
@@ -294,7 +296,7 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
         tpl = code_template_for(config.code_template, style)
         cfg = _config_json(config, backend, style=style, tpl=tpl, dataset_source=ds.source,
                            dataset_version=ds.version)
-        _check_or_write_config(out_dir, cfg)
+        check_or_write_config(out_dir, cfg)
     except BaseException:
         if own:
             backend.close()

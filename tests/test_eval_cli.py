@@ -263,11 +263,11 @@ def test_a_tracer_that_records_nothing_fails_the_run_instead_of_printing_a_numbe
     Each execution stage of ``testgen eval`` first runs a known program through the executor;
     if its tests did not record the lines they ran, the run fails (exit 1) and prints no C.
     Here the known program switches tracing off, as a broken tracer would look from inside."""
-    import testgen.evaluate_run as er
+    import testgen.executions as ex
 
     off = "import sys\nsys.settrace(None)\n"
-    dead = er._canary(off + er._CANARY)
-    monkeypatch.setattr(er, "_canary", lambda: dead)
+    dead = ex._canary(off + ex.CANARY)
+    monkeypatch.setattr(ex, "_canary", lambda: dead)
     run = _write_run(tmp_path / "run", [{"task_id": "HumanEval/0", "tests": GOOD[:2]}])
     res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(hep), "-q"])
     assert res.exit_code == 1, res.output

@@ -124,3 +124,33 @@ def test_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
         write_jsonl(path, records())  # type: ignore[arg-type]
     assert [rec for _, rec in read_jsonl(path)] == [{"a": 1}]
     assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]
+
+
+def test_one_cache_directory_for_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluation import datasets, evalplus
+    from evaluation.io import cache_dir
+
+    monkeypatch.delenv("TESTGEN_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "testgen"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_dir() == Path.home() / ".cache" / "testgen"
+    monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"
+    # the datasets' download cache and the HumanEval+ ground truth use this one helper
+    assert datasets.cache_dir is cache_dir and evalplus.default_cache_dir is cache_dir
+
+
+def test_file_sha256_of_a_real_file_and_of_several_blocks(shared_data: Path, tmp_path: Path) -> None:
+    import hashlib
+    import os
+
+    from evaluation.io import file_sha256
+    from testgen import pools
+
+    path = shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"
+    assert file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom((5 << 20) // 2))  # 2.5 blocks of 1 MiB
+    assert file_sha256(str(big)) == hashlib.sha256(big.read_bytes()).hexdigest()
+    assert pools.file_sha256 is file_sha256

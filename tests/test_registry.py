@@ -170,3 +170,26 @@ def test_dataset_conformance(name: str, shared_data: Path) -> None:
 def test_every_registered_dataset_is_listed_in_specs() -> None:
     assert set(DATASETS.names()) == set(SPECS) == set(SHARED_FILES)
 
+
+
+# --- one mechanism for every kind of plug-in ---------------------------------------------------
+
+
+def test_backends_datasets_and_rerankers_share_one_registry_and_the_declared_groups() -> None:
+    """Each kind is a :class:`Registry` whose entry-point group is one ``pyproject.toml``
+    declares, so a third-party plug-in is one file plus one entry point, and a built-in one
+    file plus one ``register`` line; each kind has its conformance test (datasets above,
+    backends in ``test_backends_conformance.py``, rerankers in ``test_rerank_methods.py``)."""
+    tomllib = pytest.importorskip("tomllib")
+    from rerank.methods import RERANKERS
+    from testgen.backends import BACKENDS
+
+    with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as fh:
+        groups = set(tomllib.load(fh)["project"]["entry-points"])
+    kinds = {"backend": BACKENDS, "dataset": DATASETS, "reranker": RERANKERS}
+    for kind, reg in kinds.items():
+        assert isinstance(reg, Registry) and reg.kind == kind
+        assert reg.entry_point_group in groups, (kind, reg.entry_point_group, groups)
+        for name in reg.names():  # built-ins are lazy "module:attr" paths, resolved by the registry
+            assert ":" in reg.target(name), (kind, name)
+    assert {reg.entry_point_group for reg in kinds.values()} == groups

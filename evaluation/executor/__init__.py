@@ -5,6 +5,8 @@ Public API (see :mod:`evaluation.executor.api`): build :class:`Job` objects, han
 per job as results arrive.
 """
 
+from typing import TYPE_CHECKING
+
 from evaluation.executor.api import (
     AssertTest,
     CallTest,
@@ -13,6 +15,9 @@ from evaluation.executor.api import (
     Limits,
     TestResult,
 )
+
+if TYPE_CHECKING:  # at run time these come lazily, from __getattr__ below
+    from evaluation.executor.pool import Executor, execute, isolation_report
 
 __all__ = [
     "AssertTest",
@@ -29,12 +34,8 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # Lazy: the pool module starts nothing at import, but keep import of this package cheap.
-    if name in ("Executor", "execute"):
+    if name in ("Executor", "execute", "isolation_report"):
         from evaluation.executor import pool
 
         return getattr(pool, name)
-    if name == "isolation_report":
-        from evaluation.executor import sandbox
-
-        return sandbox.isolation_report
     raise AttributeError(name)

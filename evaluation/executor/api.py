@@ -82,7 +82,7 @@ class Limits:
     that loops forever on most inputs then costs ``short_timeout`` per further test, not
     ``timeout``. A test of such a program that would have finished between the two limits is
     then a TIMEOUT (its detail says the deadline was shortened). Not exact: for outcome
-    matrices where a small disagreement is acceptable (``rerank``; see the README).
+    matrices where a small disagreement is acceptable (``rerank``; see docs/rerank.md#timeouts).
     Like every deadline it is the child's own CPU-time alarm: the child ends the test,
     reports the timeout and goes on with the next test, so a program looping on most inputs
     costs no fork and reload per test (the wall-clock backstop of :attr:`timeout` applies)."""
@@ -110,7 +110,7 @@ class Job:
     runs the tests in order, each with a fresh copy of the program's globals (a test cannot
     rebind names another test sees, but can mutate shared objects such as a global cache).
     ``"per_test"``: a fresh child loads the program for every test (full isolation, one fork
-    and one load per test). See the README's executor section for the measured trade-off."""
+    and one load per test). See docs/executor.md for the measured trade-off."""
     dedup: Literal["behaviour", "exact"] = "behaviour"
     """Which jobs share one run. ``"behaviour"``: programs equal up to comments, layout and
     the names of pure locals (:func:`evaluation.dedup.behaviour_key`) run once, and every such

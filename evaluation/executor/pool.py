@@ -11,6 +11,9 @@ pipes (no threads, no deadlock when a large unit and a large result cross). Ever
 wire is plain data (:mod:`evaluation.executor.wire`); a worker that dies is restarted and its
 units resent (twice at most, then their tests are ERROR). See :mod:`evaluation.executor.worker`
 for what happens inside a worker, and :mod:`evaluation.executor.sandbox` for the isolation.
+
+Longer than 500 lines: the deduplicating plan and the event loop that drains it share the
+units in flight and the workers' state; split, the two halves would pass that state back and forth.
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ from typing import Any
 
 from evaluation.executor.api import AssertTest, CallTest, ExecutionResult, Job, Limits, TestResult
 from evaluation.executor.sandbox import MECHANISMS, Mechanism
-from evaluation.executor.wire import HEADER, frame, read_size
+from evaluation.executor.wire import HEADER, PROGRAM_FILENAME, exception_detail, frame, read_size
 from evaluation.records import Outcome
 
-__all__ = ["Executor", "execute"]
+__all__ = ["Executor", "execute", "isolation_report"]
 
 _OUTCOMES = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.TIMEOUT)
 _PIPELINE_DEPTH = 2
@@ -94,12 +97,10 @@ def _parse_error(program: str) -> str | None:
     (truncated samples). Only called for programs :func:`~evaluation.dedup.behaviour_key`
     could not parse (the parent parses every program for that anyway). MemoryError and
     RecursionError depend on the process, so those programs still go to a child."""
-    from evaluation.executor.worker import PROGRAM_FILENAME, _detail
-
     try:
         compile(program, PROGRAM_FILENAME, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError) as exc:
-        return _detail(exc)
+        return exception_detail(exc)
     except (MemoryError, RecursionError):
         return None
     return None
@@ -513,3 +514,13 @@ def execute(jobs: Iterable[Job], *, workers: int | None = None, limits: Limits |
     """
     with Executor(workers=workers, limits=limits) as ex:
         yield from ex.run(jobs)
+
+
+def isolation_report() -> dict[str, Mechanism]:
+    """Start one worker, ask which mechanisms its children run under, and stop it.
+
+    The same report is available, at no extra cost, as ``Executor.isolation`` once an
+    executor has started.
+    """
+    with Executor(workers=1) as ex:
+        return ex.isolation

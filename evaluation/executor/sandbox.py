@@ -19,7 +19,7 @@ forks applies it in a few microseconds:
 * **rlimits**: address space, CPU seconds, file size, open files, no core dumps.
 
 Each mechanism is probed at worker start (:func:`prepare`); what is missing is reported
-(:func:`isolation_report`) and degrades with a warning, never with a crash. We run as root
+(:func:`evaluation.executor.isolation_report`) and degrades with a warning, never with a crash. We run as root
 here, so ``RLIMIT_NPROC`` does not bind: seccomp is what stops process creation.
 """
 
@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "isolation_report", "MECHANISMS"]
+__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "MECHANISMS"]
 
 MECHANISMS = ("user_namespace", "network_namespace", "seccomp", "landlock", "rlimits")
 """Every isolation mechanism the executor tries, in the order they are reported."""
@@ -417,15 +417,3 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
         if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, prepared.seccomp_fprog_ptr, 0, 0) != 0:
             failed.append("seccomp")
     return failed
-
-
-def isolation_report() -> dict[str, Mechanism]:
-    """Start one worker, ask which mechanisms its children run under, and stop it.
-
-    The same report is available, at no extra cost, as ``Executor.isolation`` once an
-    executor has started.
-    """
-    from evaluation.executor.pool import Executor
-
-    with Executor(workers=1) as ex:
-        return ex.isolation

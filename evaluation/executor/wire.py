@@ -15,7 +15,8 @@ import reprlib
 import struct
 from typing import Any
 
-__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size", "short_repr"]
+__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size", "PROGRAM_FILENAME",
+           "DETAIL_CHARS", "exception_detail", "short_repr"]
 
 HEADER = struct.Struct("<I")
 """Length prefix of every frame."""
@@ -23,6 +24,15 @@ READ_SIZE = 64 * 1024
 """Bytes asked of ``os.read`` for small frames. ``os.read(fd, n)`` allocates ``n`` bytes
 first: at 1 MiB that is an mmap, mremap and munmap per call (glibc's mmap threshold is
 128 KiB), and the worker reads up to once per finished test."""
+
+PROGRAM_FILENAME = "<program>"
+"""Filename the program is compiled under (tracebacks, SyntaxError messages), in a child and
+in the parent, which compiles a program that does not parse to report the same error."""
+DETAIL_CHARS = 300
+"""Characters of an error's text kept in a test's ``detail``."""
+# Bound at import, before any program runs: a child calls exception_detail after untrusted
+# code has had the chance to patch the ``builtins`` module (as in the worker).
+_type, _isinstance, _str, _BaseException = type, isinstance, str, BaseException
 
 _PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _PLAIN_CONTAINERS = (tuple, list, set, frozenset)
@@ -45,6 +55,16 @@ def read_size(buf: bytes | bytearray, cap: int) -> int:
         return READ_SIZE
     size: int = HEADER.unpack_from(buf, 0)[0]
     return max(READ_SIZE, min(4 + size - len(buf), cap))
+
+
+def exception_detail(exc: BaseException) -> str:
+    """``"<ExceptionType>: <message>"``, at most :data:`DETAIL_CHARS` characters; the type's
+    name alone when the exception's ``__str__`` raises (a hostile one may)."""
+    try:
+        text = f"{_type(exc).__name__}: {exc}"
+    except _BaseException:  # noqa: BLE001 - a hostile __str__
+        text = _type(exc).__name__ if _isinstance(_type(exc).__name__, _str) else "exception"
+    return text[:DETAIL_CHARS]
 
 
 def is_plain(value: Any, *, depth: int = 0) -> bool:

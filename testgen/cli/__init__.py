@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import FriendlyCommand, FriendlyErrors, UserError, run_cli
+from evaluation.cli_common import FriendlyCommand, FriendlyErrors, UserError, debug_option, run_cli
 from testgen import __version__
 
 __all__ = ["main", "cli", "LazyGroup", "FriendlyCommand", "UserError", "run_cli"]
@@ -70,7 +70,7 @@ def _unavailable(name: str, help_text: str) -> click.Command:
 
 @click.group(name="testgen", cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="testgen")
-@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+@debug_option()
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """testgen: how well do LLMs write tests, and which code do their tests pick?

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import click
 
+from evaluation.cli_common import dataset_path_option
+
 __all__ = ["datasets", "DatasetRow", "dataset_rows"]
 
 
@@ -77,12 +79,7 @@ def dataset_rows(
 
 @click.command(name="datasets")
 @click.argument("names", nargs=-1)
-@click.option(
-    "--dataset-path",
-    metavar="FILE",
-    default=None,
-    help="Use this file for the (single) named dataset instead of searching for it.",
-)
+@dataset_path_option(help="Use this file for the (single) named dataset (default: search for each).")
 @click.option("--download", is_flag=True, help="Download missing dataset files into the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per dataset.")
 def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, as_json: bool) -> None:
@@ -92,14 +89,9 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     MBPP_OVERRIDE_PATH / TESTGEN_MBPP_PATH, then the cache ($TESTGEN_CACHE or ~/.cache/testgen),
     then (with --download, or when a command needs the data) the official release URL.
     """
-    from pathlib import Path
-
     from evaluation.datasets import DATASETS
-    from evaluation.errors import DatasetNotFound
 
     if dataset_path is not None:
-        if not Path(dataset_path).expanduser().is_file():
-            raise DatasetNotFound(f"--dataset-path {dataset_path} is not a file")
         if len(names) != 1:
             raise click.UsageError(
                 "--dataset-path needs exactly one dataset name, e.g. 'testgen datasets mbpp+ --dataset-path FILE'"

@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import NON_NEGATIVE_INT, POSITIVE_FLOAT, DatasetName, notice, workers_option
+from evaluation.cli_common import (
+    NON_NEGATIVE_INT,
+    DatasetName,
+    dataset_path_option,
+    notice,
+    timeout_option,
+    workers_option,
+)
 
 __all__ = ["eval_"]
 
@@ -40,23 +47,27 @@ def _pct(x: Any) -> str:
                    "instead of judging.")
 @click.option("--reference-dataset", type=DatasetName(), default=None,
               help="Whose reference solutions are the oracle (default: HumanEval+ when available).")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="File of the reference dataset.")
+@dataset_path_option(help="File of the reference dataset (default: searched for, as 'testgen datasets' shows).")
 @workers_option()
-@click.option("--timeout", type=POSITIVE_FLOAT, default=5.0, show_default=True,
-              help="Seconds per test (coverage tracing slows tight loops ~8x).")
+@timeout_option(default=5.0, help="Seconds per test (coverage tracing slows tight loops ~8x).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
-          reference_dataset: str | None, dataset_path: Path | None, workers: int | None, timeout: float,
+          reference_dataset: str | None, dataset_path: str | None, workers: int | None, timeout: float,
           no_cache: bool, quiet: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
     from rich.table import Table
 
     from testgen.coverage import CoverageMeasure
@@ -68,7 +79,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         tests_per_generation_explicit=tests_per_generation is not None,
         dedup=DedupKey(dedup), empty=EmptyPolicy(empty), measure=CoverageMeasure(measure),
         prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
-        verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=dataset_path,
+        verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
         workers=workers, timeout=timeout, out=out, use_cache=not no_cache,
     )
     console = Console(stderr=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_FLOAT, DatasetName, workers_option
+from evaluation.cli_common import POSITIVE_FLOAT, dataset_option, dataset_path_option, workers_option
 
 __all__ = ["evaluate", "verdict_record", "default_out_path"]
 
@@ -49,15 +49,13 @@ def default_out_path(samples: str) -> Path:
 
 
 @click.command(name="evaluate")
-@click.option("--dataset", "dataset_name", type=DatasetName(only=("humaneval+", "mbpp+", "mbpp")),
-              default="humaneval+", show_default=True,
-              help="Dataset whose base and plus inputs judge (mbpp: MBPP sanitized, its original asserts only).")
+@dataset_option(only=("humaneval+", "mbpp+", "mbpp"), dest="dataset_name",
+                help="Dataset whose base and plus inputs judge (mbpp: MBPP sanitized, its original asserts only).")
 @click.option("--samples", required=True, type=click.Path(exists=True),
               help="Solutions: our/EvalPlus samples JSONL (task_id + solution|completion), "
                    "CodeT's {prompt, samples} JSONL(.gz), an EvalPlus samples folder, "
                    "or a 'testgen sample' run directory (its solutions.jsonl).")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Dataset file (default: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / cache).")
+@dataset_path_option()
 @workers_option()
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Per-sample verdicts JSONL (default: ./<samples name>.verdicts.jsonl).")
@@ -124,7 +122,13 @@ def evaluate(
         raise TestgenError(f"{samples}: no solution of a {dataset_name} task")
     limits = TimeLimits(min_time_limit=min_time_limit, gt_time_limit_factor=gt_time_limit_factor)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as bar:

@@ -13,10 +13,12 @@ from evaluation.cli_common import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
-    DatasetName,
+    dataset_option,
+    dataset_path_option,
     notice,
 )
 from evaluation.errors import TestgenError
+from testgen.cli.options import backend_options, resolve_backend_options, task_options
 
 __all__ = ["run"]
 
@@ -33,21 +35,9 @@ def _solutions_file(path: str | None) -> str | None:
     return found
 
 
-def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--backend-option")
-        options[key.strip()] = value
-    return options
-
-
 @click.command(name="run")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval, humaneval+, mbpp+ or mbpp.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)
@@ -75,12 +65,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--strip-code-examples", is_flag=True,
               help="self: remove the docstring examples from code prompts too (kept by default: the paper samples "
                    "code with the default prompt; CodeT removes them).")
-@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")
-@click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
-@click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
-@click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
-              help="Backend option (repeatable); see --list-backend-options.")
-@click.option("--list-backend-options", is_flag=True, help="Show the chosen backend's options and exit.")
+@task_options()
+@backend_options()
 @click.option("--extraction", type=click.Choice(["robust", "codet"]), default="robust", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory [default: runs/<dataset>/<model>/<setting>].")
@@ -97,21 +83,13 @@ def run(
     """Make a model write tests for every problem; appends to RUN/generations.jsonl (resumable)."""
     import sys
 
-    from testgen.backends import BACKENDS
-    from testgen.backends.base import Sampling, options_help
-    from testgen.pipeline import CODE_STOP, RunConfig, default_out_dir
-    from testgen.pipeline import run as run_pipeline
+    from testgen.backends.base import Sampling
+    from testgen.pipeline import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
     from testgen.settings import PromptStyle, Setting
 
-    if list_backend_options:
-        cls = BACKENDS.get(backend)
-        click.echo(f"options of backend {backend!r} (--backend-option KEY=VALUE):")
-        for name, default, doc in options_help(cls.Options):
-            click.echo(f"  {name} [default {default}]: {doc}")
+    options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
+    if options is None:
         return
-    options = _parse_options(backend_options)
-    if base_url is not None:
-        options["base_url"] = base_url
     source = click.get_current_context().get_parameter_source("n")
     if backend == "human" and source is not click.core.ParameterSource.DEFAULT and n != 1:
         click.echo("note: the human backend makes one generation per task (all human tests); -n is ignored", err=True)

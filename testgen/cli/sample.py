@@ -17,18 +17,18 @@ from evaluation.cli_common import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
-    DatasetName,
+    dataset_option,
+    dataset_path_option,
     notice,
 )
+from testgen.cli.options import backend_options, resolve_backend_options, task_options
 
 __all__ = ["sample"]
 
 
 @click.command(name="sample")
-@click.option("--dataset", type=DatasetName(), default="humaneval+", show_default=True,
-              help="humaneval, humaneval+, mbpp+ or mbpp.")
-@click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Explicit dataset file.")
+@dataset_option()
+@dataset_path_option()
 @click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, fake, or a plugin.")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
@@ -44,12 +44,8 @@ __all__ = ["sample"]
 @click.option("--strip-code-examples", is_flag=True,
               help="Remove the docstring examples from the prompts (kept by default, as the paper samples code; "
                    "CodeT's prompt files have them removed).")
-@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")
-@click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")
-@click.option("--base-url", default=None, help="openai: the server's base URL (e.g. http://localhost:8000/v1).")
-@click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
-              help="Backend option (repeatable); see --list-backend-options.")
-@click.option("--list-backend-options", is_flag=True, help="Show the chosen backend's options and exit.")
+@task_options()
+@backend_options()
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory [default: runs/<dataset>/<model>/sample-t<temperature>].")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
@@ -68,21 +64,13 @@ def sample(
     import sys
 
     from evaluation.errors import RunFailure
-    from testgen.backends import BACKENDS
-    from testgen.backends.base import Sampling, options_help
-    from testgen.cli.run import _parse_options
+    from testgen.backends.base import Sampling
     from testgen.sampling import SampleConfig, prepare
     from testgen.settings import PromptStyle
 
-    if list_backend_options:
-        cls = BACKENDS.get(backend)
-        click.echo(f"options of backend {backend!r} (--backend-option KEY=VALUE):")
-        for name, default, doc in options_help(cls.Options):
-            click.echo(f"  {name} [default {default}]: {doc}")
+    options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
+    if options is None:
         return
-    options = _parse_options(backend_options)
-    if base_url is not None:
-        options["base_url"] = base_url
     if model is None and backend in ("openai", "vllm", "hf"):
         raise click.UsageError(f"--backend {backend} needs --model")
     config = SampleConfig(

@@ -1,0 +1,70 @@
+"""Options that ``testgen run`` and ``testgen sample`` share: which tasks, and how to reach and
+configure the backend (``--base-url``, ``--backend-option KEY=VALUE``, ``--list-backend-options``).
+The options both CLIs share (``--dataset``, ``--workers``, ...) are in :mod:`evaluation.cli_common`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from evaluation.cli_common import POSITIVE_INT
+
+__all__ = ["task_options", "backend_options", "parse_backend_options", "resolve_backend_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def task_options() -> Callable[[F], F]:
+    """``--limit N`` and ``--task-id ID`` (repeatable)."""
+
+    def apply(f: F) -> F:
+        f = click.option("--task-id", "task_ids", multiple=True, help="Only this task (repeatable).")(f)
+        return click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N tasks.")(f)
+
+    return apply
+
+
+def backend_options() -> Callable[[F], F]:
+    """``--base-url``, ``--backend-option/-o KEY=VALUE`` (repeatable) and ``--list-backend-options``."""
+
+    def apply(f: F) -> F:
+        f = click.option("--list-backend-options", is_flag=True, help="Show the chosen backend's options and exit.")(f)
+        f = click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
+                         help="Backend option (repeatable); see --list-backend-options.")(f)
+        return click.option("--base-url", default=None,
+                            help="openai: the server's base URL (e.g. http://localhost:8000/v1).")(f)
+
+    return apply
+
+
+def parse_backend_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs -> a dict (the backend validates the keys and values)."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--backend-option")
+        options[key.strip()] = value
+    return options
+
+
+def resolve_backend_options(backend: str, pairs: tuple[str, ...], base_url: str | None, *,
+                            list_only: bool) -> dict[str, str] | None:
+    """The backend's options from the command line (``--base-url`` is the ``base_url`` option);
+    with ``list_only``, print the backend's documented options instead and return None."""
+    if list_only:
+        from testgen.backends import BACKENDS
+        from testgen.backends.base import options_help
+
+        cls = BACKENDS.get(backend)
+        click.echo(f"options of backend {backend!r} (--backend-option KEY=VALUE):")
+        for name, default, doc in options_help(cls.Options):
+            click.echo(f"  {name} [default {default}]: {doc}")
+        return None
+    options = parse_backend_options(pairs)
+    if base_url is not None:
+        options["base_url"] = base_url
+    return options
