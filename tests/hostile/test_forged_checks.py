@@ -15,7 +15,6 @@ dropped, and counted, by ``testgen run``, ``testgen eval`` and ``rerank`` alike.
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,8 @@ from click.testing import CliRunner
 from evaluation.executor import AssertTest, Executor, Job, Limits
 from evaluation.executor.trusted import trusted_check
 from evaluation.records import Outcome, Solution, TestCase
+
+from _eval_run import eval_programs_as_references
 
 HERE = Path(__file__).resolve().parent
 CORRECT = '''def add(x, y):
@@ -145,31 +146,15 @@ def test_through_reranks_outcome_matrix(tmp_path: Path) -> None:
 def test_through_testgen_eval(tmp_path: Path) -> None:
     """Each hostile program as the reference solution of a task: P = 0 on its correct tests;
     the correct program as the reference of a twin task: P = 1."""
-    from testgen.cli import cli
-
-    records, gens = [], []
+    programs, tests = {}, {}
     for fam in FAMILIES:
         for who, code in (("Hostile", fam.program()), ("Correct", CORRECT)):
-            tid = f"{who}/{fam.label}"
-            records.append({"task_id": tid, "prompt": code, "entry_point": "add", "canonical_solution": "",
-                            "base_input": [[1, 2]], "plus_input": [], "atol": 0, "contract": "", "test": ""})
-            gens.append({"task_id": tid, "generation_id": tid, "solution_id": None, "tests": list(fam.tests),
-                         "dropped": {"no_entry_point": 0, "unparsable": 0}})
-    data = tmp_path / "hostile.jsonl.gz"
-    with gzip.open(data, "wt") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in records)
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "config.json").write_text(json.dumps({"dataset": "humaneval+", "setting": "placeholder",
-                                                 "backend": "fake", "model": "hand"}))
-    (run / "generations.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
-    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(data), "-q", "--workers", "2", "-k", "0",
-                                   "--timeout", "2"])
-    assert res.exit_code == 0, res.output + repr(res.exception)
-    out = {json.loads(line)["task_id"]: json.loads(line) for line in (run / "eval" / "generations.jsonl").open()}
+            programs[f"{who}/{fam.label}"], tests[f"{who}/{fam.label}"] = code, list(fam.tests)
+    out = eval_programs_as_references(tmp_path, programs, tests)
     for fam in FAMILIES:
         assert out[f"Hostile/{fam.label}"]["passed"] == 0, out[f"Hostile/{fam.label}"]["outcomes"]
         assert out[f"Correct/{fam.label}"]["passed"] == len(fam.tests)
+    run = tmp_path / "run"
     metrics = json.loads((run / "eval" / "metrics.json").read_text())
     n = sum(2 * len(f.tests) for f in FAMILIES)
     assert metrics["checks"]["kept_tests"] == {"trusted_code": n, "child": 0}

@@ -14,17 +14,16 @@ that remains is charged to the program that was running, not to the units waitin
 
 from __future__ import annotations
 
-import gzip
-import json
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from evaluation.executor import AssertTest, CallTest, Executor, Job, Limits
 from evaluation.records import Outcome, Solution, TestCase
+
+from _eval_run import eval_programs_as_references
 
 BODIES = {
     "huge_int": "    return 10 ** 5000\n",
@@ -160,27 +159,9 @@ def test_through_reranks_matrix(tmp_path: Path) -> None:
 def test_through_testgen_eval(tmp_path: Path) -> None:
     """Each hostile program as a task's reference: its tests are judged (none passes), and
     the run completes with no worker death."""
-    from testgen.cli import cli
-
-    records, gens = [], []
     names = [n for n in sorted(BODIES) if n != "raising_repr_int_subclass"]
-    for name in names:
-        records.append({"task_id": name, "prompt": _program(name), "entry_point": "add", "canonical_solution": "",
-                        "base_input": [[1, 2]], "plus_input": [], "atol": 0, "contract": "", "test": ""})
-        gens.append({"task_id": name, "generation_id": name, "solution_id": None, "tests": list(TESTS),
-                     "dropped": {"no_entry_point": 0, "unparsable": 0}})
-    data = tmp_path / "hostile.jsonl.gz"
-    with gzip.open(data, "wt") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in records)
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "config.json").write_text(json.dumps({"dataset": "humaneval+", "setting": "placeholder",
-                                                 "backend": "fake", "model": "hand"}))
-    (run / "generations.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
-    res = CliRunner().invoke(cli, ["eval", str(run), "--dataset-path", str(data), "-q", "--workers", "2", "-k", "0",
-                                   "--timeout", "5"])
-    assert res.exit_code == 0, res.output + repr(res.exception)
-    out = {json.loads(line)["task_id"]: json.loads(line) for line in (run / "eval" / "generations.jsonl").open()}
+    out = eval_programs_as_references(tmp_path, {n: _program(n) for n in names}, {n: list(TESTS) for n in names},
+                                      timeout=5.0)
     for name in names:
         assert out[name]["passed"] == 0, (name, out[name]["outcomes"])
 
