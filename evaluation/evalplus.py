@@ -40,8 +40,10 @@ Differences from EvalPlus
     worker, which receives the expected outputs only after it has forked the child. Programs
     equal up to comments, layout and local variable names run once
     (:func:`evaluation.dedup.behaviour_key`). The time limits are
-    checked on the run time the executor measures per call (EvalPlus's SIGALRM measures the
-    same span); the time to load the program is not counted against the split cap. As in
+    checked on the CPU time the executor measures per call (EvalPlus's SIGALRM measures the
+    same span in wall time, which depends on the machine's load; so do the reference times,
+    which are CPU seconds here too); the time to load the program is not counted against the
+    split cap. As in
     EvalPlus, each split runs in one process, inputs in dataset order, so global state a
     program mutates carries over from call to call within the split and not between splits.
 """
@@ -346,7 +348,10 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
     """The program to load and the function each :class:`CallTest` calls.
 
     A wrapper appended to the program is called as ``wrapper(time_limit, *inputs)``. It
-    calls the entry point under a SIGALRM time limit, as EvalPlus's ``time_limit`` does, and
+    calls the entry point under a time limit, as EvalPlus's ``time_limit`` does, but in CPU
+    seconds (``ITIMER_VIRTUAL``; the executor's own deadline is ``ITIMER_PROF``), so that a
+    verdict does not depend on the machine's load; the judge then checks the call's measured
+    CPU time against the limit. It
     returns the output pickled, so it travels as bytes and is rebuilt type-exactly (tuples
     stay tuples, sets stay sets, ``nan`` and big ints survive) by :func:`_load_output`, which
     accepts plain data only. A solution's large ``str``/``bytes``/``int`` output is sent as
@@ -380,15 +385,15 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
         "    def on_alarm(signum, frame):\n"
         "        raise TimeoutError('time limit')\n"
         "    try:\n"
-        "        signal.signal(signal.SIGALRM, on_alarm)\n"
-        "        signal.setitimer(signal.ITIMER_REAL, time_limit)\n"
+        "        signal.signal(signal.SIGVTALRM, on_alarm)\n"
+        "        signal.setitimer(signal.ITIMER_VIRTUAL, time_limit)\n"
         "    except Exception:\n"
         "        pass\n"
         "    try:\n"
         f"{call}"
         "    finally:\n"
         "        try:\n"
-        "            signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "            signal.setitimer(signal.ITIMER_VIRTUAL, 0)\n"
         "        except Exception:\n"
         "            pass\n"
         "    out = pickle.dumps(r, 4)\n"

@@ -137,13 +137,16 @@ def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> No
                                   time_limits=TimeLimits(min_time_limit=0.5))
     assert verdicts["correct"].base and verdicts["correct"].plus
     assert verdicts["correct_again"].extra["duplicates"] == 2
-    # time spent inside the calls: the infinite loop ran to its first input's 0.5 s limit, no further
-    assert 0.5 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
+    # CPU time spent inside the calls: the infinite loop ran to its first input's 0.5 s limit, no
+    # further. The limit is a CPU-time alarm, which the kernel fires on its tick-sampled account of
+    # the process's CPU time; the measured (exact) CPU time can be a few ticks short of it on a
+    # loaded machine (0.46 s seen at load ~10), hence 0.4.
+    assert 0.4 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
     assert 0 < verdicts["correct"].extra["call_seconds"] < 0.5
     # a pass needs every call; a base failure needs only the call that failed
     assert verdicts["correct"].extra["decisive_seconds"] == verdicts["correct"].extra["call_seconds"]
     loop = verdicts["infinite_loop"].extra
-    assert 0.5 <= loop["decisive_seconds"] <= loop["call_seconds"]
+    assert 0.4 <= loop["decisive_seconds"] <= loop["call_seconds"]
     for sol in sols[:-2]:
         v = verdicts[sol.solution_id]
         assert not v.base and not v.plus, (sol.solution_id, v)
