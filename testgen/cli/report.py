@@ -1,7 +1,8 @@
 """``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
 CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`; ``testgen report STUDY_DIR`` writes a
-``testgen study`` folder's report instead (:func:`testgen.study.report.write_study_report`)."""
+Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`;
+``testgen report STUDY_DIR`` writes a ``testgen study`` folder's report instead
+(:func:`testgen.study.report.write_study_report`)."""
 
 from __future__ import annotations
 
@@ -85,8 +86,9 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
         from testgen.cli.study import open_study
         from testgen.study.report import write_study_report
 
-        files = write_study_report(open_study(run_dirs[0]), run_dirs[0])
-        click.echo(f"wrote {len(files)} files to {run_dirs[0] / 'report'} (open {run_dirs[0] / 'report' / 'index.html'})")
+        folder = run_dirs[0]
+        files = write_study_report(open_study(folder), folder)
+        click.echo(f"wrote {len(files)} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
         return
     from rich.console import Console
     from rich.table import Table

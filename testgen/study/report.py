@@ -548,11 +548,13 @@ def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (
             "(arXiv 2310.05727). Made by <code>testgen study</code>; <code>[paper x]</code> is the paper's value "
             "for that model and cell.</p>", "<nav><ul>"]
     body += [f"<li><a href=\"#{html.escape(t.name)}\">{html.escape(t.title)}</a></li>" for t in tables]
+    body += [f"<li><a href=\"#fig-{html.escape(name.removesuffix('.png'))}\">{html.escape(title)}</a></li>"
+             for name, title, _ in figures]
     body.append("</ul></nav>")
     body += [t.html() for t in tables]
     for name, title, notes in figures:
         data = base64.b64encode((dest / name).read_bytes()).decode()
-        body.append(f"<section class=\"figure\"><h2>{html.escape(title)}</h2>"
+        body.append(f"<section class=\"figure\" id=\"fig-{html.escape(name.removesuffix('.png'))}\"><h2>{html.escape(title)}</h2>"
                     f"<img alt=\"{html.escape(title)}\" src=\"data:image/png;base64,{data}\">"
                     + "".join(f"<p>{html.escape(n)}</p>" for n in notes) + "</section>")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
