@@ -133,6 +133,7 @@ def test_only_keeps_a_model_and_what_it_reads() -> None:
     models = {s.model for s in plan.steps}
     assert models == {"starcoder-15b", "incoder-1.3b", "codegen2-1b", "codet5p-770m", "santacoder-1.1b", None}
     assert all("/sample-t0.2" in s.id for s in plan.steps if s.model not in ("starcoder-15b", None))
+    assert plan.steps[-1].kind == "report" and set(plan.steps[-1].deps) <= {s.id for s in plan.steps}
     with pytest.raises(Exception, match="did you mean starcoder-15b"):
         build_plan(load_spec(STUDIES / "paper.toml")).only("starcoder-16b")
 
@@ -228,7 +229,9 @@ def test_offline_study_writes_every_table_and_figure(offline_study: tuple[Path, 
     t5 = files["table5.md"].decode()
     cg = next(line for line in t5.splitlines() if line.startswith("| codegen16b | humaneval+ |"))
     cells = [c.strip() for c in cg.strip("|").split("|")]
-    assert cells[2].startswith("not run: no samples at T = 0.2") and cells[2].endswith("[paper 26.15]")
+    # the baseline is the code_temperature samples' pass@1: 0.8 in this copy of the spec (0.2 in the
+    # shipped one, where CodeT's T = 0.8 data leaves it "not run: no samples at T = 0.2")
+    assert re.match(r"\d+\.\d\d \[paper 26\.15\]", cells[2])
     assert re.match(r"\d+\.\d\d \[paper 35\.63\]", cells[3]) and re.match(r"\d+\.\d\d \[paper 36\.63\]", cells[5])
     assert cells[4].startswith("not run: no self-setting (SG) tests")
     t1 = files["table1.csv"].decode().splitlines()

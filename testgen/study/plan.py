@@ -33,7 +33,7 @@ import hashlib
 import importlib.util
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from testgen.study.spec import ModelSpec, StudySpec
@@ -115,7 +115,11 @@ class Plan:
             if sid not in wanted:
                 wanted.add(sid)
                 stack.extend(self.step(sid).deps)
-        return Plan(spec=self.spec, steps=tuple(s for s in self.steps if s.id in wanted or s.kind == "report"))
+        kept = [s for s in self.steps if s.id in wanted]
+        report = next(s for s in self.steps if s.kind == "report")
+        # The report reads only what this selection runs (it still shows every model's finished cells).
+        kept.append(replace(report, deps=tuple(d for d in report.deps if d in wanted)))
+        return Plan(spec=self.spec, steps=tuple(kept))
 
 
 def _missing(modules: Sequence[str]) -> str | None:

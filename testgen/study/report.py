@@ -198,7 +198,7 @@ class _Study:
                     row.append(" / ".join(_pct(vals.get(k)) if k in vals else "-" for k in _KS))
                     for sp, per_k in res.items():
                         for k, v in per_k.items():
-                            t.csv_rows.append([m.name, ds, temp, sp, k, v, ev.meta.get("n"), ""])
+                            t.csv_rows.append([m.name, ds, f"{temp:g}", sp, k, v, ev.meta.get("n"), ""])
             t.rows.append(row)
         t.notes.append(f"pass@k by the unbiased estimator over the tasks (a k larger than the samples per task is "
                        f"'-'); Table 1 samples {s.samples} solutions per task"

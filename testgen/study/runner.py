@@ -75,7 +75,9 @@ def step_status(step: Step, out: Path) -> StepStatus:
         return StepStatus(step, "blocked")
     done = out / step.dir / "done.json"
     if step.kind == "build":
-        done = out / (step.dir + ".done.json")
+        # Built into a temporary folder and renamed: a model folder that exists is whole (or the
+        # user's own model, which is never overwritten).
+        return StepStatus(step, "done" if (out / step.dir / "config.json").is_file() else "todo")
     if done.is_file():
         try:
             if json.loads(done.read_text(encoding="utf-8")).get("key") == step.key:
@@ -146,7 +148,7 @@ def _child_main(prog: str, argv: list[str], cwd: str, log_path: str, env: dict[s
 _CTX: Any = None
 
 
-def _context() -> Any:
+def _context(torch: bool = False) -> Any:
     """A ``forkserver`` context whose server has imported the CLI (and torch and transformers when
     they are installed): each step starts as a fork of a warm, single-threaded process instead of
     a fresh interpreter that imports torch again (20-30 s per step on a loaded 2-core machine)."""
@@ -158,7 +160,8 @@ def _context() -> Any:
         ctx = multiprocessing.get_context("forkserver")
         preload = ["testgen.cli", "rerank.cli", "testgen.pipeline", "testgen.sampling", "testgen.evaluate_run",
                    "rerank.pipeline"]
-        preload += [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is not None]
+        if torch:
+            preload += [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is not None]
         ctx.set_forkserver_preload(preload)
         _CTX = ctx
     return _CTX
@@ -189,7 +192,6 @@ def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step
         from testgen.study.tiny import build_tiny_gpt2
 
         build_tiny_gpt2(folder)
-        _write_atomic(out / (step.dir + ".done.json"), {"key": step.key, "step": step.id})
         return
     if step.kind == "report":
         report(step, out)
@@ -233,6 +235,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     result = StudyResult()
     t0 = time.perf_counter()
     env = _child_env(out_dir)
+    # Preload torch in the forkserver only when a step of the hf backend is still to run.
+    _context(any(s.restart and s.blocked is None and step_status(s, out_dir).state != "done" for s in plan.steps))
     state: dict[str, str] = {}  # id -> done | failed | blocked
     pending = list(plan.steps)
     running: dict[Future[None], Step] = {}

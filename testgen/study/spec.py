@@ -346,10 +346,14 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
     """Parse the TOML text of a study spec (``path`` names it in errors)."""
     p = Path(path)
     r = _Reader(p, text)
+    if not text.strip():
+        raise SpecError(f"{p}: empty file (a study spec needs at least one [[model]] table)")
     try:
         d = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{p}: invalid TOML: {exc}") from None
+        at = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        line = at.group(1) if at else len(text.splitlines()) if "end of document" in str(exc) else None
+        raise SpecError(f"{p}:{line}: invalid TOML: {exc}" if line else f"{p}: invalid TOML: {exc}") from None
     r.check_keys(d, _TOP_KEYS, None, None)
     spec_dir = p.resolve().parent
     models_raw = d.get("model", [])
