@@ -35,6 +35,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("report", "unknown task"): "reads evaluated runs, whose tasks eval has checked",
     ("report", "unknown dataset"): "takes no dataset name",
     ("report", "bad count"): "takes no counts",
+    ("study", "unknown task"): "takes no task ids (a spec's `limit` picks the tasks)",
 }
 
 
@@ -238,6 +239,23 @@ SAMPLE_CASES: list[Case] = [
 if "sample" in COMMANDS:
     CASES += SAMPLE_CASES
 
+STUDY_CASES: list[Case] = [
+    # --- testgen study (the spec is TOML: its errors name file, line and key)
+    Case("study", "missing file", lambda f: [_s(f["missing"]), "--out", _s(f["out"])],
+         lambda f: [_s(f["missing"]), "SPEC.toml"]),
+    Case("study", "empty file", lambda f: [_s(f["empty"]), "--out", _s(f["out"])],
+         lambda f: [_s(f["empty"]), "empty file"]),
+    Case("study", "truncated last line", lambda f: [_s(f["torn_spec"]), "--out", _s(f["out"])],
+         lambda f: [f"{f['torn_spec']}:4:", "invalid TOML"]),
+    Case("study", "unknown dataset", lambda f: [_s(f["unknown_dataset_spec"]), "--out", _s(f["out"])],
+         lambda f: [f"{f['unknown_dataset_spec']}:2:", "key 'datasets'", "'humanevalx'"]),
+    Case("study", "bad count", lambda f: [_s(f["zero_n_spec"]), "--out", _s(f["out"])],
+         lambda f: [f"{f['zero_n_spec']}:2:", "key 'n'"]),
+    *_bad_counts("study", lambda f: [_s(f["good_spec"]), "--out", _s(f["out"])], ("--jobs", "0"), ("--jobs", "-1")),
+]
+if "study" in COMMANDS:
+    CASES += STUDY_CASES
+
 RUN_FAILURES: list[Case] = [
     # a server that is not there: found only while running, so exit 1 (one line, no traceback)
     Case("run", "failure while running",
@@ -272,6 +290,14 @@ def files(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     f["tests"] = _jsonl(root / "tests.jsonl", tests)
     f["torn_tests"] = _torn(root / "torn-tests.jsonl", [*tests, tests[0]])
     f["unknown_tests"] = _jsonl(root / "unknown-tests.jsonl", [tests[0], {"task_id": "HumanEval/999", "tests": []}])
+
+    # study specs (TOML)
+    model = '[[model]]\nname = "m"\nbackend = "fake"\n'
+    for name, text in (("torn_spec", 'name = "t"\n[[model]]\nname = "m"\nbackend = "fa'),
+                       ("unknown_dataset_spec", 'name = "t"\ndatasets = ["humanevalx"]\n' + model),
+                       ("zero_n_spec", 'name = "t"\nn = 0\n' + model), ("good_spec", 'name = "t"\n' + model)):
+        f[name] = root / f"{name}.toml"
+        f[name].write_text(text)
 
     # run directories, as `testgen run` writes them (the human backend: the dataset's own tests)
     f["run"] = root / "run"

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("testgen.cli.eval:eval_", "Score generated tests: P, P', branch coverage."),
     "report": ("testgen.cli.report:report", "Tables and plots comparing runs."),
     "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+/MBPP verdicts and pass@k of solutions."),
+    "study": ("testgen.cli.study:study", "The paper's whole study from one spec file, to its tables."),
 }
 
 

@@ -1,6 +1,8 @@
 """``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
 CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`."""
+Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`;
+``testgen report STUDY_DIR`` writes a ``testgen study`` folder's report instead
+(:func:`testgen.study.report.write_study_report`)."""
 
 from __future__ import annotations
 
@@ -75,7 +77,19 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
 @click.option("--coverage-arcs", type=click.Choice(["all", "tests-only"]), default="all", show_default=True,
               help="C of the tables: every arc run (import included, as pytest-cov counts), or only the tests' arcs.")
 def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], coverage_arcs: str) -> None:
-    """Compare evaluated runs: Table 2 and the paper's plots."""
+    """Compare evaluated runs: Table 2 and the paper's plots.
+
+    Given one 'testgen study' folder instead, write the study's report (Tables 1-6, Figures 2-3,
+    index.html) into DIR/report (docs/study.md).
+    """
+    if len(run_dirs) == 1 and (run_dirs[0] / "study.json").is_file():
+        from testgen.cli.study import open_study
+        from testgen.study.report import write_study_report
+
+        folder = run_dirs[0]
+        files = write_study_report(open_study(folder), folder)
+        click.echo(f"wrote {len(files)} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
+        return
     from rich.console import Console
     from rich.table import Table
 

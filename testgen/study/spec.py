@@ -1,0 +1,433 @@
+"""A study spec: the paper's whole study (models x datasets x settings, Table 1 sampling, Table 5
+reranking) described in one TOML file and parsed once, here, into frozen dataclasses.
+
+Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code" (arXiv
+2310.05727): 11 models x 4 settings x 2 datasets, code sampling (Table 1) and reranking (Table 5).
+Every default is the paper's (``docs/study.md`` lists them). Unknown keys are refused with the
+file, the line and the key (exit status 2), as every wire format of the project is.
+
+String values may use ``${TESTGEN_DATA}`` (the shared data folder: ``$TESTGEN_DATA``, default
+``../shared/data``) and ``${STUDY_DIR}`` (the spec file's folder).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import tomllib
+
+from evaluation.errors import TestgenError
+
+__all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "SpecError", "load_spec", "parse_spec",
+           "SETTINGS", "DATASETS"]
+
+SETTINGS: tuple[str, ...] = ("oracle", "self", "cross", "placeholder")
+"""The paper's four settings, in its column order."""
+DATASETS: tuple[str, ...] = ("humaneval+", "mbpp")
+"""The paper's two datasets: HumanEval+ (Table 2) and MBPP sanitized, 427 tasks (Table 3)."""
+BACKENDS_WITH_CHAT_OPTION = frozenset({"hf", "vllm"})
+BUILDERS: tuple[str, ...] = ("tiny-gpt2",)
+"""Models the study can build itself when absent (:mod:`testgen.study.tiny`)."""
+
+
+class SpecError(TestgenError):
+    """A bad study spec; the message names the file, the line and the key."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """One model of the study (a ``[[model]]`` table)."""
+
+    name: str
+    """Short name used in tables, step folders and ``--only`` (letters, digits, ``-_.``)."""
+    backend: str
+    """Backend registry name: ``openai``, ``vllm``, ``hf``, ``replay``, ``human``, ``fake`` or a plugin."""
+    model: str | None = None
+    """Model id (Hugging Face id, server model name, path); for ``build`` models a folder that is
+    built when absent (relative paths: inside the study's output folder)."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Backend options (``-o KEY=VALUE`` of ``testgen run``); the backend validates them."""
+    chat: bool = False
+    """A chat (instruction-tuned) model: chat prompts (``tests_chat``, ``code_chat``)."""
+    prompt_style: Literal["auto", "completion", "chat"] | None = None
+    """Overrides the style implied by ``chat``."""
+    paper_name: str | None = None
+    """The model's name in the paper's tables, to show the paper's numbers beside ours."""
+    datasets: tuple[str, ...] | None = None
+    """Subset of the study's datasets this model runs (``None``: all)."""
+    settings: tuple[str, ...] | None = None
+    """Subset of the study's settings this model runs (``None``: all)."""
+    temperatures: tuple[float, ...] | None = None
+    """Table 1 temperatures this model samples at (``None``: the study's; ``[]``: it writes no code)."""
+    test_temperature: float | None = None
+    """Overrides the study's test temperature for this model (e.g. replayed T = 0.8 data)."""
+    prompt_template: str | None = None
+    """Test-prompt template (file or built-in name, e.g. ``tests_codet``)."""
+    code_template: str | None = None
+    """Code-prompt template (file or built-in name)."""
+    strip_code_examples: bool = False
+    """Remove the docstring examples from code prompts (CodeT's prompt files have them removed)."""
+    extraction: Literal["robust", "codet"] = "robust"
+    """How tests are extracted from the raw text."""
+    rerank: bool = True
+    """Take part in Table 5."""
+    build: str | None = None
+    """Build this model locally when ``model`` is absent (``tiny-gpt2``)."""
+    note: str | None = None
+    """Free text shown under the tables (e.g. why a figure differs from the paper's)."""
+    line: int = 0
+    """Line of the spec where the model's table starts (for error messages)."""
+
+    @property
+    def style(self) -> str:
+        """Prompt style passed to ``--prompt-style``."""
+        return self.prompt_style or ("chat" if self.chat else "completion")
+
+    @property
+    def writes_code(self) -> bool:
+        """Whether the backend can sample code at all (the ``human`` backend cannot)."""
+        return self.backend != "human"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossSpec:
+    """The cross setting's pool (``[cross]``): the same N solutions, from a group of models, shown to
+    every model. The paper pooled InCoder-1.3B, CodeGen2-1B, CodeT5+-770M and SantaCoder."""
+
+    models: tuple[str, ...] = ()
+    """Names of the study's models whose samples form the pool (each gives N/k per task)."""
+    temperature: float = 0.2
+    """Sampling temperature of the pooled solutions."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankSpec:
+    """Table 5 (``[rerank]``, Section 7 and Appendix A.6 of the paper)."""
+
+    enabled: bool = True
+    """Run the rerank steps at all."""
+    temperature: float = 0.8
+    """Sampling temperature of the reranked solutions."""
+    n: int = 100
+    """Solutions per task (and test generations: one per solution)."""
+    tests_per_generation: int = 5
+    """Tests kept per generation."""
+    test_temperature: float = 0.8
+    """Temperature of the test generations (placeholder for CodeT, self for SG)."""
+    methods: tuple[str, ...] = ("codet", "codet-rw")
+    """Rerankers; ``codet`` and ``codet-rw`` make Table 5's columns, others are listed beside."""
+    rw_p: float = 0.8
+    """RW: the i-th test of a generation weighs p^(i-1)."""
+    rw_combine: Literal["paper", "codet", "both"] = "paper"
+    """RW score: the paper's rule (sum of weights + #solutions), CodeT's combination, or both."""
+    timeout: float = 0.1
+    """Seconds per (solution, test) run (CodeT: 0.1)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudySpec:
+    """A whole study."""
+
+    path: Path
+    """The spec file."""
+    name: str
+    """Title of the report."""
+    models: tuple[ModelSpec, ...]
+    """The models, in table order."""
+    datasets: tuple[str, ...] = DATASETS
+    """Datasets (``humaneval+``, ``mbpp``, ``mbpp+``, ``humaneval``)."""
+    settings: tuple[str, ...] = SETTINGS
+    """Settings of Tables 2 and 3."""
+    n: int = 100
+    """Test generations per task in each setting (the paper's N)."""
+    tests_per_generation: int = 3
+    """Tests kept per generation (n_ij <= 3)."""
+    test_temperature: float = 0.2
+    """Temperature of the test generations."""
+    code_temperature: float = 0.2
+    """Temperature of the ``self`` setting's solutions (Table 2)."""
+    temperatures: tuple[float, ...] = (0.2, 0.6, 0.8)
+    """Table 1 temperatures."""
+    samples: int = 200
+    """Table 1 samples per task."""
+    top_p: float = 0.95
+    """Nucleus sampling mass, everywhere."""
+    max_tokens: int = 300
+    """New tokens per test generation."""
+    code_max_tokens: int = 512
+    """New tokens per solution."""
+    seed: int = 0
+    """Sampling seed (where the backend supports one)."""
+    limit: int | None = None
+    """Only the first ``limit`` tasks of each dataset (``None``: all)."""
+    timeout: float = 5.0
+    """Seconds per test in ``testgen eval`` (coverage tracing)."""
+    workers: int | None = None
+    """Executor workers per step (``None``: the commands' default)."""
+    cross: CrossSpec = field(default_factory=CrossSpec)
+    """The cross setting's pool."""
+    rerank: RerankSpec = field(default_factory=RerankSpec)
+    """Table 5."""
+
+    def model(self, name: str) -> ModelSpec:
+        """The model called ``name`` (a one-line error with suggestions otherwise)."""
+        for m in self.models:
+            if m.name == name:
+                return m
+        close = difflib.get_close_matches(name, [m.name for m in self.models], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; the models are {', '.join(m.name for m in self.models)}"
+        raise TestgenError(f"{self.path}: no model {name!r}{hint}")
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+_TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
+             "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
+             "workers", "model", "cross", "rerank"}
+_MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
+               "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
+               "extraction", "rerank", "build", "note"}
+_CROSS_KEYS = {"models", "temperature"}
+_RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "rw_p",
+                "rw_combine", "timeout"}
+_KNOWN_DATASETS = ("humaneval+", "mbpp", "mbpp+", "humaneval")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class _Locator:
+    """Finds the line of a key in the TOML text (``tomllib`` keeps no positions)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def line(self, table: str | None, key: str | None, index: int | None = None) -> int:
+        """Line (1-based) of ``key`` in ``[table]`` (the ``index``-th ``[[table]]``), or of the
+        table header when ``key`` is None; 0 when not found."""
+        current: str | None = None
+        seen = -1
+        header_line = 0
+        key_re = re.compile(rf"^\s*(\"?){re.escape(key)}\1\s*=") if key else None
+        for no, raw in enumerate(self.lines, 1):
+            stripped = raw.strip()
+            m = re.match(r"^\[\[\s*([^\]]+?)\s*\]\]", stripped) or re.match(r"^\[\s*([^\]]+?)\s*\]", stripped)
+            if m and not re.match(r"^\[\s*[\"'0-9-]", stripped):
+                current = m.group(1)
+                if current == table and stripped.startswith("[["):
+                    seen += 1
+                if current == table and (index is None or seen == index):
+                    header_line = no
+                    if key_re is None:
+                        return no
+                continue
+            if key_re is not None and current == table and (index is None or seen == index) and key_re.match(raw):
+                return no
+        return header_line
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.loc = _Locator(text)
+
+    def fail(self, table: str | None, key: str | None, index: int | None, message: str) -> SpecError:
+        line = self.loc.line(table, key, index)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        what = f"key {key!r}: " if key else ""
+        return SpecError(f"{where}: {what}{message}")
+
+    def check_keys(self, d: Mapping[str, Any], allowed: set[str], table: str | None, index: int | None) -> None:
+        for key in d:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
+                place = f"[{table}]" if table else "the top level"
+                raise self.fail(table, key, index, f"unknown key in {place}{hint}")
+
+    def get(self, d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], table: str | None,
+            index: int | None, default: Any) -> Any:
+        if key not in d:
+            return default
+        value = d[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.fail(table, key, index, f"expected {names}, got {type(value).__name__} {value!r}")
+        return value
+
+    def list_of(self, d: Mapping[str, Any], key: str, kind: type, table: str | None, index: int | None,
+                default: Any, choices: Sequence[Any] | None = None) -> Any:
+        if key not in d:
+            return default
+        value = d[key]
+        if not isinstance(value, list):
+            raise self.fail(table, key, index, f"expected a list, got {type(value).__name__}")
+        out = []
+        for item in value:
+            if kind is float and isinstance(item, int) and not isinstance(item, bool):
+                item = float(item)
+            if not isinstance(item, kind) or isinstance(item, bool):
+                raise self.fail(table, key, index, f"expected a list of {kind.__name__}, got {item!r}")
+            if choices is not None and item not in choices:
+                raise self.fail(table, key, index, f"{item!r} is not one of {', '.join(map(str, choices))}")
+            out.append(item)
+        if len(set(out)) != len(out):
+            raise self.fail(table, key, index, "repeated value")
+        return tuple(out)
+
+
+def _expand(value: str, spec_dir: Path) -> str:
+    data = os.environ.get("TESTGEN_DATA") or "../shared/data"
+    return value.replace("${TESTGEN_DATA}", str(Path(data).resolve())).replace("${STUDY_DIR}", str(spec_dir))
+
+
+def _positive(r: _Reader, value: Any, table: str | None, key: str, index: int | None, *, zero: bool = False) -> None:
+    if value is not None and (value < 0 or (value == 0 and not zero)):
+        raise r.fail(table, key, index, f"must be {'>= 0' if zero else '> 0'}, got {value}")
+
+
+def _model(r: _Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
+    t = "model"
+    if not isinstance(d, dict):
+        raise r.fail(None, "model", None, "expected [[model]] tables")
+    r.check_keys(d, _MODEL_KEYS, t, i)
+    for required in ("name", "backend"):
+        if required not in d:
+            raise r.fail(t, None, i, f"model #{i + 1} has no {required!r}")
+    name = r.get(d, "name", str, t, i, None)
+    if not _NAME_RE.match(name):
+        raise r.fail(t, "name", i, f"{name!r}: use letters, digits, '-', '_' and '.'")
+    options_raw = r.get(d, "options", dict, t, i, {})
+    options: dict[str, str] = {}
+    for k, v in options_raw.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        if not isinstance(v, (str, int, float)):
+            raise r.fail(t, "options", i, f"option {k!r}: expected a string or number, got {type(v).__name__}")
+        options[str(k)] = _expand(str(v), spec_dir)
+    style = r.get(d, "prompt_style", str, t, i, None)
+    if style is not None and style not in ("auto", "completion", "chat"):
+        raise r.fail(t, "prompt_style", i, f"{style!r} is not one of auto, completion, chat")
+    extraction = r.get(d, "extraction", str, t, i, "robust")
+    if extraction not in ("robust", "codet"):
+        raise r.fail(t, "extraction", i, f"{extraction!r} is not one of robust, codet")
+    build = r.get(d, "build", str, t, i, None)
+    if build is not None and build not in BUILDERS:
+        raise r.fail(t, "build", i, f"{build!r} is not one of {', '.join(BUILDERS)}")
+    model = r.get(d, "model", str, t, i, None)
+    if build is not None and model is None:
+        model = f"models/{name}"
+    test_t = r.get(d, "test_temperature", float, t, i, None)
+    _positive(r, test_t, t, "test_temperature", i, zero=True)
+    temps = r.list_of(d, "temperatures", float, t, i, None)
+    return ModelSpec(
+        name=name, backend=r.get(d, "backend", str, t, i, None), model=None if model is None else _expand(model, spec_dir),
+        options=options, chat=r.get(d, "chat", bool, t, i, False), prompt_style=style,
+        paper_name=r.get(d, "paper_name", str, t, i, None),
+        datasets=r.list_of(d, "datasets", str, t, i, None, _KNOWN_DATASETS),
+        settings=r.list_of(d, "settings", str, t, i, None, SETTINGS),
+        temperatures=temps, test_temperature=test_t,
+        prompt_template=r.get(d, "prompt_template", str, t, i, None),
+        code_template=r.get(d, "code_template", str, t, i, None),
+        strip_code_examples=r.get(d, "strip_code_examples", bool, t, i, False),
+        extraction=extraction, rerank=r.get(d, "rerank", bool, t, i, True), build=build,
+        note=r.get(d, "note", str, t, i, None), line=r.loc.line(t, None, i),
+    )
+
+
+def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
+    """Parse the TOML text of a study spec (``path`` names it in errors)."""
+    p = Path(path)
+    r = _Reader(p, text)
+    if not text.strip():
+        raise SpecError(f"{p}: empty file (a study spec needs at least one [[model]] table)")
+    try:
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        line = at.group(1) if at else len(text.splitlines()) if "end of document" in str(exc) else None
+        raise SpecError(f"{p}:{line}: invalid TOML: {exc}" if line else f"{p}: invalid TOML: {exc}") from None
+    r.check_keys(d, _TOP_KEYS, None, None)
+    spec_dir = p.resolve().parent
+    models_raw = d.get("model", [])
+    if not isinstance(models_raw, list) or not models_raw:
+        raise SpecError(f"{p}: no [[model]] table: a study needs at least one model")
+    models = tuple(_model(r, m, i, spec_dir) for i, m in enumerate(models_raw))
+    seen: set[str] = set()
+    for i, m in enumerate(models):
+        if m.name in seen:
+            raise r.fail("model", "name", i, f"two models are called {m.name!r}")
+        seen.add(m.name)
+    cross_raw = r.get(d, "cross", dict, None, None, {})
+    r.check_keys(cross_raw, _CROSS_KEYS, "cross", None)
+    cross = CrossSpec(models=r.list_of(cross_raw, "models", str, "cross", None, ()),
+                      temperature=r.get(cross_raw, "temperature", float, "cross", None, 0.2))
+    for name in cross.models:
+        if name not in seen:
+            raise r.fail("cross", "models", None, f"{name!r} is not a model of the study")
+    rr = r.get(d, "rerank", dict, None, None, {})
+    r.check_keys(rr, _RERANK_KEYS, "rerank", None)
+    combine = r.get(rr, "rw_combine", str, "rerank", None, "paper")
+    if combine not in ("paper", "codet", "both"):
+        raise r.fail("rerank", "rw_combine", None, f"{combine!r} is not one of paper, codet, both")
+    rerank = RerankSpec(
+        enabled=r.get(rr, "enabled", bool, "rerank", None, True),
+        temperature=r.get(rr, "temperature", float, "rerank", None, 0.8),
+        n=r.get(rr, "n", int, "rerank", None, 100),
+        tests_per_generation=r.get(rr, "tests_per_generation", int, "rerank", None, 5),
+        test_temperature=r.get(rr, "test_temperature", float, "rerank", None, 0.8),
+        methods=r.list_of(rr, "methods", str, "rerank", None, ("codet", "codet-rw")),
+        rw_p=r.get(rr, "rw_p", float, "rerank", None, 0.8), rw_combine=combine,
+        timeout=r.get(rr, "timeout", float, "rerank", None, 0.1),
+    )
+    for key in ("n", "tests_per_generation", "timeout"):
+        _positive(r, getattr(rerank, key), "rerank", key, None)
+    if not 0 < rerank.rw_p <= 1:
+        raise r.fail("rerank", "rw_p", None, f"must be in (0, 1], got {rerank.rw_p}")
+    spec = StudySpec(
+        path=p, name=r.get(d, "name", str, None, None, p.stem), models=models,
+        datasets=r.list_of(d, "datasets", str, None, None, DATASETS, _KNOWN_DATASETS),
+        settings=r.list_of(d, "settings", str, None, None, SETTINGS, SETTINGS),
+        n=r.get(d, "n", int, None, None, 100),
+        tests_per_generation=r.get(d, "tests_per_generation", int, None, None, 3),
+        test_temperature=r.get(d, "test_temperature", float, None, None, 0.2),
+        code_temperature=r.get(d, "code_temperature", float, None, None, 0.2),
+        temperatures=r.list_of(d, "temperatures", float, None, None, (0.2, 0.6, 0.8)),
+        samples=r.get(d, "samples", int, None, None, 200),
+        top_p=r.get(d, "top_p", float, None, None, 0.95),
+        max_tokens=r.get(d, "max_tokens", int, None, None, 300),
+        code_max_tokens=r.get(d, "code_max_tokens", int, None, None, 512),
+        seed=r.get(d, "seed", int, None, None, 0),
+        limit=r.get(d, "limit", int, None, None, None),
+        timeout=r.get(d, "timeout", float, None, None, 5.0),
+        workers=r.get(d, "workers", int, None, None, None),
+        cross=cross, rerank=rerank,
+    )
+    for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout",
+                "workers"):
+        _positive(r, getattr(spec, key), None, key, None)
+    if not 0 < spec.top_p <= 1:
+        raise r.fail(None, "top_p", None, f"must be in (0, 1], got {spec.top_p}")
+    for i, m in enumerate(models):
+        for ds in m.datasets or ():
+            if ds not in spec.datasets:
+                raise r.fail("model", "datasets", i, f"{ds!r} is not one of the study's datasets")
+    return spec
+
+
+def load_spec(path: str | os.PathLike[str]) -> StudySpec:
+    """Read and parse a spec file (``TestgenError`` naming file, line and key on bad input)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read the spec: {exc.strerror}") from None
+    return parse_spec(text, p)
