@@ -68,6 +68,7 @@ from evaluation.evalplus.truth import (
     GroundTruth,
     TaskTruth,
     TimeLimits,
+    default_cache_dir as default_cache_dir,  # the cache-directory helper ground_truth uses (tests/test_io.py)
     ground_truth,
 )
 from evaluation.evalplus.verdicts import SplitJudge as SplitJudge, Status, _expectations as _expectations, evaluate_solutions

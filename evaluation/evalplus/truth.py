@@ -19,7 +19,8 @@ from evaluation.evalplus.oracles import MBPP_OUTPUT_NOT_NONE_TASKS, dataset_kind
 from evaluation.io import cache_dir as default_cache_dir, file_sha256
 from evaluation.records import Outcome
 
-__all__ = ["TimeLimits", "TaskTruth", "GroundTruth", "ground_truth", "GROUND_TRUTH_VERSION", "DIGEST_MIN_BYTES"]
+__all__ = ["TimeLimits", "TaskTruth", "GroundTruth", "ground_truth", "GROUND_TRUTH_VERSION", "DIGEST_MIN_BYTES",
+           "default_cache_dir"]
 
 GROUND_TRUTH_VERSION = "evalplus-0.3.1/4"
 """Part of the cache key: bump when the ground-truth computation changes (4: reference times

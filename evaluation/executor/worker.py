@@ -62,10 +62,16 @@ from evaluation.executor.child import (
     _S_RECORD,
     _S_TIMEOUT,
     _S_VALUE,
+    PROGRAM_MODULE as PROGRAM_MODULE,  # re-exported: public here before the split
     _analyze_assert,
     _analyze_trusted,
 )
-from evaluation.executor.template import _HEAVY_IMPORT, _fork_child, _Template
+from evaluation.executor.template import (  # HEAVY_MODULES: re-exported, public here before the split
+    _HEAVY_IMPORT,
+    HEAVY_MODULES as HEAVY_MODULES,
+    _fork_child,
+    _Template,
+)
 from evaluation.executor.wire import (
     DETAIL_CHARS as _DETAIL_CHARS,
     HEADER,
