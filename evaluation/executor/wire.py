@@ -11,12 +11,13 @@ frames with :func:`loads_plain`, which caps the size and rejects every non-plain
 from __future__ import annotations
 
 import marshal
+import os
 import reprlib
 import struct
 from typing import Any
 
 __all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size", "PROGRAM_FILENAME",
-           "DETAIL_CHARS", "exception_detail", "short_repr"]
+           "DETAIL_CHARS", "exception_detail", "short_repr", "read_exact"]
 
 HEADER = struct.Struct("<I")
 """Length prefix of every frame."""
@@ -55,6 +56,18 @@ def read_size(buf: bytes | bytearray, cap: int) -> int:
         return READ_SIZE
     size: int = HEADER.unpack_from(buf, 0)[0]
     return max(READ_SIZE, min(4 + size - len(buf), cap))
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    """Exactly ``n`` bytes read from ``fd`` (a frame's header or payload), or None at EOF."""
+    parts = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
 
 
 def exception_detail(exc: BaseException) -> str:

@@ -1,0 +1,294 @@
+"""The HumanEval+/MBPP+ ground truth (reference outputs and times, cached), EvalPlus's time
+limits, and the harness a program runs in to be judged (see :mod:`evaluation.evalplus`)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluation.datasets import Dataset
+from evaluation.errors import TestgenError
+from evaluation.evalplus.oracles import MBPP_OUTPUT_NOT_NONE_TASKS, dataset_kind, deserialize_inputs
+from evaluation.io import cache_dir as default_cache_dir, file_sha256
+from evaluation.records import Outcome
+
+__all__ = ["TimeLimits", "TaskTruth", "GroundTruth", "ground_truth", "GROUND_TRUTH_VERSION", "DIGEST_MIN_BYTES",
+           "default_cache_dir"]
+
+GROUND_TRUTH_VERSION = "evalplus-0.3.1/4"
+"""Part of the cache key: bump when the ground-truth computation changes (4: reference times
+are CPU seconds, as the executor's deadlines)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeLimits:
+    """EvalPlus's time and memory limits (defaults of ``evalplus.evaluate`` 0.3.1)."""
+
+    gt_time_limit_factor: float = 4.0
+    """Per-input limit is this factor times the reference's time on that input ..."""
+    min_time_limit: float = 1.0
+    """... but never less than this many seconds."""
+    split_seconds: float = 60.0
+    """EvalPlus's ``EVALPLUS_TIMEOUT_PER_TASK``: cap on the sum of the per-input limits."""
+    split_grace: float = 2.0
+    """Seconds EvalPlus adds to the split cap before killing the process (fast_check mode)."""
+    memory_mb: int = 4096
+    """Address-space limit of the child (EvalPlus: 4 GiB)."""
+
+    def per_input(self, reference_seconds: float) -> float:
+        """The time limit of one input."""
+        return max(self.min_time_limit, self.gt_time_limit_factor * reference_seconds)
+
+    def split_cap(self, limits: Sequence[float]) -> float:
+        """Total run time allowed for one split whose per-input limits are ``limits``."""
+        return min(self.split_seconds, sum(limits)) + self.split_grace
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskTruth:
+    """Ground truth of one task: inputs, expected outputs, reference times."""
+
+    task_id: str
+    """Task."""
+    entry_point: str
+    """Function called."""
+    atol: float
+    """The task's absolute tolerance (0: exact unless the output is a float)."""
+    base_inputs: tuple[Any, ...]
+    """Base inputs (deserialized), in dataset order, without skipped ones."""
+    plus_inputs: tuple[Any, ...]
+    """Plus inputs (deserialized), without skipped ones."""
+    base_expected: tuple[Any, ...]
+    """Reference output per base input."""
+    plus_expected: tuple[Any, ...]
+    """Reference output per plus input."""
+    base_time: tuple[float, ...]
+    """Reference run time per base input (seconds)."""
+    plus_time: tuple[float, ...]
+    """Reference run time per plus input (seconds)."""
+    skipped: tuple[str, ...] = ()
+    """Inputs the reference rejected (``"base 3: AssertionError: invalid inputs"``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroundTruth:
+    """Ground truth of a whole dataset file."""
+
+    dataset: str
+    """Dataset name (``humaneval+`` or ``mbpp+``)."""
+    kind: str
+    """EvalPlus's name for the dataset: ``humaneval`` or ``mbpp`` (selects special oracles)."""
+    dataset_sha256: str
+    """sha256 of the dataset file: the cache key."""
+    tasks: Mapping[str, TaskTruth]
+    """``task_id`` -> truth."""
+    from_cache: bool = False
+    """True when read from the cache."""
+    seconds: float = 0.0
+    """Time taken to compute (or read) it."""
+    cache_file: str = ""
+    """The cache file read or written."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Ground truth
+
+
+DIGEST_MIN_BYTES = 64 * 1024
+"""A solution's output of exact type ``str``, ``bytes`` or ``int`` whose pickle is larger than
+this leaves the child as ``("#", type name, size, sha256 of the pickle)`` instead of the value
+(HumanEval/15 returns strings of up to 7 MB). For these types equal values have equal pickles,
+so comparing digests is ``==``; an ``int`` that large cannot equal any float, and is compared
+by digest only while the split's tolerance is 0 (EvalPlus's ``np.allclose`` path is off)."""
+
+
+_CALL_WRAPPER = "__testgen_evalplus_call__"
+
+
+def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) -> tuple[str, str]:
+    """The program to load and the function each :class:`CallTest` calls.
+
+    A wrapper appended to the program is called as ``wrapper(time_limit, *inputs)``. It
+    calls the entry point under a time limit, as EvalPlus's ``time_limit`` does, but in CPU
+    seconds (``ITIMER_VIRTUAL``; the executor's own deadline is ``ITIMER_PROF``), so that a
+    verdict does not depend on the machine's load; the judge then checks the call's measured
+    CPU time against the limit. It
+    returns the output pickled, so it travels as bytes and is rebuilt type-exactly (tuples
+    stay tuples, sets stay sets, ``nan`` and big ints survive) by :func:`_load_output`, which
+    accepts plain data only. A solution's large ``str``/``bytes``/``int`` output is sent as
+    a digest instead (:data:`DIGEST_MIN_BYTES`). None of this can forge a verdict: whatever
+    the child sends is judged by trusted code (:class:`SplitJudge`, in the executor's worker)
+    against expected values the child never sees. For the MBPP+ "not None" tasks the output
+    (a ``re.Match``) is first reduced to a bool, to exactly what EvalPlus compares.
+    """
+    if kind == "mbpp" and entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+        if reference:
+            call = f"        r = {entry_point}(*args) is not None\n"
+        else:
+            call = (f"        r = {entry_point}(*args)\n"
+                    "        r = r if isinstance(r, bool) else (r is not None)\n")
+    elif kind == "humaneval" and entry_point == "find_zero" and not reference:
+        # EvalPlus evaluates poly(xs, out) on the input list *after* the call, so a solution
+        # that mutates xs is judged on the mutated list: send the arguments back too.
+        call = f"        r = ({entry_point}(*args), args)\n"
+    else:
+        call = f"        r = {entry_point}(*args)\n"
+    digest = "" if reference else (
+        f"    if len(out) > {DIGEST_MIN_BYTES} and type(r) in (str, bytes, int):\n"
+        "        import hashlib\n"
+        "        return ('#', type(r).__name__, len(out), hashlib.sha256(out).digest())\n"
+    )
+    wrapper = (
+        # Bound once per load as default arguments (an import statement per call costs more
+        # than the call of a small solution).
+        f"\n\nimport pickle as __testgen_pickle, signal as __testgen_signal\n\n\n"
+        f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, signal=__testgen_signal):\n"
+        "    def on_alarm(signum, frame):\n"
+        "        raise TimeoutError('time limit')\n"
+        "    try:\n"
+        "        signal.signal(signal.SIGVTALRM, on_alarm)\n"
+        "        signal.setitimer(signal.ITIMER_VIRTUAL, time_limit)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    try:\n"
+        f"{call}"
+        "    finally:\n"
+        "        try:\n"
+        "            signal.setitimer(signal.ITIMER_VIRTUAL, 0)\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "    out = pickle.dumps(r, 4)\n"
+        f"{digest}"
+        "    return out\n"
+    )
+    return program + wrapper, _CALL_WRAPPER
+
+
+_GT_LIMIT = 120.0  # seconds for one reference call: generous, the reference is trusted to finish
+
+
+_PLAIN_CLASSES = {("builtins", "complex"), ("builtins", "set"), ("builtins", "frozenset"),
+                  ("builtins", "bytearray")}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: no class other than a few builtin value types is resolved."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _PLAIN_CLASSES:
+            import builtins
+
+            return getattr(builtins, name)
+        raise pickle.UnpicklingError(f"not plain data: {module}.{name}")
+
+
+def _load_output(value: Any) -> Any:
+    """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data."""
+    if not isinstance(value, (bytes, bytearray)):
+        raise ValueError(f"expected the pickled output, got {type(value).__name__}")
+    try:
+        return _PlainUnpickler(io.BytesIO(value)).load()
+    except Exception as exc:  # noqa: BLE001 - anything undecodable is a wrong output
+        raise ValueError(f"output is not plain data: {exc}") from None
+
+
+def _execute(jobs: list[Any], *, workers: int | None, executor: Any = None) -> Iterable[Any]:
+    if executor is not None:
+        return executor.run(jobs)  # type: ignore[no-any-return]
+    from evaluation.executor.pool import execute
+
+    return execute(jobs, workers=workers)
+
+
+def ground_truth(
+    dataset: Dataset,
+    *,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = False,
+) -> GroundTruth:
+    """Expected outputs and reference times of every task of ``dataset`` (cached).
+
+    The reference programs run in our executor (one job per task, every input a
+    :class:`~evaluation.executor.CallTest`); the cache is a pickle under
+    ``<cache_dir>/evalplus/<sha256>.pkl``, written atomically.
+    """
+    from evaluation.executor import CallTest, Job, Limits
+
+    kind = dataset_kind(dataset.name)
+    t0 = time.perf_counter()
+    digest = file_sha256(dataset.source)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    # The task list is part of the key: a caller may hand over a subset of the file's tasks.
+    tasks_key = hashlib.sha256("\n".join(dataset.problems).encode()).hexdigest()[:12]
+    cache_file = cache / "evalplus" / f"{dataset.name.replace('+', 'plus')}-{digest[:32]}-{tasks_key}.pkl"
+    if cache_file.is_file() and not refresh:
+        with open(cache_file, "rb") as fh:
+            stored = pickle.load(fh)
+        if stored.get("version") == GROUND_TRUTH_VERSION and stored.get("sha256") == digest \
+                and list(stored["tasks"]) == list(dataset.problems):
+            return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest,
+                               tasks=stored["tasks"], from_cache=True,
+                               seconds=time.perf_counter() - t0, cache_file=str(cache_file))
+
+    problems = list(dataset)
+    jobs = []
+    inputs_of: dict[str, tuple[list[Any], list[Any]]] = {}
+    for prob in problems:
+        base = deserialize_inputs(kind, prob.task_id, prob.base_inputs)
+        plus = deserialize_inputs(kind, prob.task_id, prob.plus_inputs)
+        inputs_of[prob.task_id] = (base, plus)
+        program, fn = _program_for(prob.reference_code, prob.entry_point, kind, reference=True)
+        jobs.append(Job(
+            program=program,
+            tests=tuple(CallTest(entry_point=fn, args=(_GT_LIMIT, *a)) for a in base + plus),
+            limits=Limits(timeout=_GT_LIMIT + 1.0, load_timeout=_GT_LIMIT, memory_mb=8192),
+            want_values=True,
+            tag=prob.task_id,
+        ))
+    tasks: dict[str, TaskTruth] = {}
+    for res in _execute(jobs, workers=workers):
+        prob = dataset[res.tag]
+        base, plus = inputs_of[prob.task_id]
+        if res.load_error:
+            raise TestgenError(f"{dataset.source}: {prob.task_id}: the reference solution does not "
+                               f"load: {res.load_error}")
+        skipped: list[str] = []
+        split: dict[str, tuple[list[Any], list[Any], list[float]]] = {}
+        for name, inputs, results in (("base", base, res.results[: len(base)]),
+                                      ("plus", plus, res.results[len(base):])):
+            kept_in: list[Any] = []
+            kept_out: list[Any] = []
+            kept_t: list[float] = []
+            for i, (inp, r) in enumerate(zip(inputs, results)):
+                if r.outcome is not Outcome.PASSED:
+                    skipped.append(f"{name} {i}: {r.outcome.value}: {r.detail}")
+                    continue
+                kept_in.append(inp)
+                kept_out.append(_load_output(r.value))
+                kept_t.append(r.duration)
+            split[name] = (kept_in, kept_out, kept_t)
+        tasks[prob.task_id] = TaskTruth(
+            task_id=prob.task_id, entry_point=prob.entry_point, atol=prob.atol,
+            base_inputs=tuple(split["base"][0]), plus_inputs=tuple(split["plus"][0]),
+            base_expected=tuple(split["base"][1]), plus_expected=tuple(split["plus"][1]),
+            base_time=tuple(split["base"][2]), plus_time=tuple(split["plus"][2]),
+            skipped=tuple(skipped),
+        )
+    ordered = {p.task_id: tasks[p.task_id] for p in problems}
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache_file.with_name(cache_file.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump({"version": GROUND_TRUTH_VERSION, "sha256": digest, "tasks": ordered}, fh,
+                    protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, cache_file)
+    return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest, tasks=ordered,
+                       from_cache=False, seconds=time.perf_counter() - t0, cache_file=str(cache_file))
+
