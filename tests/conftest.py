@@ -5,8 +5,12 @@ Fixtures here are used by every engineer's tests; add new ones below, keep the o
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +74,30 @@ def tiny_causal_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     GPT2LMHeadModel(config).save_pretrained(path)
     return path
+
+
+def _spin(stop: Any) -> None:
+    while not stop.is_set():
+        pass
+
+
+@pytest.fixture
+def cpu_load() -> Callable[[int], contextlib.AbstractContextManager[None]]:
+    """``with cpu_load(k): ...`` runs the block while ``k`` busy processes per core take the
+    machine's CPUs (outcomes must not depend on the load; issue 23)."""
+
+    @contextlib.contextmanager
+    def load(per_core: int) -> Iterator[None]:
+        stop = multiprocessing.Event()
+        busy = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
+                for _ in range(per_core * (os.cpu_count() or 2))]
+        for p in busy:
+            p.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            for p in busy:
+                p.join()
+
+    return load

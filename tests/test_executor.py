@@ -447,27 +447,16 @@ def test_deadlines_are_the_childs_own_cpu_alarm_and_cannot_be_talked_out_of(ex: 
     assert all("deadline shortened after 1 timeouts" in r.detail for r in res.results[1:7])
 
 
-def test_a_loaded_machine_does_not_change_outcomes(ex: Executor) -> None:
+def test_a_loaded_machine_does_not_change_outcomes(ex: Executor, cpu_load: Any) -> None:
     """A test needing ~0.1 s of CPU under a 0.3 s deadline passes even when busy processes
     take most of the two cores (its wall time then exceeds the deadline), and a loop still
     times out: deadlines are CPU time."""
-    import multiprocessing
-    import os
-
     program = ("import time\n\ndef f(x):\n    t = time.process_time() + 0.1\n"
                "    while time.process_time() < t:\n        pass\n    while x:\n        pass\n    return x\n")
     tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (0, 1, 0))
     quiet = run1(ex, program, *tests, limits=Limits(timeout=0.3))
-    stop = multiprocessing.Event()
-    busy = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(4 * (os.cpu_count() or 2))]
-    for p in busy:
-        p.start()
-    try:
+    with cpu_load(4):
         loaded = run1(ex, program, *tests, limits=Limits(timeout=0.3))
-    finally:
-        stop.set()
-        for p in busy:
-            p.join()
     assert [r.outcome for r in quiet.results] == [r.outcome for r in loaded.results] == [P, T, P]
 
 
@@ -478,11 +467,6 @@ def test_loading_has_a_cpu_deadline_that_cannot_be_talked_out_of(ex: Executor) -
         res = run1(ex, program, AssertTest(source="assert f() == 1"), limits=Limits(timeout=0.2, load_timeout=0.3))
         assert res.load_error == "timeout: loading took longer than 0.3s", res.load_error
         assert res.results[0].outcome is T
-
-
-def _spin(stop: Any) -> None:
-    while not stop.is_set():
-        pass
 
 
 def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None:

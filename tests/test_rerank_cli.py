@@ -146,19 +146,13 @@ def test_cli_rejects_bad_input(small_run) -> None:  # type: ignore[no-untyped-de
     assert res.exit_code == 2 and "did you mean 'codet'" in res.output
 
 
-def _spin(stop) -> None:  # type: ignore[no-untyped-def]
-    while not stop.is_set():
-        pass
-
-
 def test_summary_is_byte_identical_under_load_and_after_kill9(small_run, shared_data: Path,  # type: ignore[no-untyped-def]
-                                                              tmp_path: Path) -> None:
+                                                              tmp_path: Path, cpu_load) -> None:
     """Outcomes must not depend on the machine's load (issue 23: a resumed rerank run beside
     another heavy job differed from a quiet one in 2 of 48 figures). The same rerank on a slice
     of CodeT's data (HumanEval/1 added: its programs loop, so timeouts and shortened deadlines
     happen), once quiet, and once with busy processes taking the cores, killed with SIGKILL
     while it builds its matrix and run again: both summary.json files are identical."""
-    import multiprocessing
     import os
     import signal
     import subprocess
@@ -199,12 +193,8 @@ def test_summary_is_byte_identical_under_load_and_after_kill9(small_run, shared_
     quiet = tmp_path / "quiet"
     subprocess.run(args(quiet), env=env, check=True, capture_output=True, timeout=600)
 
-    stop = multiprocessing.Event()
-    busy = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(3 * (os.cpu_count() or 2))]
-    for p in busy:
-        p.start()
     loaded = tmp_path / "loaded"
-    try:
+    with cpu_load(3):
         proc = subprocess.Popen(args(loaded), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         cache = loaded / "cache"
@@ -218,9 +208,5 @@ def test_summary_is_byte_identical_under_load_and_after_kill9(small_run, shared_
         assert not (loaded / "summary.json").exists(), "killed too late: the run had finished"
         resumed = subprocess.run(args(loaded), env=env, capture_output=True, text=True, timeout=600)
         assert resumed.returncode == 0, resumed.stderr
-    finally:
-        stop.set()
-        for p in busy:
-            p.join()
     assert (loaded / "summary.json").read_bytes() == (quiet / "summary.json").read_bytes()
     assert (loaded / "picks.jsonl").read_bytes() == (quiet / "picks.jsonl").read_bytes()
