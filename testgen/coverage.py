@@ -257,16 +257,14 @@ class SourceCoverage:
         """The program text the arcs refer to."""
         self.filename = filename
         """Name used inside coverage.py's data (only for messages)."""
-        try:
-            compile(source, filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
-            raise SyntaxError(f"{filename}: coverage.py cannot parse the program: {exc}") from exc
         self._reporter: Any = None
-        if internal_analysis_ok():
-            try:
+        try:
+            if internal_analysis_ok():
                 self._reporter = _text_reporter(source, filename)
-            except Exception as exc:  # coverage.exceptions.NotPython wraps the SyntaxError
-                raise SyntaxError(f"{filename}: coverage.py cannot parse the program: {exc}") from exc
+            else:  # the public path parses per count: refuse a program that does not parse now
+                compile(source, filename, "exec", dont_inherit=True)
+        except Exception as exc:  # SyntaxError, ValueError; coverage.exceptions.NotPython wraps them
+            raise SyntaxError(f"{filename}: coverage.py cannot parse the program: {exc}") from exc
         self._cache: dict[frozenset[Arc], CoverageCounts] = {}
         self._cache_size = cache_size
 

@@ -287,7 +287,6 @@ class Executor:
         self._isolation: dict[str, Mechanism] | None = None
         self._sel: selectors.BaseSelector | None = None
         self._next_unit = 0
-        self._restarts = 0
         self._deaths_in_a_row = 0
         self._scratch_root = ""
 
@@ -480,7 +479,6 @@ class Executor:
         proc.stop()
         lost = list(proc.inflight)
         proc.inflight.clear()
-        self._restarts += 1
         # Deaths with no unit answered in between: a worker that cannot run at all (not one
         # program that kills it: that one is failed after _MAX_ATTEMPTS below).
         self._deaths_in_a_row += 1
