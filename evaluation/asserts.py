@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
 from evaluation.evalplus import TimeLimits
+from evaluation.executor.engine import EngineChoice
 from evaluation.human_tests import human_tests
 from evaluation.records import Outcome, Solution, Verdict
 
@@ -122,15 +123,17 @@ def evaluate_on_asserts(
     time_limits: TimeLimits | None = None,
     truth: AssertTruth | None = None,
     progress: Callable[[int, int], None] | None = None,
+    engine: EngineChoice | None = None,
 ) -> dict[str, Verdict]:
-    """Verdict of every solution on its task's asserts, keyed by ``solution_id``.
+    """Verdict of every solution on its task's asserts, keyed by ``solution_id``, run on
+    ``engine`` (default: this machine's executor; the references' times are measured here).
 
     Solutions of tasks the dataset does not have get no verdict (the caller reports them). A
     task whose every assert was skipped judges nothing: its solutions get no verdict either.
     """
     from evaluation.dedup import behaviour_key
     from evaluation.executor import AssertTest, Job, Limits
-    from evaluation.executor.pool import Executor
+    from evaluation.executor.engine import open_engine
 
     cfg = time_limits or TimeLimits()
     solutions = list(solutions)
@@ -159,7 +162,7 @@ def evaluate_on_asserts(
     done = 0
     if progress:
         progress(0, len(jobs))
-    with Executor(workers=workers) as executor:
+    with open_engine(engine, workers=workers) as executor:
         for res in executor.run(jobs):
             sols = members[res.tag]
             passed = sum(r.outcome is Outcome.PASSED for r in res.results)

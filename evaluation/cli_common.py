@@ -28,7 +28,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import click
 
@@ -56,6 +56,7 @@ __all__ = [
     "dataset_option",
     "dataset_path_option",
     "workers_option",
+    "engine_options",
     "timeout_option",
     "debug_option",
 ]
@@ -343,6 +344,36 @@ def workers_option() -> Callable[[F], F]:
     """``--workers N``: executor worker processes, a positive integer (default: one per core)."""
     return click.option("--workers", type=POSITIVE_INT, default=None,
                         help="Executor worker processes (default: one per core).")
+
+
+def engine_options() -> Callable[[F], F]:
+    """``--engine local|ray`` and ``--ray-address ADDR``, handed to the command as one
+    ``engine`` argument, an :class:`~evaluation.executor.engine.EngineChoice` (``--ray-address``
+    without ``--engine ray`` is a usage error). Ray is imported only when a command opens the
+    ray engine (docs/cluster.md)."""
+
+    def decorate(command: F) -> F:
+        import functools
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, engine: str, ray_address: str | None, **kwargs: Any) -> Any:
+            from evaluation.executor.engine import EngineChoice
+
+            if ray_address is not None and engine != "ray":
+                raise click.UsageError("--ray-address needs --engine ray")
+            choice = EngineChoice(name="ray", address=ray_address) if engine == "ray" else EngineChoice()
+            return command(*args, engine=choice, **kwargs)
+
+        with_address = click.option(
+            "--ray-address", default=None, metavar="ADDR",
+            help="With --engine ray: the cluster to join ('auto': the one started on this node with 'ray start', "
+                 "HOST:PORT, ray://HOST:10001; default $RAY_ADDRESS, else a Ray instance started for the run).")(wrapper)
+        return cast(F, click.option(
+            "--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+            help="Where programs run: this machine's sandboxed executor, or the same executor on every node of a Ray "
+                 "cluster (pip install 'testgen[ray]'; same results; docs/cluster.md).")(with_address))
+
+    return decorate
 
 
 def timeout_option(*, default: float, help: str = "Seconds per test.") -> Callable[[F], F]:

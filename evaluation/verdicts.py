@@ -19,6 +19,7 @@ from evaluation.records import Solution, Verdict
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
     from evaluation.evalplus import TimeLimits
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["has_plus_inputs", "judge_solutions"]
 
@@ -35,14 +36,18 @@ def judge_solutions(
     workers: int | None = None,
     time_limits: TimeLimits | None = None,
     progress: Callable[[int, int], None] | None = None,
+    engine: EngineChoice | None = None,
 ) -> dict[str, Verdict]:
-    """Verdict of each solution, by the judge the dataset has (see the module docstring)."""
+    """Verdict of each solution, by the judge the dataset has (see the module docstring), its
+    programs run on ``engine`` (default: this machine's executor)."""
     if has_plus_inputs(dataset):
         from evaluation.evalplus import evaluate_solutions
 
-        return evaluate_solutions(dataset, solutions, workers=workers, time_limits=time_limits, progress=progress)
+        return evaluate_solutions(dataset, solutions, workers=workers, time_limits=time_limits, progress=progress,
+                                  engine=engine)
     if all(p.test.strip() or p.assertion.strip() for p in dataset):
         from evaluation.asserts import evaluate_on_asserts
 
-        return evaluate_on_asserts(dataset, solutions, workers=workers, time_limits=time_limits, progress=progress)
+        return evaluate_on_asserts(dataset, solutions, workers=workers, time_limits=time_limits, progress=progress,
+                                  engine=engine)
     raise TestgenError(f"dataset {dataset.name} has neither base/plus inputs nor its own tests for every task")

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evaluation.executor.engine import EngineChoice
 from evaluation.io import JsonlAppender, read_jsonl
 from evaluation.records import Outcome, Solution, TestCase, content_id
 from rerank.matrix import TaskMatrix
@@ -200,6 +201,7 @@ def build_matrices(
     shorten_after: int = 0,
     short_timeout: float = 0.01,
     workers: int | None = None,
+    engine: EngineChoice | None = None,
     outputs: bool = False,
     codet_packing: bool = True,
     progress: Callable[[int, int], None] | None = None,
@@ -209,11 +211,15 @@ def build_matrices(
 
     ``shorten_after``/``short_timeout``: see :attr:`evaluation.executor.Limits.shorten_after`.
 
+    ``engine``: where the programs run (default: this machine's executor; see
+    :func:`evaluation.executor.engine.open_engine`); the matrix is the same on every engine.
+
     ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
     A program that fails to load is recorded as not loaded (CodeT: not ranked); so is every
     program of a task whose tests CodeT could not pack (``codet_packing``, see above).
     """
-    from evaluation.executor import AssertTest, Job, Limits, execute
+    from evaluation.executor import AssertTest, Job, Limits
+    from evaluation.executor.engine import run_jobs
 
     task_list = list(tasks)
     limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb,
@@ -243,7 +249,7 @@ def build_matrices(
         progress(0, total)
     if jobs:
         with JsonlAppender(cache) as app:
-            for n_done, res in enumerate(execute(jobs, workers=workers, limits=limits), start=1):
+            for n_done, res in enumerate(run_jobs(jobs, engine=engine, workers=workers, limits=limits), start=1):
                 tid, key, tkey = res.tag
                 values: tuple[str, ...]
                 if res.load_error:

@@ -6,7 +6,7 @@ A thin click layer over :func:`rerank.pipeline.run`; see ``rerank --help`` and t
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,12 +17,16 @@ from evaluation.cli_common import (
     dataset_option,
     dataset_path_option,
     debug_option,
+    engine_options,
     notice,
     run_cli,
     workers_option,
 )
 from rerank import __version__
 from rerank.cli_shared import matrix_options, parse_tests_option, progress_bars
+
+if TYPE_CHECKING:
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
 
@@ -111,6 +115,7 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
               help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
 @workers_option()
+@engine_options()
 @click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
               help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
 @click.option("--evalplus/--no-evalplus", default=True, show_default=True,
@@ -142,6 +147,7 @@ def rerank_cmd(
     short_timeout: float,
     codet_packing: bool,
     workers: int | None,
+    engine: EngineChoice,
     verdicts: str | None,
     evalplus: bool,
     baseline: str | None,
@@ -182,6 +188,7 @@ def rerank_cmd(
         short_timeout=short_timeout,
         codet_packing=codet_packing,
         workers=workers,
+        engine=engine,
         ks=k_values,
         verdicts=verdicts,
         evalplus=evalplus,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,10 +21,14 @@ from evaluation.cli_common import (
     dataset_option,
     dataset_path_option,
     debug_option,
+    engine_options,
     notice,
     workers_option,
 )
 from rerank.cli_shared import matrix_options
+
+if TYPE_CHECKING:
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["train_cmd", "cv_markdown"]
 
@@ -169,6 +173,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
               help="Cross-validate before fitting the model (its figures go into the model file).")
 @matrix_options()
 @workers_option()
+@engine_options()
 @click.option("--out", default="rerank-model", show_default=True, type=click.Path(file_okay=False),
               help="Output directory: model.json, cv.json, cv.md, cache/.")
 @click.option("--cache-dir", type=click.Path(file_okay=False),
@@ -196,6 +201,7 @@ def train_cmd(
     shorten_timeouts_after: int,
     short_timeout: float,
     workers: int | None,
+    engine: EngineChoice,
     out: str,
     cache_dir: str | None,
     progress: bool,
@@ -232,7 +238,7 @@ def train_cmd(
         samples=samples, tests=parse_tests_option(tests), dataset=dataset, dataset_path=dataset_path,
         prompts=prompts, methods=(), tests_per_generation=tests_per_generation, timeout=timeout,
         shorten_timeouts_after=shorten_timeouts_after, short_timeout=short_timeout, workers=workers,
-        verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
+        engine=engine,        verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
     )
     outdir = Path(out)
     with progress_bars(progress) as factory:

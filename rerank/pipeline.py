@@ -35,6 +35,7 @@ import numpy as np
 
 from evaluation.datasets import Dataset, load_dataset
 from evaluation.errors import TestgenError
+from evaluation.executor.engine import EngineChoice
 from evaluation.executor.trusted import trusted_check
 from evaluation.io import write_jsonl
 from evaluation.records import Solution
@@ -121,7 +122,10 @@ class RerankConfig:
     """Mark a task's solutions not loaded when CodeT's harness could not compile its packed
     tests (CodeT parity; see :mod:`rerank.build`)."""
     workers: int | None = None
-    """Executor workers (default: CPU count)."""
+    """Executor workers (default: CPU count; on Ray: batches at once, default the cluster's CPUs)."""
+    engine: EngineChoice = field(default_factory=EngineChoice)
+    """Where the programs run (matrix and verdicts): this machine, or a Ray cluster. The
+    matrix, verdicts and summary are the same on every engine."""
     ks: tuple[int, ...] = (1, 2, 10)
     """pass@k reported."""
     verdicts: str | None = None
@@ -330,6 +334,7 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_
             shorten_after=config.shorten_timeouts_after,
             short_timeout=config.short_timeout,
             workers=config.workers,
+            engine=config.engine,
             outputs=need_outputs,
             codet_packing=config.codet_packing,
             progress=progress(f"matrix {ts.label}" if several else "matrix"),
@@ -353,7 +358,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, cache: Path, *, progress: Prog
         # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
         base_tasks = inputs.prepared[inputs.test_sets[0].label]
         ep = evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
-                                notify)
+                                notify, engine=config.engine)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         if has_plus_inputs(dataset):
             kinds["plus"] = {k: v[1] for k, v in ep.items()}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from evaluation.datasets import Dataset
 from evaluation.errors import RecordError, TestgenError
+from evaluation.executor.engine import EngineChoice
 from evaluation.io import JsonlAppender, empty_file, read_jsonl
 from evaluation.records import content_id
 from rerank.build import TaskInputs
@@ -33,6 +34,7 @@ def evalplus_verdicts(
     workers: int | None,
     progress: Callable[[int, int], None],
     notify: Notify = _quiet,
+    engine: EngineChoice | None = None,
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
     """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
     inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
@@ -60,9 +62,10 @@ def evalplus_verdicts(
             if truth.from_cache:
                 notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
             verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
-                                          progress=progress)
+                                          progress=progress, engine=engine)
         else:
-            verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress)
+            verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress,
+                                       engine=engine)
         with JsonlAppender(path) as app:
             for tid, key, sol in todo:
                 v = verdicts.get(sol.solution_id)

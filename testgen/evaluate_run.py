@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import RecordError, TestgenError
+from evaluation.executor.engine import EngineChoice
 from evaluation.io import empty_file, read_jsonl, require, write_jsonl
 from evaluation.records import content_id
 from testgen.coverage import CoverageMeasure, SourceCoverage
@@ -89,7 +90,10 @@ class EvalOptions:
     dataset_path: Path | None = None
     """Explicit file of the reference dataset."""
     workers: int | None = None
-    """Executor workers (default: one per core)."""
+    """Executor workers (default: one per core; on Ray: batches at once, default the cluster's CPUs)."""
+    engine: EngineChoice = field(default_factory=EngineChoice)
+    """Where the programs run: this machine (default) or a Ray cluster (``--engine ray``). The
+    metrics are the same on every engine; it is recorded under ``execution`` in ``metrics.json``."""
     timeout: float = 5.0
     """Seconds per test (the executor kills the test after that). Generous because coverage.py's
     tracer slows tight loops ~8x: HumanEval/75's reference needs 0.17 s per human test untraced,
@@ -275,7 +279,7 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[st
         from dataclasses import replace
 
         dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in tasks})
-    verdicts = judge_solutions(dataset, sols, workers=opts.workers)
+    verdicts = judge_solutions(dataset, sols, workers=opts.workers, engine=opts.engine)
     return {sid: v.plus for sid, v in verdicts.items()}
 
 
@@ -335,7 +339,7 @@ def evaluate_run(
 
     try:
         ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
-                                 timeout=opts.timeout, workers=opts.workers)
+                                 timeout=opts.timeout, workers=opts.workers, engine=opts.engine)
         reused("reference solutions", ref_stats)
         # 2. the prompt's code (Table 6), for self/cross.
         want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
@@ -348,7 +352,7 @@ def evaluate_run(
                     prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
                                              )[1].extend(kept[g.generation_id])
         prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
-                                     timeout=opts.timeout, workers=opts.workers) if prompt_wanted else {})
+                                     timeout=opts.timeout, workers=opts.workers, engine=opts.engine) if prompt_wanted else {})
         if prompt_stats:
             reused("code in the prompts", prompt_stats)
     finally:
@@ -421,7 +425,7 @@ def evaluate_run(
     metrics["execution"] = {
         "reference": ref_stats, "prompt_code": prompt_stats,
         "generations_without_coverage": missing_cov,
-        "coverage_py": coverage_version(),
+        "coverage_py": coverage_version(), "engine": opts.engine.describe(),
         "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
     }
     warnings = []

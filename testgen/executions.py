@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from evaluation.errors import RunFailure
 from evaluation.io import JsonlAppender, read_jsonl
 from evaluation.records import Outcome, content_id
 from testgen.coverage import Arc, CoverageCounts, SourceCoverage
+
+if TYPE_CHECKING:
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["CACHE_VERSION", "ProgressFn", "Execution", "ExecutionCache", "run_programs", "union_coverage",
            "cached_outcome", "coverage_version"]
@@ -107,10 +110,13 @@ def run_programs(
     chunk_size: int,
     timeout: float,
     workers: int | None,
+    engine: EngineChoice | None = None,
 ) -> dict[str, int]:
     """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
-    point)) that is not cached yet, in jobs of ``chunk_size`` tests; results go into ``cache``."""
-    from evaluation.executor import AssertTest, Job, Limits, execute
+    point)) that is not cached yet, in jobs of ``chunk_size`` tests, on ``engine`` (default:
+    this machine's executor); results go into ``cache`` as they arrive."""
+    from evaluation.executor import AssertTest, Job, Limits
+    from evaluation.executor.engine import run_jobs
 
     jobs: list[Job] = []
     for pid, (program, tests, entry_point) in wanted.items():
@@ -129,7 +135,7 @@ def run_programs(
     done = 0
     # A known program first, through the same executor: a tracer that does not work here
     # fails the run instead of printing a coverage figure.
-    for res in execute([_canary(), *jobs], workers=workers, limits=limits):
+    for res in run_jobs([_canary(), *jobs], engine=engine, workers=workers, limits=limits):
         if res.tag == "canary":
             _check_canary(res)
             continue

@@ -19,6 +19,7 @@ from evaluation.evalplus.oracles import (
     check_output,
 )
 from evaluation.evalplus.truth import DIGEST_MIN_BYTES, GroundTruth, TaskTruth, TimeLimits, _load_output, _program_for, ground_truth
+from evaluation.executor.engine import EngineChoice
 from evaluation.records import Outcome, Solution, Verdict
 
 __all__ = ["Status", "SplitJudge", "evaluate_solutions"]
@@ -191,6 +192,7 @@ def evaluate_solutions(
     time_limits: TimeLimits | None = None,
     truth: GroundTruth | None = None,
     progress: Callable[[int, int], None] | None = None,
+    engine: EngineChoice | None = None,
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
@@ -199,11 +201,12 @@ def evaluate_solutions(
     judged in the executor's worker (:class:`SplitJudge`), which stops at the first failing
     input; plus runs only for programs that pass base. Solutions of tasks that ``dataset``
     does not have get no verdict (the caller reports them). ``progress(done, total)`` is
-    called as distinct programs finish.
+    called as distinct programs finish. ``engine``: where the programs run (default: this
+    machine's executor); the ground truth (reference times) is measured here, not there.
     """
     from evaluation.dedup import behaviour_key
     from evaluation.executor import Job
-    from evaluation.executor.pool import Executor
+    from evaluation.executor.engine import open_engine
 
     cfg = time_limits or TimeLimits()
     gt = truth or ground_truth(dataset, workers=workers)
@@ -231,7 +234,7 @@ def evaluate_solutions(
     finished = 0
     if progress:
         progress(finished, total)
-    with Executor(workers=workers) as executor:
+    with open_engine(engine, workers=workers) as executor:
         for split in ("base", "plus"):
             todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
             jobs = [job(i, split) for i in todo]

@@ -5,7 +5,7 @@ run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,10 +13,14 @@ from evaluation.cli_common import (
     NON_NEGATIVE_INT,
     DatasetName,
     dataset_path_option,
+    engine_options,
     notice,
     timeout_option,
     workers_option,
 )
+
+if TYPE_CHECKING:
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["eval_"]
 
@@ -49,12 +53,13 @@ def _pct(x: Any) -> str:
               help="Whose reference solutions are the oracle (default: HumanEval+ when available).")
 @dataset_path_option(help="File of the reference dataset (default: searched for, as 'testgen datasets' shows).")
 @workers_option()
+@engine_options()
 @timeout_option(default=5.0, help="Seconds per test (coverage tracing slows tight loops ~8x).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
-          reference_dataset: str | None, dataset_path: str | None, workers: int | None, timeout: float,
+          reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
           no_cache: bool, quiet: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
@@ -80,7 +85,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         dedup=DedupKey(dedup), empty=EmptyPolicy(empty), measure=CoverageMeasure(measure),
         prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
         verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
-        workers=workers, timeout=timeout, out=out, use_cache=not no_cache,
+        workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache,
     )
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_FLOAT, dataset_option, dataset_path_option, workers_option
+from evaluation.cli_common import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
+
+if TYPE_CHECKING:
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["evaluate", "verdict_record", "default_out_path"]
 
@@ -57,6 +60,7 @@ def default_out_path(samples: str) -> Path:
                    "or a 'testgen sample' run directory (its solutions.jsonl).")
 @dataset_path_option()
 @workers_option()
+@engine_options()
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Per-sample verdicts JSONL (default: ./<samples name>.verdicts.jsonl).")
 @click.option("--evaluator", type=click.Choice(["ours", "evalplus"]), default="ours", show_default=True,
@@ -73,6 +77,7 @@ def evaluate(
     samples: str,
     dataset_path: str | None,
     workers: int | None,
+    engine: EngineChoice,
     out: str | None,
     evaluator: str,
     model: str | None,
@@ -106,6 +111,9 @@ def evaluate(
     if asserts_only and evaluator == "evalplus":
         raise click.UsageError("--evaluator evalplus judges HumanEval+/MBPP+ inputs; MBPP sanitized has none "
                                "(use --evaluator ours, or --dataset mbpp+)")
+    if evaluator == "evalplus" and engine.name != "local":
+        raise click.UsageError("--evaluator evalplus runs the installed evalplus on this machine; --engine ray runs "
+                               "ours (--evaluator ours)")
     if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
         samples = str(Path(samples) / "solutions.jsonl")
     dataset = load_dataset(dataset_name, path=dataset_path)
@@ -148,7 +156,7 @@ def evaluate(
                 console.print(f"[yellow]skipped (the reference fails it):[/] {line}")
             task = bar.add_task("distinct programs", total=None)
             verdicts = evaluate_on_asserts(
-                dataset, sols, workers=workers, time_limits=limits, truth=atruth,
+                dataset, sols, workers=workers, time_limits=limits, truth=atruth, engine=engine,
                 progress=lambda done, total: bar.update(task, completed=done, total=total))
         elif evaluator == "ours":
             gt_task = bar.add_task("ground truth", total=None)
@@ -160,7 +168,7 @@ def evaluate(
                           f"cached in {truth.cache_file}", highlight=False, soft_wrap=True)
             task = bar.add_task("distinct programs", total=None)
             verdicts = evaluate_solutions(
-                dataset, sols, workers=workers, time_limits=limits, truth=truth,
+                dataset, sols, workers=workers, time_limits=limits, truth=truth, engine=engine,
                 progress=lambda done, total: bar.update(task, completed=done, total=total))
         else:
             task = bar.add_task("evalplus", total=None)

@@ -138,7 +138,7 @@ class _Builder:
 
     def add(self, *, id: str, kind: StepKind, model: str | None, dataset: str | None, argv: Sequence[str] = (),
             deps: Sequence[str] = (), blocked: str | None = None, restart: bool = False,
-            meta: Mapping[str, Any] | None = None, dir: str | None = None) -> Step:
+            meta: Mapping[str, Any] | None = None, dir: str | None = None, unkeyed: Sequence[str] = ()) -> Step:
         for d in deps:
             dep = self.steps[d]
             if blocked is None and dep.blocked is not None:
@@ -149,7 +149,8 @@ class _Builder:
         what = id.rsplit("/", 1)[-1]
         if dir is None:
             dir = "/".join(["steps", *[p for p in (model, dataset) if p], f"{what}-{key[:10]}"])
-        step = Step(id=id, kind=kind, model=model, dataset=dataset, argv=tuple(argv), deps=tuple(deps), key=key,
+        # ``unkeyed`` arguments (the engine) change where a step runs, not what it writes.
+        step = Step(id=id, kind=kind, model=model, dataset=dataset, argv=(*argv, *unkeyed), deps=tuple(deps), key=key,
                     dir=dir, blocked=blocked, restart=restart, meta=dict(meta or {}))
         self.steps[id] = step
         return step
@@ -169,6 +170,13 @@ class _Builder:
 
     def workers_args(self) -> list[str]:
         return [] if self.spec.workers is None else ["--workers", str(self.spec.workers)]
+
+    def engine_args(self) -> list[str]:
+        """``--engine``/``--ray-address`` of the steps that run programs: appended to their
+        command, not to their key (every engine gives the same results)."""
+        if self.spec.engine == "local":
+            return []
+        return ["--engine", self.spec.engine, *(["--ray-address", self.spec.ray_address] if self.spec.ray_address else [])]
 
     def base_blocked(self, m: ModelSpec) -> tuple[str | None, list[str]]:
         deps: list[str] = []
@@ -222,7 +230,7 @@ class _Builder:
         self.add(id=f"{m.name}/{ds}/evaluate-t{_fmt_t(t)}", kind="evaluate", model=m.name, dataset=ds,
                  argv=["testgen", "evaluate", "--dataset", judge, "--samples", f"{step.dir}/solutions.jsonl",
                        *self.workers_args(), "--out", "{dir}/verdicts.jsonl"],
-                 deps=[sid], meta={"temperature": t, "n": n})
+                 deps=[sid], meta={"temperature": t, "n": n}, unkeyed=self.engine_args())
         return step
 
     def run(self, m: ModelSpec, ds: str, setting: str, *, what: str, n: int, tpg: int, temperature: float,
@@ -259,7 +267,7 @@ class _Builder:
             argv += ["--verdicts-file", f"{verdicts.dir}/verdicts.jsonl"]
             deps.append(verdicts.id)
         return self.add(id=f"{m.name}/{ds}/eval-{setting}", kind="eval", model=m.name, dataset=ds, argv=argv,
-                        deps=deps, meta={"setting": setting})
+                        deps=deps, meta={"setting": setting}, unkeyed=self.engine_args())
 
     def settings_of(self, m: ModelSpec) -> list[str]:
         settings = [x for x in self.spec.settings if m.settings is None or x in m.settings]
@@ -341,7 +349,8 @@ class _Builder:
             rdeps.append(ev.id)
         argv += ["--out", "{dir}", "--no-progress"]
         self.add(id=f"{m.name}/{ds}/rerank", kind="rerank", model=m.name, dataset=ds, argv=argv, deps=rdeps,
-                 meta={"sets": [label for label, _ in sets], "baseline": "--baseline" in argv})
+                 meta={"sets": [label for label, _ in sets], "baseline": "--baseline" in argv},
+                 unkeyed=self.engine_args())
 
 
 def build_plan(spec: StudySpec) -> Plan:

@@ -170,6 +170,12 @@ class StudySpec:
     """Seconds per test in ``testgen eval`` (coverage tracing)."""
     workers: int | None = None
     """Executor workers per step (``None``: the commands' default)."""
+    engine: str = "local"
+    """Where the steps that run programs (``evaluate``, ``eval``, ``rerank``) run them:
+    ``local`` or ``ray`` (their ``--engine``). Not part of a step's key: the results are the
+    same on every engine, so a study begun on one machine goes on on a cluster."""
+    ray_address: str | None = None
+    """With ``engine = "ray"``: the cluster (their ``--ray-address``)."""
     cross: CrossSpec = field(default_factory=CrossSpec)
     """The cross setting's pool."""
     rerank: RerankSpec = field(default_factory=RerankSpec)
@@ -189,7 +195,7 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "model", "cross", "rerank"}
+             "workers", "engine", "ray_address", "model", "cross", "rerank"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
@@ -409,11 +415,19 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         limit=r.get(d, "limit", int, None, None, None),
         timeout=r.get(d, "timeout", float, None, None, 5.0),
         workers=r.get(d, "workers", int, None, None, None),
+        engine=r.get(d, "engine", str, None, None, "local"),
+        ray_address=r.get(d, "ray_address", str, None, None, None),
         cross=cross, rerank=rerank,
     )
     for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout",
                 "workers"):
         _positive(r, getattr(spec, key), None, key, None)
+    from evaluation.executor.engine import ENGINES
+
+    if spec.engine not in ENGINES:
+        raise r.fail(None, "engine", None, f"{spec.engine!r} is not an engine (choose from {', '.join(ENGINES)})")
+    if spec.ray_address is not None and spec.engine != "ray":
+        raise r.fail(None, "ray_address", None, 'needs engine = "ray"')
     if not 0 < spec.top_p <= 1:
         raise r.fail(None, "top_p", None, f"must be in (0, 1], got {spec.top_p}")
     for i, m in enumerate(models):
