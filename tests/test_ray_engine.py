@@ -15,7 +15,9 @@ through ``--ray-address`` as a user would:
   batch of a ``rerank``: Ray re-runs the batch elsewhere, and the matrix and summary are still
   the local ones, each program's row written once.
 
-Skips, saying why, where ray is not installed (CI installs it: ``.ci/run``).
+The tests that need a cluster skip, saying why, where ray is not installed (CI installs it:
+``.ci/run``); the split into batches, the options' checks and the study's arguments are tested
+without it (and without importing it).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from click.testing import CliRunner
 
 from evaluation.io import read_jsonl, write_jsonl
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'testgen[ray]'; CI installs it)")
+ray: Any = None
+"""The ray module, imported by the cluster fixture (the tests without a cluster run without ray)."""
+
 psutil = pytest.importorskip("psutil")
 
 SOLUTIONS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
@@ -50,6 +54,8 @@ HEALTH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "he
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """A Ray cluster on this machine: the head and one worker node, one CPU each."""
+    global ray
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'testgen[ray]'; CI installs it)")
     from ray.cluster_utils import Cluster
 
     c = Cluster(initialize_head=True, head_node_args={
@@ -267,3 +273,42 @@ def test_batches_keep_every_dedup_key_together_in_input_order() -> None:
         for i in b:
             assert home.setdefault(partition_key(jobs[i]), n) == n
     assert partition_key(jobs[0]) == partition_key(Job(program=programs[1], tests=test))  # behaviour-equal
+
+
+def test_no_ray_import_without_the_ray_engine() -> None:
+    """Ray is imported only when the ray engine is opened (a local run, the CLI's options)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from evaluation.executor.engine import EngineChoice, run_jobs\n"
+            "from evaluation.executor import Job, AssertTest\n"
+            "import testgen.cli, rerank.cli, rerank.build, evaluation.evalplus, evaluation.asserts, testgen.executions\n"
+            "jobs = [Job(program='def f(x):\\n    return x\\n', tests=(AssertTest(source='assert f(1) == 1', entry_point='f'),))]\n"
+            "(res,) = run_jobs(jobs, engine=EngineChoice(), workers=1)\n"
+            "assert res.results[0].outcome.value == 'passed', res\n"
+            "print('ray' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_study_passes_the_engine_to_the_steps_that_run_programs_outside_their_keys() -> None:
+    from testgen.study.plan import build_plan
+    from testgen.study.spec import SpecError, parse_spec
+
+    base = 'name = "t"\ndatasets = ["humaneval+"]\n{}[[model]]\nname = "m"\nbackend = "fake"\n'
+    local = build_plan(parse_spec(base.format("")))
+    on_ray = build_plan(parse_spec(base.format('engine = "ray"\nray_address = "auto"\n')))
+    running = {"evaluate", "eval", "rerank"}
+    assert {s.kind for s in on_ray.steps} >= running
+    for a, b in zip(local.steps, on_ray.steps, strict=True):
+        assert (a.id, a.key, a.dir) == (b.id, b.key, b.dir)  # same step, same folder: results carry over
+        if b.kind in running:
+            assert list(b.argv) == [*a.argv, "--engine", "ray", "--ray-address", "auto"]
+        else:
+            assert b.argv == a.argv
+    with pytest.raises(SpecError, match="key 'engine'.*'dask' is not an engine"):
+        parse_spec(base.format('engine = "dask"\n'))
+    with pytest.raises(SpecError, match='key .ray_address.: needs engine = "ray"'):
+        parse_spec(base.format('ray_address = "auto"\n'))

@@ -20,7 +20,16 @@ Why the results are the local ones, bit for bit:
   split changes which process runs a unit, never what it runs with.
 
 A batch's results come back whole, as the task's return value: a retried task (lost node,
-killed worker) yields its results once, and the driver yields each job once.
+killed worker) yields its results once, and the driver yields each job once. A batch that
+Ray could not finish in ``1 + MAX_RETRIES`` tries ends the run with a one-line
+:class:`~evaluation.errors.RunFailure`; what was received is in the caller's cache.
+
+What is not promised, here as on one machine: the pool itself shares a run between jobs of one
+key only while the run has not started, and a job with tests that run lacks gets a run of its
+own, which depends on timing; where jobs of one key have different tests (``testgen eval``'s
+chunks of one program's tests), which tests share a child can differ between any two runs, of
+either engine. Each test runs with a fresh copy of the program's globals (``Job.isolation``),
+so that changes a result only for a program that mutates shared objects, as it would locally.
 
 Ray is imported only when this engine is opened (``pip install 'testgen[ray]'``; every node
 needs testgen and its dependencies installed, the same version as the driver's).
@@ -160,7 +169,12 @@ class RayEngine:
             options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
             if address is None and not os.environ.get("RAY_ADDRESS"):
                 options |= {"num_cpus": workers or os.cpu_count() or 1, "object_store_memory": _LOCAL_OBJECT_STORE}
-            self._ray.init(address=address, **options)
+            try:
+                self._ray.init(address=address, **options)
+            except ConnectionError as exc:
+                from evaluation.errors import RunFailure
+
+                raise RunFailure(f"cannot join the Ray cluster at {address or os.environ.get('RAY_ADDRESS')}: {exc}") from exc
             self._started = True
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         self.slots = workers or max(1, cpus)
@@ -194,7 +208,15 @@ class RayEngine:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     positions = pending.pop(ref)
-                    results, notes = ray.get(ref)
+                    try:
+                        results, notes = ray.get(ref)
+                    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                            ray.exceptions.ObjectLostError, ray.exceptions.TaskUnschedulableError) as exc:
+                        from evaluation.errors import RunFailure
+
+                        # Ray's retries are spent: the results received so far are written; a rerun resumes.
+                        raise RunFailure(f"Ray lost a batch of {len(positions)} jobs after {MAX_RETRIES} retries: "
+                                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
                     for note in notes:
                         if note not in self._warned:
                             self._warned.add(note)
