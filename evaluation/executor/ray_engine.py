@@ -168,6 +168,9 @@ class RayEngine:
         if not self._ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
             if address is None and not os.environ.get("RAY_ADDRESS"):
+                # "local": a new instance, even where `ray start` left a cluster on this machine
+                # (ray.init() without an address would join that one).
+                address = "local"
                 options |= {"num_cpus": workers or os.cpu_count() or 1, "object_store_memory": _LOCAL_OBJECT_STORE}
             try:
                 self._ray.init(address=address, **options)
