@@ -238,7 +238,7 @@ def train_cmd(
         samples=samples, tests=parse_tests_option(tests), dataset=dataset, dataset_path=dataset_path,
         prompts=prompts, methods=(), tests_per_generation=tests_per_generation, timeout=timeout,
         shorten_timeouts_after=shorten_timeouts_after, short_timeout=short_timeout, workers=workers,
-        engine=engine,        verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
+        engine=engine, verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
     )
     outdir = Path(out)
     with progress_bars(progress) as factory:
