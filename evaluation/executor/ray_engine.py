@@ -31,6 +31,10 @@ chunks of one program's tests), which tests share a child can differ between any
 either engine. Each test runs with a fresh copy of the program's globals (``Job.isolation``),
 so that changes a result only for a program that mutates shared objects, as it would locally.
 
+Known untidiness: Ray ends its worker processes without running ``atexit`` handlers, so each
+Ray worker leaves its executor's scratch root (``testgen-exec-root-*``, one empty directory) in
+its node's temporary directory.
+
 Ray is imported only when this engine is opened (``pip install 'testgen[ray]'``; every node
 needs testgen and its dependencies installed, the same version as the driver's).
 """
