@@ -134,6 +134,7 @@ def test_base_urls_from_options_and_file(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["run", "--backend", "openai", "--model", "m", "-o", f"base_url_file={urls}",
                                    "--limit", "1", "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "servers.txt:2" in res.output
+    assert not (tmp_path / "x").exists()  # refused before anything ran
 
 
 def test_a_single_server_retries_in_place_and_gives_up_after_max_retries() -> None:
