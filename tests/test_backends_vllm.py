@@ -4,6 +4,7 @@ the real engine is exercised only where vllm and CUDA are available."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import types
 from dataclasses import dataclass, field
@@ -245,3 +246,18 @@ def test_data_parallel_replica_failures_fail_the_run(spawned_vllm: None) -> None
         assert delivered == [0]  # the other replica's answers were saved
     finally:
         backend.close()
+
+
+def test_replicas_left_running_do_not_hold_the_interpreter(spawned_vllm: None, tmp_path: Any) -> None:
+    """The replicas are not daemons (vLLM's engine starts processes of its own): a backend never
+    closed must still let the program end."""
+    script = tmp_path / "left_open.py"
+    script.write_text(
+        "from testgen.backends import create_backend\n"
+        "from testgen.backends.base import Prompt, Sampling\n"
+        "if __name__ == '__main__':\n"
+        "    b = create_backend('vllm', model='m', options={'data_parallel_size': '2', 'chat': 'false'})\n"
+        "    print(len(b.generate([Prompt(text='a'), Prompt(text='b')], Sampling())))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -259,8 +260,9 @@ class VLLMBackend(Backend):
                     parent, child = ctx.Pipe()
                     # a spawned child takes its environment from the parent at start
                     os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+                    # not a daemon: vLLM's engine starts processes of its own, which a daemon may not
                     proc = ctx.Process(target=_replica_main, args=(child, self.model, self.options),
-                                       name=f"vllm-replica-{len(replicas)}", daemon=True)
+                                       name=f"vllm-replica-{len(replicas)}")
                     proc.start()
                     child.close()
                     replicas.append(_Replica(process=proc, conn=parent, gpus=gpus))
@@ -270,6 +272,9 @@ class VLLMBackend(Backend):
                 else:
                     os.environ["CUDA_VISIBLE_DEVICES"] = saved
             self._replicas = replicas
+            # a backend dropped without close() (or the interpreter leaving) still stops them;
+            # this runs before multiprocessing's own exit hook, which would wait for them forever
+            self._finalizer = weakref.finalize(self, _stop_replicas, replicas, wait=False)
         return self._replicas
 
     def _ask(self, messages: list[tuple[Any, ...]], *, replicas: int | None = None,
@@ -337,15 +342,21 @@ class VLLMBackend(Backend):
         for up to 30 s; otherwise at once)."""
         self._llm = None
         if self._replicas is not None:
-            for rep in self._replicas:
-                try:
-                    rep.conn.send(("close",))
-                except (OSError, ValueError):
-                    pass
-            for rep in self._replicas:
-                rep.process.join(timeout=30 if wait else 0)
-                if rep.process.is_alive():
-                    rep.process.terminate()
-                    rep.process.join(timeout=5)
-                rep.conn.close()
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            _stop_replicas(self._replicas, wait=wait)
             self._replicas = None
+
+
+def _stop_replicas(replicas: list[_Replica], *, wait: bool) -> None:
+    for rep in replicas:
+        try:
+            rep.conn.send(("close",))
+        except (OSError, ValueError):
+            pass
+    for rep in replicas:
+        rep.process.join(timeout=30 if wait else 0)
+        if rep.process.is_alive():
+            rep.process.terminate()
+            rep.process.join(timeout=5)
+        rep.conn.close()
