@@ -28,7 +28,7 @@ FAULTS = [429, "drop", None, 500, "slow", None, 503, None]
 
 @pytest.fixture()
 def servers():
-    with FakeOpenAIServer(delay=0.01) as good, FakeOpenAIServer(slow_seconds=1.5) as flaky:
+    with FakeOpenAIServer(delay=0.01) as good, FakeOpenAIServer(slow_seconds=2.0) as flaky:
         yield good, flaky
 
 
@@ -52,7 +52,7 @@ def test_requests_spread_over_two_servers_one_flaky(servers: tuple[FakeOpenAISer
     good, flaky = servers
     flaky.faults = FAULTS * 10
     backend = create_backend("openai", model="fake-model", options={
-        "base_url": f"{good.base_url},{flaky.base_url}", "concurrency": "2", "timeout": "0.6",
+        "base_url": f"{good.base_url},{flaky.base_url}", "concurrency": "2", "timeout": "1.0",
         "backoff_base": "0.01", "n_per_request": "2", "rest_after": "3", "rest_seconds": "0.05"})
     prompts = [Prompt(text=f"def f{i}(x):\n    pass\n\nassert f{i}(", sample_offset=10 * i) for i in range(24)]
     seen: list[int] = []
