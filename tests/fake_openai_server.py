@@ -4,8 +4,11 @@
 ``/v1/models``. Answers are deterministic in (prompt, choice index, seed): a completion prompt
 ending in ``assert f(`` is continued with asserts on ``f``; a chat prompt gets a fenced block.
 Faults are injected from a script: :attr:`FakeOpenAIServer.faults` is a list consumed one per
-request (``429``, ``500``, ``503``, ``"slow"`` to sleep past the client's timeout, ``None``
-for a normal answer). ``delay`` slows every answer. Counters record what was served.
+request (``429``, ``500``, ``503``, ``"slow"`` to sleep past the client's timeout, ``"drop"`` to
+close the connection without an answer, ``None`` for a normal answer); once it is used up,
+:attr:`FakeOpenAIServer.then` answers every request (``None``: normally, or one of the faults:
+a server that goes down). ``delay`` slows every answer. Counters record what was served; each
+request's body is kept, marked ``_answered`` when an answer was sent (``_slow`` when too late).
 
 Run it standalone (for the kill-and-resume test, in its own process):
 ``python tests/fake_openai_server.py --port-file PATH [--delay S]``.
@@ -17,6 +20,7 @@ import argparse
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +58,7 @@ class FakeOpenAIServer:
         self.delay = delay
         self.slow_seconds = slow_seconds
         self.faults: list[int | str | None] = []
+        self.then: int | str | None = None
         self.requests = 0
         self.served = 0
         self.served_choices = 0
@@ -102,10 +107,14 @@ class FakeOpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
                     server.requests += 1
-                    fault = server.faults.pop(0) if server.faults else None
+                    fault = server.faults.pop(0) if server.faults else server.then
                     if fault is not None:
                         server.faults_injected += 1
                     server.bodies.append(body)
+                if fault == "drop":  # the connection dies before an answer (a crashed worker, a proxy)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 if fault == "slow":
                     body["_slow"] = True  # answered too late: the client has given up on it
                     time.sleep(server.slow_seconds)

@@ -3,6 +3,8 @@ the real engine is exercised only where vllm and CUDA are available."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import types
 from dataclasses import dataclass, field
@@ -134,3 +136,128 @@ def test_real_vllm_engine() -> None:
     except Exception as exc:  # model download impossible offline
         pytest.skip(f"vLLM could not load {model}: {exc}")
     assert [len(g) for g in out] == [2, 2] and vllm is not None
+
+
+# A stand-in ``vllm`` package for the data-parallel replicas, which run in spawned processes
+# (a monkeypatched sys.modules does not reach them): each answer names the GPUs its engine saw.
+FAKE_VLLM = '''
+import os
+from dataclasses import dataclass
+
+
+@dataclass
+class SamplingParams:
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    seed: int | None = None
+    stop: list | None = None
+
+
+class _Tok:
+    chat_template = "{{ messages }}"
+
+    def apply_chat_template(self, messages, *, tokenize, add_generation_prompt):
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+
+class _C:
+    def __init__(self, index, text, finish_reason="stop"):
+        self.index, self.text, self.token_ids, self.finish_reason = index, text, [1] * (index + 1), finish_reason
+
+
+class _O:
+    def __init__(self, prompt, outputs):
+        self.prompt_token_ids, self.outputs = [0] * len(prompt), outputs
+
+
+class LLM:
+    def __init__(self, **kwargs):
+        if kwargs["model"] == "broken":
+            raise RuntimeError("CUDA out of memory")
+        self.kwargs = kwargs
+        self.gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
+
+    def get_tokenizer(self):
+        return _Tok()
+
+    def generate(self, prompts, params, use_tqdm=True):
+        if any("crash" in p for p in prompts):
+            os._exit(3)
+        tp = self.kwargs["tensor_parallel_size"]
+        return [_O(p, [_C(k, f"{p}#{k}/seed={sp.seed}@gpus={self.gpus}/tp={tp}/pid={os.getpid()}")
+                       for k in reversed(range(sp.n))]) for p, sp in zip(prompts, params)]
+'''
+
+
+@pytest.fixture()
+def spawned_vllm(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "fake_vllm" / "vllm"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE_VLLM)
+    monkeypatch.syspath_prepend(str(pkg.parent))  # spawned children start with the parent's sys.path
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+
+
+def test_data_parallel_replicas_split_the_prompts_over_their_gpus(spawned_vllm: None) -> None:
+    backend = create_backend("vllm", model="m", options={
+        "data_parallel_size": "2", "tensor_parallel_size": "2", "chat": "auto"})
+    assert backend.replica_gpus() == ["4,5", "6,7"]  # tp GPUs each, from CUDA_VISIBLE_DEVICES
+    try:
+        assert backend.is_chat  # asked of a replica's tokenizer
+        prompts = [Prompt(text=f"p{i}", sample_offset=i) for i in range(5)]
+        seen: list[int] = []
+        out = backend.generate(prompts, Sampling(n=2, seed=10), on_result=lambda i, g: seen.append(i))
+        assert sorted(seen) == list(range(5))
+        texts = [[g.text for g in gens] for gens in out]
+        # in the prompts' order, sorted by choice index, seeds following the first sample
+        assert [[t.split("@")[0] for t in ts] for ts in texts] == [
+            [f"p{i}#0/seed={10 + i}", f"p{i}#1/seed={10 + i}"] for i in range(5)]
+        # the first 3 prompts on the replica with GPUs 4,5, the last 2 on 6,7: two processes
+        gpus = [ts[0].split("@gpus=")[1].split("/")[0] for ts in texts]
+        assert gpus == ["4,5"] * 3 + ["6,7"] * 2
+        assert all("/tp=2/" in ts[0] for ts in texts)
+        pids = {ts[0].rsplit("pid=", 1)[1] for ts in texts}
+        assert len(pids) == 2 and str(os.getpid()) not in pids
+        chat = Prompt(messages=(ChatMessage(role="user", content="U"),))
+        [[answer]] = backend.generate([chat], Sampling())  # one prompt: one replica is enough
+        assert answer.text.startswith("<user>U<assistant>#0") and out[0][0].usage == {
+            "prompt_tokens": 2, "completion_tokens": 1}
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"  # the parent's is left as it was
+    finally:
+        backend.close()
+
+
+def test_data_parallel_replica_failures_fail_the_run(spawned_vllm: None) -> None:
+    with pytest.raises(TestgenError, match="needs 6 GPUs; CUDA_VISIBLE_DEVICES=4,5,6,7 names 4"):
+        create_backend("vllm", model="m", options={"data_parallel_size": "3", "tensor_parallel_size": "2",
+                                                   "chat": "false"}).generate([Prompt(text="x")], Sampling())
+    broken = create_backend("vllm", model="broken", options={"data_parallel_size": "2", "chat": "false"})
+    with pytest.raises(TestgenError, match=r"vllm replica 0 \(GPUs 4\): RuntimeError: CUDA out of memory"):
+        broken.generate([Prompt(text="a"), Prompt(text="b")], Sampling())
+    backend = create_backend("vllm", model="m", options={"data_parallel_size": "2", "chat": "false"})
+    delivered: list[int] = []
+    try:
+        with pytest.raises(TestgenError, match=r"vllm replica 1 \(GPUs 5\) died \(exit code 3\)"):
+            backend.generate([Prompt(text="fine"), Prompt(text="crash")], Sampling(),
+                             on_result=lambda i, g: delivered.append(i))
+        assert delivered == [0]  # the other replica's answers were saved
+    finally:
+        backend.close()
+
+
+def test_replicas_left_running_do_not_hold_the_interpreter(spawned_vllm: None, tmp_path: Any) -> None:
+    """The replicas are not daemons (vLLM's engine starts processes of its own): a backend never
+    closed must still let the program end."""
+    script = tmp_path / "left_open.py"
+    script.write_text(
+        "from testgen.backends import create_backend\n"
+        "from testgen.backends.base import Prompt, Sampling\n"
+        "if __name__ == '__main__':\n"
+        "    b = create_backend('vllm', model='m', options={'data_parallel_size': '2', 'chat': 'false'})\n"
+        "    print(len(b.generate([Prompt(text='a'), Prompt(text='b')], Sampling())))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr

@@ -104,7 +104,7 @@ def test_default_out_dir() -> None:
 def test_cli_errors_and_options(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(cli, ["run", "--backend", "openai", "--list-backend-options"])
-    assert res.exit_code == 0 and "concurrency [default 8]: Requests in flight at once." in res.output
+    assert res.exit_code == 0 and "concurrency [default 8]: Requests in flight at once, per server." in res.output
     res = runner.invoke(cli, ["run", "--dataset", "humaneval", "--backend", "fak", "--out", str(tmp_path / "a")])
     assert res.exit_code != 0 and "did you mean 'fake'" in res.output
     res = runner.invoke(cli, ["run", "--dataset", "humaneval", "--backend", "fake", "-o", "delays=1", "--out", str(tmp_path / "b")])

@@ -34,8 +34,9 @@ def backend_options() -> Callable[[F], F]:
         f = click.option("--list-backend-options", is_flag=True, help="Show the chosen backend's options and exit.")(f)
         f = click.option("--backend-option", "-o", "backend_options", multiple=True, metavar="KEY=VALUE",
                          help="Backend option (repeatable); see --list-backend-options.")(f)
-        return click.option("--base-url", default=None,
-                            help="openai: the server's base URL (e.g. http://localhost:8000/v1).")(f)
+        return click.option("--base-url", "base_url", multiple=True,
+                            help="openai: the server's base URL (e.g. http://localhost:8000/v1); repeat it to spread "
+                                 "the requests over several servers (or -o base_url_file=FILE).")(f)
 
     return apply
 
@@ -51,10 +52,11 @@ def parse_backend_options(pairs: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
-def resolve_backend_options(backend: str, pairs: tuple[str, ...], base_url: str | None, *,
+def resolve_backend_options(backend: str, pairs: tuple[str, ...], base_url: str | tuple[str, ...] | None, *,
                             list_only: bool) -> dict[str, str] | None:
-    """The backend's options from the command line (``--base-url`` is the ``base_url`` option);
-    with ``list_only``, print the backend's documented options instead and return None."""
+    """The backend's options from the command line (``--base-url``, repeatable, is the ``base_url``
+    option: several URLs are joined with commas); with ``list_only``, print the backend's
+    documented options instead and return None."""
     if list_only:
         from testgen.backends import BACKENDS
         from testgen.backends.base import options_help
@@ -65,6 +67,7 @@ def resolve_backend_options(backend: str, pairs: tuple[str, ...], base_url: str 
             click.echo(f"  {name} [default {default}]: {doc}")
         return None
     options = parse_backend_options(pairs)
-    if base_url is not None:
-        options["base_url"] = base_url
+    urls = (base_url,) if isinstance(base_url, str) else tuple(base_url or ())
+    if urls:
+        options["base_url"] = ",".join(urls)
     return options

@@ -77,7 +77,7 @@ def run(
     code_temperature: float, code_max_tokens: int, code_pools: tuple[str, ...], code_from: str | None,
     prompt_style: str, prompt_template: str | None, code_template: str | None, keep_examples: bool,
     strip_code_examples: bool, limit: int | None,
-    task_ids: tuple[str, ...], base_url: str | None, backend_options: tuple[str, ...],
+    task_ids: tuple[str, ...], base_url: tuple[str, ...], backend_options: tuple[str, ...],
     list_backend_options: bool, extraction: str, out: str | None, progress: bool | None,
 ) -> None:
     """Make a model write tests for every problem; appends to RUN/generations.jsonl (resumable)."""

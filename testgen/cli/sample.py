@@ -52,7 +52,7 @@ __all__ = ["sample"]
 def sample(
     dataset: str, dataset_path: str | None, backend: str, model: str | None, n: int, temperature: float,
     top_p: float, max_tokens: int, seed: int | None, prompt_style: str, code_template: str | None,
-    strip_code_examples: bool, limit: int | None, task_ids: tuple[str, ...], base_url: str | None,
+    strip_code_examples: bool, limit: int | None, task_ids: tuple[str, ...], base_url: tuple[str, ...],
     backend_options: tuple[str, ...], list_backend_options: bool, out: str | None, progress: bool | None,
 ) -> None:
     """Sample N solutions per task; appends to RUN/solutions.jsonl (resumable).
