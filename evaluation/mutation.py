@@ -134,9 +134,9 @@ def _variants(node: ast.AST, conditions: set[int]) -> Iterator[tuple[Operator, a
             yield "arithmetic", _with(node, op=op())
     if isinstance(node, ast.Compare):
         for i, cmp in enumerate(node.ops):
-            for op in _COMPARISON.get(type(cmp), ()):
+            for new_cmp in _COMPARISON.get(type(cmp), ()):
                 ops = list(node.ops)
-                ops[i] = op()
+                ops[i] = new_cmp()
                 yield "comparison", _with(node, ops=ops)
     if isinstance(node, ast.BoolOp):
         yield "boolean", _with(node, op=ast.Or() if isinstance(node.op, ast.And) else ast.And())

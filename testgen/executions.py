@@ -46,13 +46,13 @@ class Execution:
 class ExecutionCache:
     """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program.
 
-    ``arcs=False``: a cache of runs without coverage (the mutants of ``testgen eval
+    ``with_arcs=False``: a cache of runs without coverage (the mutants of ``testgen eval
     --mutation``), where a recorded outcome is all there is to reuse."""
 
-    def __init__(self, path: Path, *, timeout: float, use: bool, arcs: bool = True) -> None:
+    def __init__(self, path: Path, *, timeout: float, use: bool, with_arcs: bool = True) -> None:
         self.path = path
         self.timeout = timeout
-        self.arcs = arcs
+        self.with_arcs = with_arcs
         self.tests: dict[tuple[str, str], Execution] = {}
         self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
         self.load_error: dict[str, str] = {}
@@ -77,7 +77,7 @@ class ExecutionCache:
     def has(self, pid: str, tid: str) -> bool:
         """A usable cached result: arcs present, or a timeout (a killed test reports none)."""
         ex = self.tests.get((pid, tid))
-        return ex is not None and (not self.arcs or ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
+        return ex is not None and (not self.with_arcs or ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
 
     def record(self, pid: str, load_arcs: tuple[Arc, ...] | None, load_error: str,
                results: Sequence[tuple[str, Execution]]) -> None:

@@ -166,7 +166,7 @@ def mutation_metrics(
         if passing.get(t):
             for m in live[t]:
                 wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
-    cache = ExecutionCache(mdir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache, arcs=False)
+    cache = ExecutionCache(mdir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache, with_arcs=False)
     t2 = time.perf_counter()
     try:
         stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
@@ -231,8 +231,9 @@ def mutation_metrics(
     return block, by_generation
 
 
-def _mean(xs: Sequence[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
+def _mean(xs: Sequence[float | None]) -> float | None:
+    values = [x for x in xs if x is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _cpu() -> float:

@@ -175,3 +175,55 @@ def test_mutation_needs_base_and_plus_inputs(tmp_path: Path) -> None:
     # A user error (exit status 2), refused before anything runs.
     assert res.exit_code == 2 and "base/plus inputs" in res.output, res.output
     assert not (run / "eval" / "executions.jsonl").exists()
+
+
+def test_report_shows_the_mutation_score_beside_p_and_c(tmp_path: Path) -> None:
+    """``testgen report``: "P' (C; M)" cells once a run was evaluated with --mutation, "-" for the
+    others; table2.csv gets the figures as new columns at the end."""
+    import csv
+
+    from testgen.cli import cli
+
+    data = _dataset(tmp_path, {"Clamp/0": {"program": CLAMP, "entry_point": "clamp",
+                                           "base": [[-3], [0], [5]], "plus": [[-1], [1], [2]]}})
+    run = _run(tmp_path, "Clamp/0", {"g1": [CLAMP_TESTS["A"]], "g2": [CLAMP_TESTS["B"]]})
+    assert _eval(run, data).exit_code == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"dataset": "humaneval+", "setting": "oracle", "backend": "fake",
+                                                   "model": "hand"}))
+    (other / "generations.jsonl").write_text(json.dumps({"task_id": "Clamp/0", "generation_id": "o",
+                                                         "tests": [CLAMP_TESTS["A"]]}) + "\n")
+    res = CliRunner().invoke(cli, ["eval", str(other), "--dataset-path", str(data), "-q", "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "report"
+    res = CliRunner().invoke(cli, ["report", str(run), str(other), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    table = (out / "table2.md").read_text()
+    # g1 kills 5 and g2 2 of the 7 non-equivalent mutants: M = (5 + 2) / 14.
+    assert "placeholder P' (C total; M)" in table and "; 50.00)" in table and "; -)" in table
+    rows = {r["setting"]: r for r in csv.DictReader((out / "table2.csv").open())}
+    assert float(rows["placeholder"]["mutation_score"]) == pytest.approx(0.5)
+    assert rows["placeholder"]["mutants"] == "9" and rows["placeholder"]["equivalent_mutants"] == "2"
+    assert rows["oracle"]["mutation_score"] == ""
+    assert "M: mutation score" in (out / "report.md").read_text()
+
+
+def test_study_spec_turns_it_on() -> None:
+    from testgen.study.plan import build_plan
+    from testgen.study.spec import SpecError, parse_spec
+
+    text = "name = 't'\ndatasets = ['humaneval+', 'mbpp']\n{}\n[[model]]\nname = 'm'\nbackend = 'fake'\n"
+    off = build_plan(parse_spec(text.format(""), "t.toml"))
+    on = build_plan(parse_spec(text.format("mutation = true"), "t.toml"))
+    evals = {s.id: s for s in on.steps if s.kind == "eval"}
+    assert evals and all(("--mutation" in s.argv) == (s.dataset == "humaneval+") for s in evals.values())
+    # Off (the default), the eval steps and their keys are what they were.
+    assert all("--mutation" not in s.argv for s in off.steps)
+    changed = {s.id for s, t in zip(off.steps, on.steps, strict=True) if s.key != t.key}
+    assert {s.id for s in off.steps if s.kind == "eval" and s.dataset == "humaneval+"} <= changed
+    assert not any(s.kind == "eval" and s.dataset == "mbpp" for s in off.steps if s.id in changed)
+    with pytest.raises(SpecError, match="key 'mutaton': unknown key.*did you mean 'mutation'"):
+        parse_spec(text.format("mutaton = true"), "t.toml")
+    with pytest.raises(SpecError, match="key 'mutation': expected bool"):
+        parse_spec(text.format("mutation = 'yes'"), "t.toml")

@@ -168,6 +168,9 @@ class StudySpec:
     """Only the first ``limit`` tasks of each dataset (``None``: all)."""
     timeout: float = 5.0
     """Seconds per test in ``testgen eval`` (coverage tracing)."""
+    mutation: bool = False
+    """Also the mutation score M of the tests (``testgen eval --mutation``; docs/mutation.md) on
+    the datasets with base/plus inputs (``humaneval+``, ``mbpp+``), beside P' and C in Tables 2-3."""
     workers: int | None = None
     """Executor workers per step (``None``: the commands' default)."""
     cross: CrossSpec = field(default_factory=CrossSpec)
@@ -189,7 +192,7 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "model", "cross", "rerank"}
+             "mutation", "workers", "model", "cross", "rerank"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
@@ -408,6 +411,7 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         seed=r.get(d, "seed", int, None, None, 0),
         limit=r.get(d, "limit", int, None, None, None),
         timeout=r.get(d, "timeout", float, None, None, 5.0),
+        mutation=r.get(d, "mutation", bool, None, None, False),
         workers=r.get(d, "workers", int, None, None, None),
         cross=cross, rerank=rerank,
     )
