@@ -185,12 +185,15 @@ def mutation_metrics(
     killers: dict[str, set[str]] = {mkey(m): {s for s in passing.get(t, ()) if kills(m, s)} for t in tasks for m in live[t]}
     by_generation: dict[str, int] = {}
     per_task: dict[str, list[float]] = {}
+    per_task_with_tests: dict[str, list[float]] = {}
     for g in generations:
         tests = set(g.tests)
         killed = sum(1 for m in live[g.task_id] if killers[mkey(m)] & tests)
         by_generation[g.generation_id] = killed
         if live[g.task_id]:
             per_task.setdefault(g.task_id, []).append(killed / len(live[g.task_id]))
+            if tests:
+                per_task_with_tests.setdefault(g.task_id, []).append(killed / len(live[g.task_id]))
     union = {t: sum(1 for m in live[t] if killers[mkey(m)]) for t in tasks}
     scored = [t for t in tasks if live[t]]
     ops: dict[str, dict[str, int]] = {op: {"mutants": 0, "equivalent": 0, "killed": 0} for op in OPERATORS}
@@ -210,6 +213,10 @@ def mutation_metrics(
     block: dict[str, Any] = {
         "score": _mean([_mean(per_task[t]) for t in scored]),
         "score_union": _mean([union[t] / len(live[t]) for t in scored]),
+        # Generations without a test left out (as --empty exclude does for P' and C); tasks
+        # none of whose generations has a test are then left out too.
+        "score_generations_with_tests": _mean([_mean(per_task_with_tests[t]) for t in scored
+                                               if t in per_task_with_tests]),
         "tasks": len(tasks),
         "tasks_scored": len(scored),
         "tasks_without_nonequivalent_mutants": [t for t in tasks if not live[t]],

@@ -135,6 +135,7 @@ def test_kill_matrix_by_hand(tmp_path: Path) -> None:
     assert m["told_apart_by"] == {"base": 6, "plus": 1}
     assert m["score"] == pytest.approx(13 / 35)  # generations kill 5, 2, 6, 0, 0 of 7
     assert m["score_union"] == pytest.approx(6 / 7)
+    assert m["score_generations_with_tests"] == pytest.approx(13 / 28)  # g5 has no test
     assert m["tasks_scored"] == 1 and m["tasks_without_nonequivalent_mutants"] == []
     assert m["by_operator"]["comparison"] == {"mutants": 2, "equivalent": 1, "killed": 1}
     mutants = [json.loads(line) for line in (run / "eval" / "mutation" / "mutants.jsonl").open()]

@@ -138,6 +138,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
     mut = m.get("mutation")
     if mut is not None:
         table.add_row("M (mutation score)", _pct(mut["score"]))
+        table.add_row("M, generations without tests left out", _pct(mut.get("score_generations_with_tests")))
         table.add_row("M, the task's tests together", _pct(mut["score_union"]))
         table.add_row("mutants / equivalent / non-equivalent killed",
                       f"{mut['mutants']} / {mut['equivalent']} / {mut['killed_union']} of {mut['non_equivalent']}")
