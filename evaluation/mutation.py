@@ -62,7 +62,7 @@ _COMPARISON: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
 }
 """The boundary shift, then the negation (PIT's conditionals-boundary and negate-conditionals)."""
 
-Path = tuple[tuple[str, int | None], ...]
+NodePath = tuple[tuple[str, int | None], ...]
 """Where a node is: (field, index in a list field or ``None``) from the function definition down."""
 
 
@@ -98,7 +98,7 @@ class MutantSet:
     """Mutations whose program does not compile (e.g. a deleted statement a ``nonlocal`` needed)."""
 
 
-def _children(node: ast.AST, path: Path) -> Iterator[tuple[ast.AST, Path]]:
+def _children(node: ast.AST, path: NodePath) -> Iterator[tuple[ast.AST, NodePath]]:
     """Pre-order walk with paths (fields in ``_fields`` order: deterministic for a Python version)."""
     yield node, path
     for name, value in ast.iter_fields(node):
@@ -170,7 +170,7 @@ def _variants(node: ast.AST, conditions: set[int]) -> Iterator[tuple[Operator, a
         yield "statement", ast.Pass()
 
 
-def _put(root: ast.AST, path: Path, new: ast.AST) -> None:
+def _put(root: ast.AST, path: NodePath, new: ast.AST) -> None:
     parent = root
     for name, idx in path[:-1]:
         parent = getattr(parent, name) if idx is None else getattr(parent, name)[idx]
