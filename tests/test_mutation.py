@@ -228,3 +228,22 @@ def test_study_spec_turns_it_on() -> None:
         parse_spec(text.format("mutaton = true"), "t.toml")
     with pytest.raises(SpecError, match="key 'mutation': expected bool"):
         parse_spec(text.format("mutation = 'yes'"), "t.toml")
+
+
+def test_study_with_mutation_end_to_end(tmp_path: Path) -> None:
+    """A study with ``mutation = true``: HumanEval+'s table shows "P' (C; M)" for the human
+    tests of the first two tasks; MBPP (sanitized), which has no base/plus inputs, keeps "P' (C)"."""
+    from testgen.cli import cli
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "m"\ndatasets = ["humaneval+", "mbpp"]\nlimit = 2\nn = 2\nsamples = 2\n'
+                    'temperatures = [0.8]\nmutation = true\n[[model]]\nname = "human"\nbackend = "human"\n'
+                    '[rerank]\nenabled = false\n')
+    res = CliRunner().invoke(cli, ["study", str(spec), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    report = tmp_path / "out" / "report"
+    he = (report / "table2_humaneval+.md").read_text()
+    assert "P' (C; M)" in he and "| human | 100.00 (100.00; 96.88) |" in he
+    assert "P' (C; M)" not in (report / "table3_mbpp.md").read_text()
+    rows = (report / "table2_humaneval+.csv").read_text().splitlines()
+    assert rows[0].endswith("mutation_score,mutation_score_union,mutants,equivalent_mutants")
