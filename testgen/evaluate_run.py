@@ -104,6 +104,12 @@ class EvalOptions:
     """Output directory (default ``RUN/eval``)."""
     use_cache: bool = True
     """Reuse ``executions.jsonl`` from an earlier (possibly interrupted) eval."""
+    mutation: bool = False
+    """Also the mutation score of the tests (:mod:`testgen.mutation`, docs/mutation.md)."""
+    mutation_timeout: float = 1.0
+    """CPU seconds per test on a mutant (:attr:`testgen.mutation.MutationOptions.timeout`)."""
+    mutation_shorten_after: int = 2
+    """:attr:`testgen.mutation.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -324,6 +330,12 @@ def evaluate_run(
         prob = problems[g.task_id]
         pid = ref_pid.setdefault(g.task_id, "ref:" + content_id(prob.reference_code))
         ref_wanted.setdefault(pid, (prob.reference_code, [], prob.entry_point))[1].extend(kept[g.generation_id])
+    if opts.mutation:
+        from evaluation.verdicts import has_plus_inputs
+
+        if not has_plus_inputs(ref_ds):
+            raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
+                               "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
     verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
@@ -394,6 +406,17 @@ def evaluate_run(
             dropped_rebinding=g.dropped_rebinding + len(g.tests) - len(valid[g.generation_id]),
         ))
 
+    mutation: dict[str, Any] | None = None
+    killed_by_generation: dict[str, int] = {}
+    if opts.mutation:
+        from testgen.mutation import GenerationTests, MutationOptions, mutation_metrics
+
+        mutation, killed_by_generation = mutation_metrics(
+            dataset=ref_ds, reference_cache=cache, reference_pid=ref_pid, out_dir=out_dir, progress=progress,
+            notify=notify, generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id,
+                                                        tests=kept[g.generation_id]) for g in run.generations],
+            opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
+                                 workers=opts.workers, chunk_size=opts.chunk_size, use_cache=opts.use_cache))
     positions = k if k is not None else max((r.n for r in results), default=0)
     metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
                              prompt_coverage=want_prompt))
@@ -441,10 +464,14 @@ def evaluate_run(
         metrics["execution"]["reference_load_errors"] = ref_load_errors
         warnings.append(f"the reference solution did not load for {len(ref_load_errors)} tasks "
                         f"(e.g. {next(iter(ref_load_errors))}): their tests count as errors")
+    if mutation is not None:
+        metrics["mutation"] = mutation
     if warnings:
         metrics["warnings"] = warnings
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    write_jsonl(out_dir / "generations.jsonl", (generation_record(r, measure=opts.measure) for r in results))
+    write_jsonl(out_dir / "generations.jsonl", (
+        generation_record(r, measure=opts.measure) | ({"mutants_killed": killed_by_generation.get(r.generation_id)}
+                                                      if mutation is not None else {}) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,
                       stats={"wall_s": wall, "cpu_s": cpu})
 

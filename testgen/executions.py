@@ -47,11 +47,15 @@ class Execution:
 
 
 class ExecutionCache:
-    """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program."""
+    """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program.
 
-    def __init__(self, path: Path, *, timeout: float, use: bool) -> None:
+    ``with_arcs=False``: a cache of runs without coverage (the mutants of ``testgen eval
+    --mutation``), where a recorded outcome is all there is to reuse."""
+
+    def __init__(self, path: Path, *, timeout: float, use: bool, with_arcs: bool = True) -> None:
         self.path = path
         self.timeout = timeout
+        self.with_arcs = with_arcs
         self.tests: dict[tuple[str, str], Execution] = {}
         self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
         self.load_error: dict[str, str] = {}
@@ -76,7 +80,7 @@ class ExecutionCache:
     def has(self, pid: str, tid: str) -> bool:
         """A usable cached result: arcs present, or a timeout (a killed test reports none)."""
         ex = self.tests.get((pid, tid))
-        return ex is not None and (ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
+        return ex is not None and (not self.with_arcs or ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
 
     def record(self, pid: str, load_arcs: tuple[Arc, ...] | None, load_error: str,
                results: Sequence[tuple[str, Execution]]) -> None:
@@ -111,10 +115,17 @@ def run_programs(
     timeout: float,
     workers: int | None,
     engine: EngineChoice | None = None,
+    measure_coverage: bool = True,
+    shorten_after: int = 0,
 ) -> dict[str, int]:
     """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
     point)) that is not cached yet, in jobs of ``chunk_size`` tests, on ``engine`` (default:
-    this machine's executor); results go into ``cache`` as they arrive."""
+    this machine's executor); results go into ``cache`` as they arrive.
+
+    ``measure_coverage=False`` runs without coverage.py's tracer (and without its canary);
+    programs equal up to comments, layout and local names then run once (the executor's
+    ``"behaviour"`` deduplication). ``shorten_after``: :attr:`evaluation.executor.Limits.shorten_after`
+    (0: every test gets the whole ``timeout``)."""
     from evaluation.executor import AssertTest, Job, Limits
     from evaluation.executor.engine import run_jobs
 
@@ -124,18 +135,18 @@ def run_programs(
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
             jobs.append(Job(program=program, tests=tuple(AssertTest(source=t, entry_point=entry_point) for t in chunk),
-                            measure_coverage=True, tag=(pid, tuple(content_id(t) for t in chunk))))
+                            measure_coverage=measure_coverage, tag=(pid, tuple(content_id(t) for t in chunk))))
     stats = {"jobs": len(jobs), "tests_run": sum(len(j.tests) for j in jobs), "arcs_missing": 0,
              "tests_wanted": sum(len(dict.fromkeys(tests)) for _, tests, _ in wanted.values())}
     if progress:
         progress(stage, 0, len(jobs))
     if not jobs:
         return stats
-    limits = Limits(timeout=timeout)
+    limits = Limits(timeout=timeout, shorten_after=shorten_after)
     done = 0
     # A known program first, through the same executor: a tracer that does not work here
     # fails the run instead of printing a coverage figure.
-    for res in run_jobs([_canary(), *jobs], engine=engine, workers=workers, limits=limits):
+    for res in run_jobs([_canary(), *jobs] if measure_coverage else jobs, engine=engine, workers=workers, limits=limits):
         if res.tag == "canary":
             _check_canary(res)
             continue
@@ -148,8 +159,10 @@ def run_programs(
         load_arcs = getattr(res, "load_arcs", None)
         pairs = []
         for tid, tr in zip(tids, res.results):
-            if tr.arcs is None:
+            if tr.arcs is None and measure_coverage:
                 stats["arcs_missing"] += 1
+            if tr.outcome is Outcome.TIMEOUT:
+                stats["timeouts"] = stats.get("timeouts", 0) + 1
             pairs.append((tid, Execution(outcome=tr.outcome, arcs=None if tr.arcs is None else arc_tuples(tr.arcs))))
         cache.record(pid, None if load_arcs is None else arc_tuples(load_arcs), res.load_error, pairs)
         done += 1

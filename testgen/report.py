@@ -30,7 +30,8 @@ from typing import Any
 from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
 
-__all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "write_report", "SETTING_ORDER", "coverage_label"]
+__all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "write_report", "SETTING_ORDER", "coverage_label",
+           "mutation_score"]
 
 SETTING_ORDER = ("oracle", "self", "cross", "placeholder")
 """Column order of Table 2 (other settings follow, alphabetically)."""
@@ -125,10 +126,19 @@ def _coverage(run: EvaluatedRun, tests_only: bool) -> float | None:
     return None if value is None else float(value)
 
 
+def mutation_score(run: EvaluatedRun) -> float | None:
+    """The run's mutation score M (``testgen eval --mutation``; docs/mutation.md), if measured."""
+    block = run.metrics.get("mutation")
+    value = block.get("score") if isinstance(block, Mapping) else None
+    return None if value is None else float(value)
+
+
 def table2_rows(runs: Sequence[EvaluatedRun], *, tests_only: bool = False) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of Table 2: one row per model, cells "P' (C)" in percent; each setting's
-    header names the C shown (:func:`coverage_label`)."""
+    header names the C shown (:func:`coverage_label`). When a run was evaluated with
+    ``--mutation``, every cell is "P' (C; M)", M the mutation score ("-" where not measured)."""
     label = coverage_label(runs, tests_only=tests_only)
+    with_m = any("mutation" in r.metrics for r in runs)
     settings = _settings(runs)
     models = list(dict.fromkeys(r.model for r in runs))
     cell: dict[tuple[str, str], EvaluatedRun] = {}
@@ -141,9 +151,11 @@ def table2_rows(runs: Sequence[EvaluatedRun], *, tests_only: bool = False) -> tu
         row = [m]
         for s in settings:
             run = cell.get((m, s))
-            row.append("" if run is None else f"{_pct(run.metrics.get('dedup_pass_rate'))} ({_pct(_coverage(run, tests_only))})")
+            m_cell = f"; {_pct(mutation_score(run))}" if with_m and run is not None else ""
+            row.append("" if run is None else
+                       f"{_pct(run.metrics.get('dedup_pass_rate'))} ({_pct(_coverage(run, tests_only))}{m_cell})")
         rows.append(row)
-    return ["model", *(f"{s} P' ({label})" for s in settings)], rows
+    return ["model", *(f"{s} P' ({label}{'; M' if with_m else ''})" for s in settings)], rows
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -295,7 +307,8 @@ def write_report(
                     "pass_rate_empty_excluded", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
                     "code_pass1", "generations", "generations_without_tests", "tasks", "eval_dir",
                     "coverage_measure", "coverage_tests_only",
-                    *(f"{k}_ci95_{end}" for k in stats for end in ("low", "high"))])
+                    *(f"{k}_ci95_{end}" for k in stats for end in ("low", "high")),
+                    "mutation_score", "mutation_score_union", "mutants", "equivalent_mutants"])
         for r in runs:
             m = r.metrics
             ex = m.get("variants", {}).get("empty_exclude", {})
@@ -304,7 +317,9 @@ def write_report(
                         m.get("prompt_coverage"), ex.get("pass_rate"), ex.get("dedup_pass_rate"), ex.get("coverage"),
                         _code_pass1(r, code_pass1 or {}), m["counts"]["generations"],
                         m["counts"]["generations_without_tests"], m["counts"]["tasks"], str(r.path),
-                        m.get("coverage_measure", "total"), m.get("variants", {}).get("coverage_tests_only"), *cis])
+                        m.get("coverage_measure", "total"), m.get("variants", {}).get("coverage_tests_only"), *cis,
+                        mutation_score(r), *(m.get("mutation", {}).get(k) for k in ("score_union", "mutants",
+                                                                                      "equivalent"))])
     fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
     _plot_by_position(runs, out / "correctness_by_position.png")
     _plot_per_task(runs, out / "per_task_distribution.png")
@@ -315,6 +330,10 @@ def write_report(
                 if tests_only else "counting every arc run, including what importing the program runs, as "
                                    "pytest-cov does; --coverage-arcs tests-only leaves that out.")
              + " table2.csv has both (coverage, coverage_tests_only).", "", md]
+    if any("mutation" in r.metrics for r in runs):
+        lines.append("M: mutation score, the share of the reference's non-equivalent mutants a generation's tests "
+                     "kill, averaged over generations and tasks (docs/mutation.md); '-': evaluated without "
+                     "--mutation. table2.csv also has the tests of a task together (mutation_score_union).\n")
     lines.append("Empty generations (no usable test) count as "
                  + ", ".join(sorted({f"{r.metrics.get('empty_generations', 'zero')}" for r in runs}))
                  + "; see table2.csv for the other variant.\n")

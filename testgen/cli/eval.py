@@ -55,12 +55,19 @@ def _pct(x: Any) -> str:
 @workers_option()
 @engine_options()
 @timeout_option(default=5.0, help="Seconds per test (coverage tracing slows tight loops ~8x).")
+@click.option("--mutation", is_flag=True,
+              help="Also the mutation score: the share of the reference's non-equivalent mutants the tests kill "
+                   "(docs/mutation.md).")
+@click.option("--mutation-timeout", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="CPU seconds per test on a mutant (running out of it kills the mutant).")
+@click.option("--mutation-shorten-after", type=NON_NEGATIVE_INT, default=2, show_default=True,
+              help="After a mutant ran out of time on N tests, its other tests get 0.01 s (0: never).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
-          no_cache: bool, quiet: bool) -> None:
+          mutation: bool, mutation_timeout: float, mutation_shorten_after: int, no_cache: bool, quiet: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
@@ -85,7 +92,8 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         dedup=DedupKey(dedup), empty=EmptyPolicy(empty), measure=CoverageMeasure(measure),
         prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
         verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
-        workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache,
+        workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache, mutation=mutation,
+        mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after,
     )
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -132,6 +140,18 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
                       f"{_pct(g['dedup_pass_rate'])} ({_pct(g['coverage'])})")
     if m.get("code_pass1") is not None:
         table.add_row("code pass@1 (prompt solutions)", _pct(m["code_pass1"]))
+    mut = m.get("mutation")
+    if mut is not None:
+        table.add_row("M (mutation score)", _pct(mut["score"]))
+        table.add_row("M, generations without tests left out", _pct(mut.get("score_generations_with_tests")))
+        table.add_row("M, the task's tests together", _pct(mut["score_union"]))
+        table.add_row("mutants / equivalent / non-equivalent killed",
+                      f"{mut['mutants']} / {mut['equivalent']} / {mut['killed_union']} of {mut['non_equivalent']}")
+        table.add_row("tasks scored (without a non-equivalent mutant)",
+                      f"{mut['tasks_scored']} ({len(mut['tasks_without_nonequivalent_mutants'])})")
+        ex = mut["execution"]
+        table.add_row("mutation wall / CPU (equivalence, matrix)",
+                      f"{ex['wall_s']:.1f} s / {ex['cpu_s']:.1f} s ({ex['equivalence_s']:.1f} s, {ex['matrix_s']:.1f} s)")
     table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
     Console().print(table)
     for w in m.get("warnings", []):

@@ -41,7 +41,11 @@ from testgen.study.spec import ModelSpec, StudySpec
 __all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION"]
 
 StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "report"]
-REPORT_VERSION = "1"
+REPORT_VERSION = "2"
+"""Part of the report step's key: a report that shows more (2: the mutation score M) is rendered again."""
+MUTATION_DATASETS = ("humaneval+", "mbpp+")
+"""Datasets whose eval steps measure M when the spec asks (``mutation = true``): equivalent mutants
+are judged on their base/plus inputs (MBPP sanitized has none)."""
 """Bumped when the report's format changes, so that a finished study re-writes its report."""
 
 _REQUIRES: dict[str, tuple[str, ...]] = {
@@ -262,6 +266,8 @@ class _Builder:
                 "--quiet"]
         if m.backend != "human" and s.tests_per_generation != 3:
             argv += ["-k", str(s.tests_per_generation)]
+        if s.mutation and ds in MUTATION_DATASETS:
+            argv += ["--mutation"]
         deps = [run.id]
         if verdicts is not None and verdicts.blocked is None:
             argv += ["--verdicts-file", f"{verdicts.dir}/verdicts.jsonl"]

@@ -37,7 +37,7 @@ from typing import Any
 
 from evaluation.io import read_jsonl
 from evaluation.passk import pass_at_k
-from testgen.study.plan import Plan, Step
+from testgen.study.plan import MUTATION_DATASETS, Plan, Step
 from testgen.study.runner import step_status
 from testgen.study.spec import ModelSpec
 
@@ -243,12 +243,15 @@ class _Study:
 
     def table23(self, ds: str, number: int) -> Table:
         s = self.spec
-        t = Table(name=f"table{number}_{ds}", title=f"Table {number}: {_DATASET_TITLE.get(ds, ds)}, P' (C) in % "
+        with_m = s.mutation and ds in MUTATION_DATASETS
+        shape = "P' (C; M)" if with_m else "P' (C)"
+        t = Table(name=f"table{number}_{ds}", title=f"Table {number}: {_DATASET_TITLE.get(ds, ds)}, {shape} in % "
                   "(rows models, columns settings)", header=["model", *s.settings],
                   csv_header=["model", "dataset", "setting", "pass_rate", "dedup_pass_rate", "coverage",
                               "coverage_tests_only", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
                               "generations", "generations_without_tests", "tasks", "paper_dedup_pass_rate",
-                              "paper_coverage", "note"])
+                              "paper_coverage", "note", "mutation_score", "mutation_score_union", "mutants",
+                              "equivalent_mutants"])
         for m in self.models_of(ds):
             row = [m.name]
             any_paper = False
@@ -261,11 +264,13 @@ class _Study:
                         cell += f" [paper {paper[0]:.2f} ({paper[1]:.2f})]"
                     row.append(cell)
                     t.csv_rows.append([m.name, ds, setting, None, None, None, None, None, None, None, None, None,
-                                       *(paper or (None, None)), why])
+                                       *(paper or (None, None)), why, None, None, None, None])
                     continue
                 mt = self.json(step, "metrics.json")
                 ex = mt.get("variants", {}).get("empty_exclude", {})
-                cell = f"{_pct(mt.get('dedup_pass_rate'))} ({_pct(mt.get('coverage'))})"
+                mut = mt.get("mutation") or {}
+                m_cell = f"; {_pct(mut.get('score'))}" if with_m else ""
+                cell = f"{_pct(mt.get('dedup_pass_rate'))} ({_pct(mt.get('coverage'))}{m_cell})"
                 if paper:
                     any_paper = True
                     cell += f" [paper {paper[0]:.2f} ({paper[1]:.2f})]"
@@ -274,7 +279,8 @@ class _Study:
                 t.csv_rows.append([m.name, ds, setting, mt.get("pass_rate"), mt.get("dedup_pass_rate"),
                                    mt.get("coverage"), mt.get("variants", {}).get("coverage_tests_only"),
                                    ex.get("dedup_pass_rate"), ex.get("coverage"), c.get("generations"),
-                                   c.get("generations_without_tests"), c.get("tasks"), *(paper or (None, None)), ""])
+                                   c.get("generations_without_tests"), c.get("tasks"), *(paper or (None, None)), "",
+                                   mut.get("score"), mut.get("score_union"), mut.get("mutants"), mut.get("equivalent")])
             t.rows.append(row)
             if any_paper or self.paper_cell(m, ds, "table2", "oracle"):
                 t.notes.append(f"{m.name} beside the paper's {m.paper_name}: " + "; ".join(self.differences(m, ds))
@@ -287,6 +293,11 @@ class _Study:
                            f"the paper's Appendix A.5 reports {human}% branch coverage for HumanEval's.")
         t.notes.append("Empty generations (no usable test) count as 0 in P' and C; the CSV has the variant that "
                        "leaves them out.")
+        if with_m:
+            t.notes.append("M: mutation score, the share of the reference's non-equivalent mutants a generation's "
+                           "tests kill, averaged over generations and tasks (not in the paper; docs/mutation.md); the "
+                           "CSV also has the task's tests together (mutation_score_union). The human row is the "
+                           "reference for it.")
         return t
 
     # --- Table 4 -----------------------------------------------------------------------

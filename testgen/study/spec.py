@@ -168,6 +168,9 @@ class StudySpec:
     """Only the first ``limit`` tasks of each dataset (``None``: all)."""
     timeout: float = 5.0
     """Seconds per test in ``testgen eval`` (coverage tracing)."""
+    mutation: bool = False
+    """Also the mutation score M of the tests (``testgen eval --mutation``; docs/mutation.md) on
+    the datasets with base/plus inputs (``humaneval+``, ``mbpp+``), beside P' and C in Tables 2-3."""
     workers: int | None = None
     """Executor workers per step (``None``: the commands' default)."""
     engine: str = "local"
@@ -195,7 +198,7 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "model", "cross", "rerank"}
+             "workers", "engine", "ray_address", "mutation", "model", "cross", "rerank"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
@@ -414,6 +417,7 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         seed=r.get(d, "seed", int, None, None, 0),
         limit=r.get(d, "limit", int, None, None, None),
         timeout=r.get(d, "timeout", float, None, None, 5.0),
+        mutation=r.get(d, "mutation", bool, None, None, False),
         workers=r.get(d, "workers", int, None, None, None),
         engine=r.get(d, "engine", str, None, None, "local"),
         ray_address=r.get(d, "ray_address", str, None, None, None),

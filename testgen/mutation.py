@@ -1,0 +1,250 @@
+"""Mutation score of a run's generated tests (``testgen eval --mutation``).
+
+The share of the reference's non-equivalent mutants that the tests kill (DeMillo, Lipton,
+Sayward 1978; the measure test-generation research reports beside coverage, e.g. Schäfer et
+al., "An Empirical Evaluation of Using Large Language Models for Automated Unit Test
+Generation", TSE 2024). Steps, after :func:`testgen.evaluate_run.evaluate_run` has run every
+kept test on the reference:
+
+1. The mutants of each task's reference (:func:`evaluation.mutation.mutants_of`).
+2. Equivalent mutants: those that agree with the reference on every input of
+   :data:`evaluation.mutation.EQUIVALENCE_SUITES` (HumanEval+ base and plus), judged as
+   ``testgen evaluate`` judges a sample; excluded from the score. Cached in
+   ``EVAL/mutation/equivalence.jsonl`` batch by batch.
+3. The kill matrix: every distinct kept test that passed on the reference, run on every
+   non-equivalent mutant in the executor (a mutant is just another program: no coverage, the
+   executor's deduplication, cached in ``EVAL/mutation/executions.jsonl`` like the other runs).
+   A test kills a mutant when it passes on the reference and does not pass on the mutant
+   (fails, errors or runs out of time).
+4. Per generation: killed / non-equivalent mutants of its task; per task the mean over its
+   generations (and, apart, the share the task's tests kill together); the score is the mean
+   over the tasks that have a non-equivalent mutant (the others are listed).
+
+Definitions, operators and measured figures: docs/mutation.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluation.io import JsonlAppender, file_sha256, read_jsonl, write_jsonl
+from evaluation.records import Outcome, content_id
+from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_programs
+
+if TYPE_CHECKING:
+    from evaluation.datasets import Dataset
+    from evaluation.mutation import EquivalenceSuite, Mutant
+    from evaluation.records import Problem
+
+__all__ = ["MUTATION_VERSION", "MutationOptions", "GenerationTests", "mutation_metrics"]
+
+MUTATION_VERSION = 1
+"""Version of the mutant operators and of ``equivalence.jsonl`` records (a change makes other mutants)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MutationOptions:
+    """How the mutants are run (recorded in ``metrics.json``)."""
+
+    timeout: float = 1.0
+    """CPU seconds per test on a mutant (no tracer here; the slowest HumanEval reference test
+    takes 0.17 s). A test that runs out of it on a mutant kills the mutant."""
+    shorten_after: int = 2
+    """Once a mutant has run out of time on this many tests, its other tests get 0.01 s
+    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact). A mutant that loops then costs
+    0.01 s per further test instead of ``timeout``; it is already killed by the tests it
+    looped on, so the union score cannot change, a generation's score only if one of its
+    tests would have finished on the mutant between 0.01 s and ``timeout``."""
+    workers: int | None = None
+    """Executor workers."""
+    chunk_size: int = 64
+    """Tests per executor job."""
+    use_cache: bool = True
+    """Reuse the equivalence verdicts and executions of an earlier eval."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationTests:
+    """A generation's kept tests, as ``testgen eval`` scored them."""
+
+    task_id: str
+    generation_id: str
+    tests: tuple[str, ...]
+
+
+def _equivalence(dataset: Dataset, mutants: Sequence[Mutant], cache_path: Path, *,
+                 suites: Sequence[EquivalenceSuite], opts: MutationOptions) -> tuple[dict[str, str], int]:
+    """``task_id#mutant_id`` -> ``""`` (equivalent) or the suite that told it apart; and how
+    many verdicts came from the cache."""
+    from evaluation.mutation import judge_mutants
+
+    key = {"v": MUTATION_VERSION, "dataset_sha256": file_sha256(dataset.source),
+           "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]}
+    known: dict[str, str] = {}
+    if opts.use_cache and cache_path.is_file():
+        for _, rec in read_jsonl(cache_path, tolerate_torn_tail=True):
+            if all(rec.get(k) == v for k, v in key.items()) and isinstance(rec.get("verdicts"), dict):
+                known.update(rec["verdicts"])
+    elif cache_path.exists():
+        cache_path.unlink()
+    todo = [m for m in mutants if f"{m.task_id}#{m.mutant_id}" not in known]
+    if todo:
+        appender = JsonlAppender(cache_path)
+        try:
+            def keep(batch: Mapping[str, str]) -> None:
+                appender.write({**key, "verdicts": dict(batch)})
+            known.update(judge_mutants(dataset, todo, suites=suites, workers=opts.workers, on_batch=keep))
+        finally:
+            appender.close()
+    return known, len(mutants) - len(todo)
+
+
+def mutation_metrics(
+    *,
+    dataset: Dataset,
+    generations: Sequence[GenerationTests],
+    reference_cache: ExecutionCache,
+    reference_pid: Mapping[str, str],
+    out_dir: Path,
+    opts: MutationOptions,
+    suites: Sequence[EquivalenceSuite] | None = None,
+    progress: ProgressFn | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The ``mutation`` block of ``metrics.json`` and, per generation id, the mutants its tests
+    kill. Writes ``out_dir/mutation/{mutants,equivalence,executions}.jsonl``."""
+    from evaluation.mutation import EQUIVALENCE_SUITES, OPERATORS, mutants_of
+
+    t0 = time.perf_counter()
+    cpu0 = _cpu()
+    suites = EQUIVALENCE_SUITES if suites is None else suites
+    say = notify or (lambda _msg: None)
+    mdir = out_dir / "mutation"
+    mdir.mkdir(parents=True, exist_ok=True)
+    wanted_tasks = {g.task_id for g in generations}
+    if len(wanted_tasks) < len(dataset.problems):
+        # Reference outputs only for the run's tasks (the ground truth is cached per task set).
+        from dataclasses import replace
+
+        dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in wanted_tasks})
+    problems: Mapping[str, Problem] = dataset.problems
+    tasks = list(dict.fromkeys(g.task_id for g in generations))
+
+    # 1. mutants
+    mutants: dict[str, tuple[Mutant, ...]] = {}
+    duplicates = unparsable = 0
+    for t in tasks:
+        ms = mutants_of(problems[t].reference_code, problems[t].entry_point, task_id=t)
+        mutants[t] = ms.mutants
+        duplicates += ms.duplicates
+        unparsable += ms.unparsable
+    every = [m for t in tasks for m in mutants[t]]
+    # 2. equivalent mutants
+    t1 = time.perf_counter()
+    told_apart, reused = _equivalence(dataset, every, mdir / "equivalence.jsonl", suites=suites, opts=opts)
+    if reused:
+        say(f"mutation: {reused:,} of {len(every):,} equivalence verdicts from the cache {mdir / 'equivalence.jsonl'}")
+    equivalence_s = time.perf_counter() - t1
+
+    def mkey(m: Mutant) -> str:
+        return f"{m.task_id}#{m.mutant_id}"
+
+    live = {t: [m for m in mutants[t] if told_apart[mkey(m)] != ""] for t in tasks}
+    # 3. the kill matrix: tests that pass on the reference, on every non-equivalent mutant
+    passing: dict[str, list[str]] = {}
+    for g in generations:
+        pid = reference_pid[g.task_id]
+        passing.setdefault(g.task_id, []).extend(
+            s for s in g.tests if cached_outcome(reference_cache, pid, s) is Outcome.PASSED)
+    passing = {t: list(dict.fromkeys(v)) for t, v in passing.items()}
+    wanted: dict[str, tuple[str, list[str], str]] = {}
+    for t in tasks:
+        if passing.get(t):
+            for m in live[t]:
+                wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
+    cache = ExecutionCache(mdir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache, with_arcs=False)
+    t2 = time.perf_counter()
+    try:
+        stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
+                             workers=opts.workers, measure_coverage=False, shorten_after=opts.shorten_after)
+    finally:
+        cache.close()
+    if cache.found and opts.use_cache:
+        say(f"mutants: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from "
+            f"the cache {cache.path}; {stats['tests_run']:,} to run")
+    matrix_s = time.perf_counter() - t2
+
+    # 4. scores
+    def kills(m: Mutant, test: str) -> bool:
+        return cached_outcome(cache, "mut:" + content_id(m.program), test) is not Outcome.PASSED
+
+    killers: dict[str, set[str]] = {mkey(m): {s for s in passing.get(t, ()) if kills(m, s)} for t in tasks for m in live[t]}
+    by_generation: dict[str, int] = {}
+    per_task: dict[str, list[float]] = {}
+    per_task_with_tests: dict[str, list[float]] = {}
+    for g in generations:
+        tests = set(g.tests)
+        killed = sum(1 for m in live[g.task_id] if killers[mkey(m)] & tests)
+        by_generation[g.generation_id] = killed
+        if live[g.task_id]:
+            per_task.setdefault(g.task_id, []).append(killed / len(live[g.task_id]))
+            if tests:
+                per_task_with_tests.setdefault(g.task_id, []).append(killed / len(live[g.task_id]))
+    union = {t: sum(1 for m in live[t] if killers[mkey(m)]) for t in tasks}
+    scored = [t for t in tasks if live[t]]
+    ops: dict[str, dict[str, int]] = {op: {"mutants": 0, "equivalent": 0, "killed": 0} for op in OPERATORS}
+    records = []
+    for t in tasks:
+        for m in mutants[t]:
+            why = told_apart[mkey(m)]
+            ops[m.operator]["mutants"] += 1
+            ops[m.operator]["equivalent"] += why == ""
+            killed_by = len(killers.get(mkey(m), ()))
+            ops[m.operator]["killed"] += killed_by > 0
+            records.append({"task_id": t, "mutant_id": m.mutant_id, "index": m.index, "operator": m.operator,
+                            "line": m.line, "description": m.description, "equivalent": why == "",
+                            "told_apart_by": why or None, "killed_by_tests": killed_by, "program": m.program})
+    write_jsonl(mdir / "mutants.jsonl", records)
+    n_equivalent = sum(1 for m in every if told_apart[mkey(m)] == "")
+    block: dict[str, Any] = {
+        "score": _mean([_mean(per_task[t]) for t in scored]),
+        "score_union": _mean([union[t] / len(live[t]) for t in scored]),
+        # Generations without a test left out (as --empty exclude does for P' and C); tasks
+        # none of whose generations has a test are then left out too.
+        "score_generations_with_tests": _mean([_mean(per_task_with_tests[t]) for t in scored
+                                               if t in per_task_with_tests]),
+        "tasks": len(tasks),
+        "tasks_scored": len(scored),
+        "tasks_without_nonequivalent_mutants": [t for t in tasks if not live[t]],
+        "mutants": len(every),
+        "equivalent": n_equivalent,
+        "non_equivalent": len(every) - n_equivalent,
+        "told_apart_by": {name: sum(1 for m in every if told_apart[mkey(m)] == name)
+                          for name in dict.fromkeys(v for v in told_apart.values() if v)},
+        "killed_union": sum(union.values()),
+        "duplicates_dropped": duplicates,
+        "unparsable_dropped": unparsable,
+        "by_operator": ops,
+        "options": {"timeout": opts.timeout, "shorten_after": opts.shorten_after, "version": MUTATION_VERSION,
+                    "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]},
+        "execution": {**stats, "equivalence_reused": reused, "equivalence_s": round(equivalence_s, 3),
+                      "matrix_s": round(matrix_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
+                      "cpu_s": round(_cpu() - cpu0, 3)},
+    }
+    return block, by_generation
+
+
+def _mean(xs: Sequence[float | None]) -> float | None:
+    values = [x for x in xs if x is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _cpu() -> float:
+    import resource
+
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
