@@ -28,6 +28,7 @@ from evaluation.records import Solution, content_id
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
+    from evaluation.executor.engine import EngineChoice
 
 __all__ = ["OPERATORS", "Operator", "Mutant", "MutantSet", "mutants_of", "EquivalenceSuite", "evalplus_suite",
            "EQUIVALENCE_SUITES", "judge_mutants"]
@@ -240,11 +241,13 @@ class EquivalenceSuite(Protocol):
     """A judge of code on a suite of inputs: for each solution, ``""`` when it agrees with the
     reference on every input, else the name of the (sub)suite whose input told it apart."""
 
-    def __call__(self, dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None) -> Mapping[str, str]:
+    def __call__(self, dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
+                 engine: EngineChoice | None = None) -> Mapping[str, str]:
         ...
 
 
-def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None) -> Mapping[str, str]:
+def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
+                   engine: EngineChoice | None = None) -> Mapping[str, str]:
     """HumanEval+/MBPP+ base and plus inputs, judged by :func:`evaluation.evalplus.evaluate_solutions`
     (its cached ground truth, trusted comparison and per-input time limits): ``"base"`` when a
     base input tells the mutant apart, ``"plus"`` when only a plus input does."""
@@ -255,7 +258,7 @@ def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: 
                            "(judge against HumanEval+ or MBPP+: --reference-dataset)")
     from evaluation.evalplus import evaluate_solutions
 
-    verdicts = evaluate_solutions(dataset, solutions, workers=workers)
+    verdicts = evaluate_solutions(dataset, solutions, workers=workers, engine=engine)
     return {sid: "" if v.plus else ("plus" if v.base else "base") for sid, v in verdicts.items()}
 
 
@@ -271,6 +274,7 @@ def judge_mutants(
     *,
     suites: Sequence[EquivalenceSuite] = EQUIVALENCE_SUITES,
     workers: int | None = None,
+    engine: EngineChoice | None = None,
     on_batch: Callable[[Mapping[str, str]], None] | None = None,
     tasks_per_batch: int = 16,
 ) -> dict[str, str]:
@@ -292,7 +296,7 @@ def judge_mutants(
         for suite in suites:
             if not pending:
                 break
-            verdicts = suite(dataset, pending, workers=workers)
+            verdicts = suite(dataset, pending, workers=workers, engine=engine)
             for s in pending:
                 found[s.solution_id] = verdicts.get(s.solution_id, "unjudged")
             pending = [s for s in pending if found[s.solution_id] == ""]

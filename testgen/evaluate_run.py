@@ -416,7 +416,8 @@ def evaluate_run(
             notify=notify, generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id,
                                                         tests=kept[g.generation_id]) for g in run.generations],
             opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
-                                 workers=opts.workers, chunk_size=opts.chunk_size, use_cache=opts.use_cache))
+                                 workers=opts.workers, engine=opts.engine, chunk_size=opts.chunk_size,
+                                 use_cache=opts.use_cache))
     positions = k if k is not None else max((r.n for r in results), default=0)
     metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
                              prompt_coverage=want_prompt))

@@ -37,6 +37,7 @@ from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_p
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
+    from evaluation.executor.engine import EngineChoice
     from evaluation.mutation import EquivalenceSuite, Mutant
     from evaluation.records import Problem
 
@@ -61,6 +62,8 @@ class MutationOptions:
     tests would have finished on the mutant between 0.01 s and ``timeout``."""
     workers: int | None = None
     """Executor workers."""
+    engine: EngineChoice | None = None
+    """Where the mutants run (``--engine``; default: this machine's executor)."""
     chunk_size: int = 64
     """Tests per executor job."""
     use_cache: bool = True
@@ -97,7 +100,8 @@ def _equivalence(dataset: Dataset, mutants: Sequence[Mutant], cache_path: Path, 
         try:
             def keep(batch: Mapping[str, str]) -> None:
                 appender.write({**key, "verdicts": dict(batch)})
-            known.update(judge_mutants(dataset, todo, suites=suites, workers=opts.workers, on_batch=keep))
+            known.update(judge_mutants(dataset, todo, suites=suites, workers=opts.workers,
+                                        engine=opts.engine, on_batch=keep))
         finally:
             appender.close()
     return known, len(mutants) - len(todo)
@@ -170,7 +174,7 @@ def mutation_metrics(
     t2 = time.perf_counter()
     try:
         stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
-                             workers=opts.workers, measure_coverage=False, shorten_after=opts.shorten_after)
+                             workers=opts.workers, engine=opts.engine, measure_coverage=False, shorten_after=opts.shorten_after)
     finally:
         cache.close()
     if cache.found and opts.use_cache:

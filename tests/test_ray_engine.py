@@ -9,8 +9,9 @@ through ``--ray-address`` as a user would:
 * ``testgen evaluate``: the same verdicts (all but the measured CPU seconds);
 * ``rerank``: the same matrix (the cache's records) and byte-identical ``summary.json`` and
   ``picks.jsonl``, HumanEval+ verdicts included;
-* ``testgen eval`` (the self setting: reference, prompt code and its verdicts): the same
-  ``metrics.json`` and ``generations.jsonl`` but for wall/CPU time and the engine's name;
+* ``testgen eval --mutation`` (the self setting: reference, prompt code and its verdicts, the
+  mutants' equivalence and kill matrix): the same ``metrics.json`` and ``generations.jsonl`` but
+  for wall/CPU time and the engine's name;
 * a third node killed with SIGKILL (its raylet and every process under it) while it runs a
   batch of a ``rerank``: Ray re-runs the batch elsewhere, and the matrix and summary are still
   the local ones, each program's row written once.
@@ -184,9 +185,11 @@ def test_eval_metrics_are_the_local_ones(cluster: Any, data: dict[str, Path], tm
     def metrics(engine: str) -> tuple[dict[str, Any], str]:
         run = tmp_path / engine
         shutil.copytree(data["run"], run)
-        _invoke(cli, ["eval", str(run), "--dataset-path", str(data["hep"]), "-q", *_engine(cluster, engine)])
+        _invoke(cli, ["eval", str(run), "--dataset-path", str(data["hep"]), "--mutation", "-q",
+                      *_engine(cluster, engine)])
         m = json.loads((run / "eval" / "metrics.json").read_text())
         execution = m.pop("execution")
+        m["mutation"].pop("execution")  # times and cache reuse
         assert execution["engine"] == ("ray@" + cluster.address if engine == "ray" else "local")
         m.pop("run")  # the run's path
         return m | {"tests_run": execution["reference"]["tests_run"]}, (run / "eval" / "generations.jsonl").read_text()
@@ -194,6 +197,8 @@ def test_eval_metrics_are_the_local_ones(cluster: Any, data: dict[str, Path], tm
     (local, local_gens), (on_ray, ray_gens) = metrics("local"), metrics("ray")
     assert local["counts"]["generations"] == sum(1 for _ in read_jsonl(data["run"] / "generations.jsonl"))
     assert 0 < local["pass_rate"] < 1 and 0 < local["coverage"] <= 1 and "prompt_correctness" in local
+    # the mutants (equivalence on HumanEval+ inputs, then the kill matrix) ran on Ray too
+    assert local["mutation"]["non_equivalent"] > 0 and local["mutation"]["killed_union"] > 0
     assert on_ray == local
     assert ray_gens == local_gens
 
