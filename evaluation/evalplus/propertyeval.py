@@ -1,0 +1,543 @@
+"""PropertyEval's property-based inputs: a third HumanEval+ suite beside base and plus.
+
+PropertyEval: Mrigank Pawagi, "PropertyEval: Synthesizing Thorough Test Cases for LLM Code
+Generation Benchmarks using Property-Based Testing" (2025), DOI 10.5281/zenodo.15081893,
+https://github.com/mrigankpawagi/PropertyEval. One hand-written Hypothesis strategy per HumanEval
+task (``tests/<n>/strategy.py``: a module attribute ``strategy``, one strategy per argument, or one
+strategy for a one-argument function; ``from limits.limits import *`` for the shared bounds). The
+repository has no license file: we read it where the user has it (``--propertyeval PATH``, a
+directory or the tarball, or ``$TESTGEN_PROPERTYEVAL``), or download the pinned snapshot into the
+cache, and never copy it into this repository.
+
+What is done with it, per task:
+
+1. **Draw** ``examples`` inputs (default 1,000, as PropertyEval) with Hypothesis: ``seed(0)``,
+   ``derandomize=True``, ``database=None``, the generate phase only, health checks off. The
+   strategy is untrusted code from a download: the strategy module and a small drawing function
+   are the program of a :class:`~evaluation.executor.CallTest` job in our sandboxed executor, and
+   only plain data (pickled, rebuilt by the plain-data unpickler of the ground truth) comes back.
+   The same inputs on every run and machine for a given Hypothesis version (recorded in the cache
+   key with the snapshot's content digest). Identical inputs are kept once.
+2. **Reference**: the task's EvalPlus reference (prompt + canonical solution with its contract
+   asserts) runs on the drawn inputs in the executor, as the plus ground truth does
+   (:func:`evaluation.evalplus.ground_truth`). An input its contract rejects
+   (``AssertionError: invalid inputs``) is dropped, as is one on which the reference raises
+   otherwise or runs past :data:`REFERENCE_LIMIT` CPU seconds; both are counted.
+3. **Cache**: one pickle per task under ``<cache>/propertyeval/<key>/``, written as each task is
+   done (an interrupted run resumes), keyed by the snapshot's content digest, the Hypothesis and
+   Python versions, ``examples``, the dataset file's sha256 and :data:`PBT_VERSION`.
+
+Samples are then judged on these inputs exactly as on plus (:func:`evaluation.evalplus.evaluate_solutions`
+with ``propertyeval=``): the same trusted comparison (:class:`~evaluation.evalplus.SplitJudge`), per-input
+time limits from the reference's times, split cap and ``fast_check``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.datasets import Dataset
+from evaluation.errors import MissingDependency, TestgenError
+from evaluation.evalplus.oracles import dataset_kind
+from evaluation.evalplus.truth import TaskTruth, _execute, _load_output, _program_for
+from evaluation.io import cache_dir as default_cache_dir, file_sha256
+from evaluation.records import Outcome
+
+__all__ = [
+    "PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "PBT_VERSION",
+    "DEFAULT_EXAMPLES", "Strategies", "PbtTask", "PbtSuite", "load_strategies", "propertyeval_suite",
+    "propertyeval_task",
+]
+
+PROPERTYEVAL_COMMIT = "b2be813dcff867cc350c61b8d3ea57ec088ce1ac"
+"""The pinned upstream snapshot (2025-03-25, "Update README.md")."""
+PROPERTYEVAL_URL = f"https://github.com/mrigankpawagi/PropertyEval/archive/{PROPERTYEVAL_COMMIT}.tar.gz"
+"""GitHub's archive of the pinned commit (downloaded when no path is given)."""
+PROPERTYEVAL_CONTENT_SHA256 = "fe1c57ecefd979e430648c91c447ec89fca65039c93370d4b99a32c585d4d4f9"
+"""sha256 of the files used (see :func:`content_digest`) at :data:`PROPERTYEVAL_COMMIT`. A
+download must have exactly these; GitHub's archive bytes (its gzip and directory prefix) are
+not pinned, the content is. ``../shared/data/propertyeval_b2be813.tar.gz`` (sha256
+``0d753de2...``) holds the same files."""
+PROPERTYEVAL_ENV = "TESTGEN_PROPERTYEVAL"
+"""Environment variable naming the snapshot (a directory or the tarball)."""
+PBT_VERSION = "propertyeval/1"
+"""Part of the cache key: bump when drawing or the reference step changes."""
+DEFAULT_EXAMPLES = 1000
+"""Inputs drawn per task (PropertyEval: ``settings(max_examples=1000)``)."""
+REFERENCE_LIMIT = 10.0
+"""CPU seconds the reference may take on one drawn input; an input it needs longer for is dropped."""
+DRAW_LIMIT = 300.0
+"""CPU seconds the sandboxed child may spend drawing one task's inputs (Hypothesis included)."""
+_MAX_FILE_BYTES = 1 << 20
+"""A strategy or limits file larger than this is refused (a snapshot is read into memory)."""
+_STRATEGY_PATH = re.compile(r"^(?:[^/]+/)?tests/(\d+)/strategy\.py$")
+_LIMITS_PATH = re.compile(r"^(?:[^/]+/)?limits/limits\.py$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Strategies:
+    """A PropertyEval snapshot, read (not imported: the code runs only in the sandbox)."""
+
+    source: str
+    """Where it was read from (directory, tarball, or the cached download)."""
+    limits: str
+    """Text of ``limits/limits.py``."""
+    strategies: Mapping[int, str]
+    """HumanEval task number -> text of ``tests/<n>/strategy.py``."""
+    content_sha256: str
+    """:func:`content_digest` of the files."""
+
+    @property
+    def pinned(self) -> bool:
+        """Whether these are the files of the pinned snapshot."""
+        return self.content_sha256 == PROPERTYEVAL_CONTENT_SHA256
+
+
+def content_digest(limits: str, strategies: Mapping[int, str]) -> str:
+    """sha256 over the files used, in a fixed order (path, NUL, length, NUL, bytes)."""
+    h = hashlib.sha256()
+    items = [("limits/limits.py", limits)] + [(f"tests/{n}/strategy.py", strategies[n]) for n in sorted(strategies)]
+    for path, text in items:
+        data = text.encode("utf-8")
+        h.update(f"{path}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _from_files(source: str, files: Iterable[tuple[str, Callable[[], bytes], int]]) -> Strategies:
+    limits: str | None = None
+    strategies: dict[int, str] = {}
+    for name, read, size in files:
+        m = _STRATEGY_PATH.match(name)
+        is_limits = _LIMITS_PATH.match(name) is not None
+        if m is None and not is_limits:
+            continue
+        if size > _MAX_FILE_BYTES:
+            raise TestgenError(f"{source}: {name}: {size} bytes, more than a strategy file can be ({_MAX_FILE_BYTES})")
+        try:
+            text = read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TestgenError(f"{source}: {name}: not UTF-8 text ({exc})") from None
+        if is_limits:
+            limits = text
+        else:
+            assert m is not None
+            strategies[int(m.group(1))] = text
+    if limits is None or not strategies:
+        raise TestgenError(f"{source}: not a PropertyEval snapshot (expected limits/limits.py and tests/<n>/strategy.py)")
+    return Strategies(source=source, limits=limits, strategies=strategies,
+                      content_sha256=content_digest(limits, strategies))
+
+
+def _read_tarball(path: Path) -> Strategies:
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            members = [m for m in tar.getmembers() if m.isfile()]
+
+            def reader(m: tarfile.TarInfo) -> Callable[[], bytes]:
+                def read() -> bytes:
+                    fh = tar.extractfile(m)
+                    return fh.read() if fh is not None else b""
+                return read
+
+            return _from_files(str(path), [(m.name.lstrip("./"), reader(m), m.size) for m in members])
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise TestgenError(f"{path}: not a readable PropertyEval tarball ({exc})") from None
+
+
+def _read_directory(root: Path) -> Strategies:
+    files = []
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        files.append((rel, p.read_bytes, p.stat().st_size))
+    return _from_files(str(root), files)
+
+
+def load_strategies(location: str | os.PathLike[str] | None = None, *, cache_dir: str | os.PathLike[str] | None = None) -> Strategies:
+    """Read a PropertyEval snapshot: ``location`` (a directory or a tarball), else
+    ``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot downloaded (checked) into the cache;
+    refused under ``TESTGEN_OFFLINE=1``."""
+    where = location if location is not None else os.environ.get(PROPERTYEVAL_ENV) or None
+    if where is not None:
+        path = Path(where)
+        if path.is_dir():
+            return _read_directory(path)
+        if path.is_file():
+            return _read_tarball(path)
+        raise TestgenError(f"{path}: no such PropertyEval snapshot (a directory or a .tar.gz)"
+                           + ("" if location is not None else f" (from ${PROPERTYEVAL_ENV})"))
+    cached = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = cached / "propertyeval" / f"PropertyEval-{PROPERTYEVAL_COMMIT[:7]}.tar.gz"
+    if target.is_file():
+        found = _read_tarball(target)
+        if found.pinned:
+            return found
+    return _download(target)
+
+
+def _download(target: Path, *, timeout: float = 60.0) -> Strategies:
+    import shutil
+    import tempfile
+    import urllib.error
+    import urllib.request
+
+    if os.environ.get("TESTGEN_OFFLINE", "") not in ("", "0"):
+        raise TestgenError(f"PropertyEval strategies not found and TESTGEN_OFFLINE is set: pass --propertyeval PATH "
+                           f"(a directory or the tarball) or set {PROPERTYEVAL_ENV} (upstream: {PROPERTYEVAL_URL})")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        request = urllib.request.Request(PROPERTYEVAL_URL, headers={"User-Agent": "testgen-propertyeval-download"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response, os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(response, out)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise TestgenError(f"PropertyEval download from {PROPERTYEVAL_URL} failed ({getattr(exc, 'reason', exc)}); "
+                               f"pass --propertyeval PATH or set {PROPERTYEVAL_ENV}") from None
+        found = _read_tarball(tmp)
+        if not found.pinned:
+            raise TestgenError(f"{PROPERTYEVAL_URL}: content sha256 {found.content_sha256[:16]}... is not the pinned "
+                               f"{PROPERTYEVAL_CONTENT_SHA256[:16]}...; not used")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return Strategies(source=str(target), limits=found.limits, strategies=found.strategies,
+                      content_sha256=found.content_sha256)
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing, in the sandbox
+
+
+_DRAW_FUNCTION = "__testgen_propertyeval_draw__"
+_DRAWER = f'''
+
+
+def {_DRAW_FUNCTION}(n):
+    """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically."""
+    import pickle
+    from hypothesis import HealthCheck, Phase, given, seed, settings, strategies
+
+    parts = strategy if isinstance(strategy, tuple) else (strategy,)
+    drawn = []
+
+    @seed(0)
+    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(strategies.tuples(*parts))
+    def collect(args):
+        drawn.append(args)
+
+    collect()
+    return pickle.dumps(drawn, 4)
+'''
+
+
+def _draw_program(limits: str, strategy: str) -> str:
+    """The sandboxed program: ``limits.limits`` made importable from its text, the strategy
+    module's text as it is, then the drawing function."""
+    preamble = (
+        "import sys as __testgen_sys, types as __testgen_types\n"
+        "__testgen_pkg = __testgen_types.ModuleType('limits')\n"
+        "__testgen_pkg.__path__ = []\n"
+        "__testgen_mod = __testgen_types.ModuleType('limits.limits')\n"
+        f"exec(compile({limits!r}, 'limits/limits.py', 'exec'), __testgen_mod.__dict__)\n"
+        "__testgen_pkg.limits = __testgen_mod\n"
+        "__testgen_sys.modules['limits'] = __testgen_pkg\n"
+        "__testgen_sys.modules['limits.limits'] = __testgen_mod\n"
+    )
+    return preamble + strategy + _DRAWER
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite
+
+
+@dataclass(frozen=True, kw_only=True)
+class PbtTask:
+    """PropertyEval's usable inputs of one task and the reference's outputs on them."""
+
+    task_id: str
+    """HumanEval+ task."""
+    inputs: tuple[Any, ...]
+    """Usable inputs (argument tuples), in drawing order, duplicates removed."""
+    expected: tuple[Any, ...]
+    """Reference output per input."""
+    times: tuple[float, ...]
+    """Reference CPU seconds per input (they set the per-input time limits, as for plus)."""
+    drawn: int = 0
+    """Examples Hypothesis produced (fewer than asked when the strategy's space is small)."""
+    distinct: int = 0
+    """Distinct drawn inputs."""
+    rejected: int = 0
+    """Inputs the EvalPlus contract rejected."""
+    reference_errors: int = 0
+    """Inputs on which the reference raised otherwise or ran past :data:`REFERENCE_LIMIT`."""
+    problem: str = ""
+    """Why inputs were dropped or are missing ("" when every drawn input is usable)."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether the task has at least one input to judge on."""
+        return bool(self.inputs)
+
+    def as_truth(self, truth: TaskTruth) -> TaskTruth:
+        """``truth`` with these inputs as its only split, ``plus``: the judge runs them exactly as plus."""
+        return TaskTruth(task_id=truth.task_id, entry_point=truth.entry_point, atol=truth.atol,
+                         base_inputs=(), base_expected=(), base_time=(),
+                         plus_inputs=self.inputs, plus_expected=self.expected, plus_time=self.times)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PbtSuite:
+    """The PropertyEval suite of a dataset's tasks."""
+
+    tasks: Mapping[str, PbtTask]
+    """``task_id`` -> inputs (tasks without a strategy are absent)."""
+    source: str
+    """Where the strategies were read."""
+    content_sha256: str
+    """The snapshot's content digest."""
+    pinned: bool
+    """Whether it is the pinned snapshot."""
+    examples: int
+    """Inputs asked per task."""
+    hypothesis_version: str
+    """Hypothesis that drew them."""
+    cache_dir: str
+    """Where the per-task results are cached."""
+    from_cache: int = 0
+    """Tasks read from the cache."""
+    seconds: float = 0.0
+    """Time taken."""
+    missing: tuple[str, ...] = field(default_factory=tuple)
+    """Tasks of the dataset without a strategy in the snapshot."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """``(task_id, why)`` for every task whose strategy or contract made inputs unusable."""
+        out = [(t, "no strategy in the snapshot") for t in self.missing]
+        out += [(t, p.problem) for t, p in self.tasks.items() if p.problem]
+        return out
+
+
+def _hypothesis_version() -> str:
+    """The installed Hypothesis (the sandboxed children import the same one), or ``"missing"``."""
+    try:
+        import hypothesis
+    except ImportError:
+        return "missing"
+    return str(hypothesis.__version__)
+
+
+def _suite_key(strategies: Strategies, examples: int, dataset_sha: str, hypothesis: str) -> str:
+    from evaluation.evalplus.truth import GROUND_TRUTH_VERSION
+
+    parts = [PBT_VERSION, GROUND_TRUTH_VERSION, strategies.content_sha256, f"hypothesis {hypothesis}",
+             f"python {sys.version_info[0]}.{sys.version_info[1]}", str(examples), dataset_sha,
+             hashlib.sha256(_DRAWER.encode()).hexdigest()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _task_number(task_id: str) -> int | None:
+    m = re.fullmatch(r"HumanEval/(\d+)", task_id)
+    return int(m.group(1)) if m else None
+
+
+def _write_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+
+
+def propertyeval_suite(
+    dataset: Dataset,
+    *,
+    location: str | os.PathLike[str] | None = None,
+    strategies: Strategies | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    tasks: Iterable[str] | None = None,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = False,
+    executor: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PbtSuite:
+    """PropertyEval's usable inputs and the reference's outputs for HumanEval+ tasks (cached).
+
+    ``tasks`` limits it to some of ``dataset``'s tasks (default: all). Strategies come from
+    ``strategies``, else :func:`load_strategies` (``location``). Drawing and the reference run
+    in the sandboxed executor (``executor``, or a pool of ``workers``); each task is cached
+    as soon as it is done. Only HumanEval+ has PropertyEval strategies.
+    """
+    from evaluation.executor import CallTest, Job, Limits
+
+    if dataset_kind(dataset.name) != "humaneval":
+        raise TestgenError(f"PropertyEval has strategies for HumanEval+ tasks only, not {dataset.name}")
+    if examples < 1:
+        raise TestgenError(f"--pbt-examples must be at least 1, not {examples}")
+    t0 = time.perf_counter()
+    strat = strategies or load_strategies(location, cache_dir=cache_dir)
+    hyp = _hypothesis_version()
+    wanted = list(tasks) if tasks is not None else list(dataset.problems)
+    unknown = [t for t in wanted if t not in dataset.problems]
+    if unknown:
+        raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
+    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key_dir = cache_root / "propertyeval" / _suite_key(strat, examples, file_sha256(dataset.source), hyp)
+    key_dir.mkdir(parents=True, exist_ok=True)
+
+    def cache_file(task_id: str) -> Path:
+        return key_dir / (task_id.replace("/", "_") + ".pkl")
+
+    done: dict[str, PbtTask] = {}
+    missing: list[str] = []
+    todo: list[str] = []
+    for task_id in wanted:
+        n = _task_number(task_id)
+        if n is None or n not in strat.strategies:
+            missing.append(task_id)
+            continue
+        f = cache_file(task_id)
+        if f.is_file() and not refresh:
+            with open(f, "rb") as fh:
+                done[task_id] = pickle.load(fh)
+        else:
+            todo.append(task_id)
+    from_cache = len(done)
+    if todo and hyp == "missing":
+        raise MissingDependency("the PropertyEval suite needs Hypothesis: pip install 'testgen[pbt]'")
+    total = len(todo)
+    finished = 0
+    if progress:
+        progress(finished, total)
+
+    # 1. Draw, one sandboxed job per task.
+    draw_limits = Limits(timeout=DRAW_LIMIT, load_timeout=60.0, memory_mb=4096, value_bytes=64 * 1024 * 1024)
+    jobs = [Job(program=_draw_program(strat.limits, strat.strategies[_task_number(t) or 0]),
+                tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
+                want_values=True, dedup="exact", tag=t) for t in todo]
+    drawn: dict[str, tuple[list[Any], int]] = {}
+    for res in _execute(jobs, workers=workers, executor=executor):
+        task_id = res.tag
+        r = res.results[0]
+        why = ""
+        if res.load_error:
+            why = f"strategy does not load: {res.load_error}"
+        elif r.outcome is not Outcome.PASSED:
+            why = f"drawing failed: {r.outcome.value}: {r.detail}"
+        else:
+            try:
+                values = _load_output(r.value)
+                if not isinstance(values, list) or not all(isinstance(v, tuple) for v in values):
+                    raise ValueError("not a list of argument tuples")
+            except ValueError as exc:
+                why = f"drawing failed: {exc}"
+        if why:
+            done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=why[:300])
+            _write_atomic(cache_file(task_id), done[task_id])
+            finished += 1
+            if progress:
+                progress(finished, total)
+            continue
+        seen: set[bytes] = set()
+        distinct: list[Any] = []
+        for v in values:
+            blob = pickle.dumps(v, 4)
+            if blob not in seen:
+                seen.add(blob)
+                distinct.append(v)
+        drawn[task_id] = (distinct, len(values))
+
+    # 2. The reference on the drawn inputs (its contract drops the invalid ones).
+    ref_jobs = []
+    for task_id, (inputs, _) in drawn.items():
+        prob = dataset[task_id]
+        program, fn = _program_for(prob.reference_code, prob.entry_point, "humaneval", reference=True)
+        try:
+            tests = tuple(CallTest(entry_point=fn, args=(REFERENCE_LIMIT, *a)) for a in inputs)
+        except TypeError:
+            tests = ()
+        ref_jobs.append(Job(program=program, tests=tests,
+                            limits=Limits(timeout=REFERENCE_LIMIT + 1.0, load_timeout=60.0, memory_mb=8192,
+                                          value_bytes=64 * 1024 * 1024),
+                            want_values=True, dedup="exact", tag=task_id))
+    for res in _execute(ref_jobs, workers=workers, executor=executor):
+        task_id = res.tag
+        inputs, n_drawn = drawn[task_id]
+        if res.load_error:
+            raise TestgenError(f"{dataset.source}: {task_id}: the reference solution does not load: {res.load_error}")
+        kept_in: list[Any] = []
+        kept_out: list[Any] = []
+        kept_t: list[float] = []
+        rejected = errors = 0
+        first_error = ""
+        for inp, r in zip(inputs, res.results):
+            if r.outcome is not Outcome.PASSED:
+                if r.outcome is Outcome.ERROR and r.detail.startswith("AssertionError: invalid inputs"):
+                    rejected += 1
+                else:
+                    errors += 1
+                    first_error = first_error or f"{r.outcome.value}: {r.detail}"[:200]
+                continue
+            try:
+                out = _load_output(r.value)
+            except ValueError as exc:
+                errors += 1
+                first_error = first_error or str(exc)[:200]
+                continue
+            kept_in.append(inp)
+            kept_out.append(out)
+            kept_t.append(r.duration)
+        reasons: list[str] = []
+        if rejected:
+            reasons.append(f"contract rejects {rejected} of {len(inputs)} distinct inputs")
+        if errors:
+            reasons.append(f"reference fails on {errors} ({first_error})")
+        if not kept_in:
+            reasons.insert(0, "no usable input")
+        done[task_id] = PbtTask(task_id=task_id, inputs=tuple(kept_in), expected=tuple(kept_out),
+                                times=tuple(kept_t), drawn=n_drawn, distinct=len(inputs), rejected=rejected,
+                                reference_errors=errors, problem="; ".join(reasons))
+        _write_atomic(cache_file(task_id), done[task_id])
+        finished += 1
+        if progress:
+            progress(finished, total)
+    ordered = {t: done[t] for t in wanted if t in done}
+    return PbtSuite(tasks=ordered, source=strat.source, content_sha256=strat.content_sha256, pinned=strat.pinned,
+                    examples=examples, hypothesis_version=hyp, cache_dir=str(key_dir), from_cache=from_cache,
+                    seconds=time.perf_counter() - t0, missing=tuple(missing))
+
+
+def propertyeval_task(
+    dataset: Dataset,
+    task_id: str,
+    *,
+    location: str | os.PathLike[str] | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    executor: Any = None,
+) -> PbtTask | None:
+    """The usable PropertyEval inputs of one task and the reference's outputs on them (cached,
+    shared with :func:`propertyeval_suite`); ``None`` when the snapshot has no strategy for it.
+
+    For callers that need a task's inputs without judging samples (e.g. to tell a mutant of the
+    reference from the reference): ``task.inputs[i]`` is an argument tuple, ``task.expected[i]``
+    the reference's output on it.
+    """
+    suite = propertyeval_suite(dataset, location=location, examples=examples, tasks=[task_id], workers=workers,
+                               cache_dir=cache_dir, executor=executor)
+    return suite.tasks.get(task_id)
+
