@@ -22,7 +22,12 @@ What is done with it, per task:
    asserts) runs on the drawn inputs in the executor, as the plus ground truth does
    (:func:`evaluation.evalplus.ground_truth`). An input its contract rejects
    (``AssertionError: invalid inputs``) is dropped, as is one on which the reference raises
-   otherwise or runs past :data:`REFERENCE_LIMIT` CPU seconds; both are counted.
+   otherwise or runs past :data:`REFERENCE_LIMIT` CPU seconds; both are counted. So is an input
+   on which the reference's output fails the trusted comparison with itself (a ``nan`` in the
+   output, which equals nothing; HumanEval/32's root that misses the ``find_zero`` oracle's
+   tolerance): no program could pass it, the reference included. (PropertyEval compares with
+   ``np.testing.assert_allclose``, which takes ``nan`` as equal, and tries ``==`` before the
+   ``find_zero`` oracle, so it keeps these inputs.)
 3. **Cache**: one pickle per task under ``<cache>/propertyeval/<key>/``, written as each task is
    done (an interrupted run resumes), keyed by the snapshot's content digest, the Hypothesis and
    Python versions, ``examples``, the dataset file's sha256 and :data:`PBT_VERSION`.
@@ -48,7 +53,7 @@ from typing import Any
 
 from evaluation.datasets import Dataset
 from evaluation.errors import MissingDependency, TestgenError
-from evaluation.evalplus.oracles import dataset_kind
+from evaluation.evalplus.oracles import check_output, dataset_kind
 from evaluation.evalplus.truth import TaskTruth, _execute, _load_output, _program_for
 from evaluation.io import cache_dir as default_cache_dir, file_sha256
 from evaluation.records import Outcome
@@ -70,7 +75,7 @@ not pinned, the content is. ``../shared/data/propertyeval_b2be813.tar.gz`` (sha2
 ``0d753de2...``) holds the same files."""
 PROPERTYEVAL_ENV = "TESTGEN_PROPERTYEVAL"
 """Environment variable naming the snapshot (a directory or the tarball)."""
-PBT_VERSION = "propertyeval/1"
+PBT_VERSION = "propertyeval/2"
 """Part of the cache key: bump when drawing or the reference step changes."""
 DEFAULT_EXAMPLES = 1000
 """Inputs drawn per task (PropertyEval: ``settings(max_examples=1000)``)."""
@@ -284,6 +289,8 @@ class PbtTask:
     """Inputs the EvalPlus contract rejected."""
     reference_errors: int = 0
     """Inputs on which the reference raised otherwise or ran past :data:`REFERENCE_LIMIT`."""
+    unjudgeable: int = 0
+    """Inputs on which the reference's output fails the trusted comparison with itself."""
     problem: str = ""
     """Why inputs were dropped or are missing ("" when every drawn input is usable)."""
 
@@ -373,13 +380,16 @@ def propertyeval_suite(
     refresh: bool = False,
     executor: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    draw_seconds: float = DRAW_LIMIT,
 ) -> PbtSuite:
     """PropertyEval's usable inputs and the reference's outputs for HumanEval+ tasks (cached).
 
     ``tasks`` limits it to some of ``dataset``'s tasks (default: all). Strategies come from
     ``strategies``, else :func:`load_strategies` (``location``). Drawing and the reference run
     in the sandboxed executor (``executor``, or a pool of ``workers``); each task is cached
-    as soon as it is done. Only HumanEval+ has PropertyEval strategies.
+    as soon as it is done. Only HumanEval+ has PropertyEval strategies. ``draw_seconds``: CPU
+    seconds the sandboxed child may spend drawing one task's inputs (a strategy that needs more
+    leaves its task without inputs, and says so).
     """
     from evaluation.executor import CallTest, Job, Limits
 
@@ -424,7 +434,7 @@ def propertyeval_suite(
         progress(finished, total)
 
     # 1. Draw, one sandboxed job per task.
-    draw_limits = Limits(timeout=DRAW_LIMIT, load_timeout=60.0, memory_mb=4096, value_bytes=64 * 1024 * 1024)
+    draw_limits = Limits(timeout=draw_seconds, load_timeout=min(60.0, draw_seconds), memory_mb=4096, value_bytes=64 * 1024 * 1024)
     jobs = [Job(program=_draw_program(strat.limits, strat.strategies[_task_number(t) or 0]),
                 tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
                 want_values=True, dedup="exact", tag=t) for t in todo]
@@ -475,13 +485,15 @@ def propertyeval_suite(
                             want_values=True, dedup="exact", tag=task_id))
     for res in _execute(ref_jobs, workers=workers, executor=executor):
         task_id = res.tag
+        prob = dataset[task_id]
         inputs, n_drawn = drawn[task_id]
         if res.load_error:
             raise TestgenError(f"{dataset.source}: {task_id}: the reference solution does not load: {res.load_error}")
         kept_in: list[Any] = []
         kept_out: list[Any] = []
         kept_t: list[float] = []
-        rejected = errors = 0
+        rejected = errors = unjudgeable = 0
+        atol = prob.atol  # the judge's sticky tolerance, as it will evolve over the kept inputs
         first_error = ""
         for inp, r in zip(inputs, res.results):
             if r.outcome is not Outcome.PASSED:
@@ -497,6 +509,11 @@ def propertyeval_suite(
                 errors += 1
                 first_error = first_error or str(exc)[:200]
                 continue
+            ok, next_atol = check_output("humaneval", prob.entry_point, inp, out, out, atol)
+            if not ok:
+                unjudgeable += 1
+                continue
+            atol = next_atol
             kept_in.append(inp)
             kept_out.append(out)
             kept_t.append(r.duration)
@@ -505,11 +522,13 @@ def propertyeval_suite(
             reasons.append(f"contract rejects {rejected} of {len(inputs)} distinct inputs")
         if errors:
             reasons.append(f"reference fails on {errors} ({first_error})")
+        if unjudgeable:
+            reasons.append(f"reference's output fails the comparison with itself on {unjudgeable} (nan, or the task's oracle)")
         if not kept_in:
             reasons.insert(0, "no usable input")
         done[task_id] = PbtTask(task_id=task_id, inputs=tuple(kept_in), expected=tuple(kept_out),
                                 times=tuple(kept_t), drawn=n_drawn, distinct=len(inputs), rejected=rejected,
-                                reference_errors=errors, problem="; ".join(reasons))
+                                reference_errors=errors, unjudgeable=unjudgeable, problem="; ".join(reasons))
         _write_atomic(cache_file(task_id), done[task_id])
         finished += 1
         if progress:

@@ -48,14 +48,14 @@ def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
     return record
 
 
-def _propertyeval(bar: Any, console: Any, dataset: Any, present: set[str], location: str | None, examples: int,
+def _propertyeval(bar: Any, console: Any, dataset: Any, present: set[str], strategies: Any, examples: int,
                   workers: int | None) -> Any:
     """The PropertyEval suite of the tasks present (drawn and cached on first use), and what it
     could not use printed."""
     from evaluation.evalplus.propertyeval import propertyeval_suite
 
     task = bar.add_task("PropertyEval inputs", total=None)
-    suite = propertyeval_suite(dataset, location=location, examples=examples, workers=workers,
+    suite = propertyeval_suite(dataset, strategies=strategies, examples=examples, workers=workers,
                                tasks=[t for t in dataset.problems if t in present],
                                progress=lambda done, total: bar.update(task, completed=done, total=total))
     bar.remove_task(task)
@@ -158,6 +158,11 @@ def evaluate(
     if pbt and (dataset_name != "humaneval+" or evaluator != "ours"):
         raise click.UsageError("--pbt judges HumanEval+ samples with our evaluator: PropertyEval has strategies for "
                                "HumanEval tasks only (--dataset humaneval+ --evaluator ours)")
+    strategies = None
+    if pbt:  # found (or refused) before any work is done
+        from evaluation.evalplus.propertyeval import load_strategies
+
+        strategies = load_strategies(propertyeval_path)
     if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
         samples = str(Path(samples) / "solutions.jsonl")
     dataset = load_dataset(dataset_name, path=dataset_path)
@@ -212,7 +217,7 @@ def evaluate(
                           f"cached in {truth.cache_file}", highlight=False, soft_wrap=True)
             suite = None
             if pbt:
-                suite = _propertyeval(bar, console, dataset, present, propertyeval_path, pbt_examples, workers)
+                suite = _propertyeval(bar, console, dataset, present, strategies, pbt_examples, workers)
             task = bar.add_task("distinct programs", total=None)
             verdicts = evaluate_solutions(
                 dataset, sols, workers=workers, time_limits=limits, truth=truth, propertyeval=suite,
