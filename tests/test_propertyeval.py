@@ -201,3 +201,25 @@ def test_pass_at_k_of_pbt_needs_every_verdict_judged_on_it() -> None:
     table = verdict_pass_at_k(judged, ks=(1,))
     assert [table[s][1].value for s in ("base", "plus", "pbt", "base_pbt")] == [0.75, 0.5, 0.25, 0.5]
     assert "pbt" not in verdict_pass_at_k([replace(judged[0], extra={})], ks=(1,))
+
+
+def test_the_study_spec_turns_the_suite_on_for_humaneval_evaluate_steps(tmp_path: Path) -> None:
+    from testgen.study.plan import build_plan
+    from testgen.study.spec import SpecError, parse_spec
+
+    spec_text = "name = 't'\ndatasets = ['humaneval+', 'mbpp']\n{}\n[[model]]\nname = 'm'\nbackend = 'fake'\n"
+    assert parse_spec(spec_text.format(""), tmp_path / "s.toml").propertyeval is False
+
+    def evaluate_argvs(line: str) -> dict[str, tuple[str, ...]]:
+        plan = build_plan(parse_spec(spec_text.format(line), tmp_path / "s.toml"))
+        return {s.dataset or "": s.argv for s in plan.steps if s.kind == "evaluate"}
+
+    on = evaluate_argvs("propertyeval = true")
+    assert "--pbt" in on["humaneval+"] and "--pbt" not in on["mbpp"]
+    path = evaluate_argvs("propertyeval = '${STUDY_DIR}/pe.tar.gz'")["humaneval+"]
+    assert path[path.index("--propertyeval") + 1] == str(tmp_path.resolve() / "pe.tar.gz")
+    assert not any("pbt" in a or "propertyeval" in a for a in evaluate_argvs("propertyeval = false")["humaneval+"])
+    with pytest.raises(SpecError, match=r"s\.toml:3: .*propertyeval.*expected bool or str"):
+        parse_spec(spec_text.format("propertyeval = 3"), tmp_path / "s.toml")
+    with pytest.raises(SpecError, match="did you mean 'propertyeval'"):
+        parse_spec(spec_text.format("property_eval = true"), tmp_path / "s.toml")
