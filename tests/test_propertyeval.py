@@ -115,10 +115,11 @@ def test_inputs_are_drawn_contract_filtered_and_the_same_on_every_run(
         assert len(t.inputs) == len(t.expected) == len(t.times)
     add = suite.tasks["HumanEval/53"]
     assert add.expected == tuple(x + y for x, y in add.inputs)  # the reference's outputs, input by input
-    # find_zero's reference overflows on some drawn coefficient lists: dropped, and said.
+    # find_zero's contract (integer coefficients, even length, a root found) rejects most drawn lists
+    # (the strategy draws floats too); its reference raises on a few: dropped, counted and said.
     fz = suite.tasks["HumanEval/32"]
-    assert fz.reference_errors > 0 and "OverflowError" in fz.problem
-    assert fz.unjudgeable > 0  # roots the reference finds that miss find_zero's own tolerance
+    assert fz.rejected > len(fz.inputs) > 0 and f"contract rejects {fz.rejected} of {fz.distinct}" in fz.problem
+    assert all(type(c) is int for (xs,) in fz.inputs for c in xs)
     assert len(fz.inputs) + fz.reference_errors + fz.rejected + fz.unjudgeable == fz.distinct
     # Drawn again from scratch in other processes (a fresh executor, another cache): the same inputs.
     # (Compared as pickles: the drawn lists hold nan, which equals nothing.)
@@ -223,3 +224,21 @@ def test_the_study_spec_turns_the_suite_on_for_humaneval_evaluate_steps(tmp_path
         parse_spec(spec_text.format("propertyeval = 3"), tmp_path / "s.toml")
     with pytest.raises(SpecError, match="did you mean 'propertyeval'"):
         parse_spec(spec_text.format("property_eval = true"), tmp_path / "s.toml")
+
+
+def test_inputs_the_contract_rejects_are_dropped_and_counted(sliced: Dataset, tmp_path: Path) -> None:
+    snap = tmp_path / "snap"
+    (snap / "limits").mkdir(parents=True)
+    (snap / "limits" / "limits.py").write_text("MAX_INT = 500\n")
+    (snap / "tests" / "53").mkdir(parents=True)  # add(x: int, y: int); its contract: isinstance(x, int), (y, int)
+    (snap / "tests" / "53" / "strategy.py").write_text(
+        "from limits.limits import *\nfrom hypothesis.strategies import floats, integers, one_of\n\n"
+        "strategy = one_of(integers(0, MAX_INT), floats(0, 1)), integers(0, 3)\n")
+    suite = propertyeval_suite(sliced, location=snap, examples=60, tasks=["HumanEval/53"], workers=1,
+                               cache_dir=tmp_path / "cache")
+    add = suite.tasks["HumanEval/53"]
+    assert add.drawn == 60 and add.rejected > 0 and add.reference_errors == 0 and add.usable
+    assert len(add.inputs) + add.rejected == add.distinct
+    assert all(type(x) is int for x, _ in add.inputs) and add.expected == tuple(x + y for x, y in add.inputs)
+    assert f"contract rejects {add.rejected} of {add.distinct} distinct inputs" in add.problem
+    assert not suite.pinned and [t for t, _ in suite.problems()] == ["HumanEval/53"]

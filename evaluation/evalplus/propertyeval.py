@@ -18,8 +18,9 @@ What is done with it, per task:
    only plain data (pickled, rebuilt by the plain-data unpickler of the ground truth) comes back.
    The same inputs on every run and machine for a given Hypothesis version (recorded in the cache
    key with the snapshot's content digest). Identical inputs are kept once.
-2. **Reference**: the task's EvalPlus reference (prompt + canonical solution with its contract
-   asserts) runs on the drawn inputs in the executor, as the plus ground truth does
+2. **Reference**: the task's EvalPlus reference with its contract asserts put back at the top of
+   the body (:func:`reference_with_contract`; the release keeps them in ``contract``, apart from
+   the canonical solution) runs on the drawn inputs in the executor, as the plus ground truth does
    (:func:`evaluation.evalplus.ground_truth`). An input its contract rejects
    (``AssertionError: invalid inputs``) is dropped, as is one on which the reference raises
    otherwise or runs past :data:`REFERENCE_LIMIT` CPU seconds; both are counted. So is an input
@@ -28,9 +29,11 @@ What is done with it, per task:
    tolerance): no program could pass it, the reference included. (PropertyEval compares with
    ``np.testing.assert_allclose``, which takes ``nan`` as equal, and tries ``==`` before the
    ``find_zero`` oracle, so it keeps these inputs.)
-3. **Cache**: one pickle per task under ``<cache>/propertyeval/<key>/``, written as each task is
-   done (an interrupted run resumes), keyed by the snapshot's content digest, the Hypothesis and
-   Python versions, ``examples``, the dataset file's sha256 and :data:`PBT_VERSION`.
+3. **Cache**: per task, the draws under ``<cache>/propertyeval/draws-<key>/`` (keyed by the
+   snapshot's content digest, the Hypothesis and Python versions, ``examples`` and the drawer,
+   :data:`DRAW_VERSION`) and the usable inputs with the reference's outputs under
+   ``<cache>/propertyeval/<key>/`` (also keyed by the dataset file's sha256 and
+   :data:`PBT_VERSION`); each written as soon as its task is done, so an interrupted run resumes.
 
 Samples are then judged on these inputs exactly as on plus (:func:`evaluation.evalplus.evaluate_solutions`
 with ``propertyeval=``): the same trusted comparison (:class:`~evaluation.evalplus.SplitJudge`), per-input
@@ -71,8 +74,11 @@ __all__ = [
     "propertyeval_task",
 ]
 
-PBT_VERSION = "propertyeval/2"
-"""Part of the cache key: bump when drawing or the reference step changes."""
+PBT_VERSION = "propertyeval/4"
+"""Part of the suite's cache key: bump when the reference step changes (3: the contract applied;
+4: a contract's failed assert counted as a rejection)."""
+DRAW_VERSION = "propertyeval-draw/1"
+"""Part of the draws' cache key: bump when drawing changes."""
 DEFAULT_EXAMPLES = 1000
 """Inputs drawn per task (PropertyEval: ``settings(max_examples=1000)``)."""
 REFERENCE_LIMIT = 10.0
@@ -185,6 +191,8 @@ class PbtSuite:
     """Where the per-task results are cached."""
     from_cache: int = 0
     """Tasks read from the cache."""
+    draws_from_cache: int = 0
+    """Of the other tasks, those whose draws were read from the cache (their reference step ran)."""
     seconds: float = 0.0
     """Time taken."""
     missing: tuple[str, ...] = field(default_factory=tuple)
@@ -206,13 +214,26 @@ def _hypothesis_version() -> str:
     return str(hypothesis.__version__)
 
 
-def _suite_key(strategies: Strategies, examples: int, dataset_sha: str, hypothesis: str) -> str:
-    from evaluation.evalplus.truth import GROUND_TRUTH_VERSION
-
-    parts = [PBT_VERSION, GROUND_TRUTH_VERSION, strategies.content_sha256, f"hypothesis {hypothesis}",
-             f"python {sys.version_info[0]}.{sys.version_info[1]}", str(examples), dataset_sha,
+def _draw_key(strategies: Strategies, examples: int, hypothesis: str) -> str:
+    """What the drawn inputs depend on: the snapshot, Hypothesis, Python, ``examples``, the drawer."""
+    parts = [DRAW_VERSION, strategies.content_sha256, f"hypothesis {hypothesis}",
+             f"python {sys.version_info[0]}.{sys.version_info[1]}", str(examples),
              hashlib.sha256(_DRAWER.encode()).hexdigest()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _suite_key(draw_key: str, dataset_sha: str) -> str:
+    """What the usable inputs and expected outputs depend on besides the draws: the dataset file."""
+    from evaluation.evalplus.truth import GROUND_TRUTH_VERSION
+
+    parts = [PBT_VERSION, GROUND_TRUTH_VERSION, draw_key, dataset_sha]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def reference_with_contract(prompt: str, contract: str, canonical_solution: str) -> str:
+    """The reference program with its EvalPlus contract asserts at the top of the body: the
+    release keeps them apart (``contract``), and its canonical solution alone accepts anything."""
+    return prompt + contract + canonical_solution
 
 
 def _task_number(task_id: str) -> int | None:
@@ -264,11 +285,17 @@ def propertyeval_suite(
     if unknown:
         raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key_dir = cache_root / "propertyeval" / _suite_key(strat, examples, file_sha256(dataset.source), hyp)
+    draw_key = _draw_key(strat, examples, hyp)
+    draw_dir = cache_root / "propertyeval" / f"draws-{draw_key}"
+    key_dir = cache_root / "propertyeval" / _suite_key(draw_key, file_sha256(dataset.source))
     key_dir.mkdir(parents=True, exist_ok=True)
+    draw_dir.mkdir(parents=True, exist_ok=True)
 
     def cache_file(task_id: str) -> Path:
         return key_dir / (task_id.replace("/", "_") + ".pkl")
+
+    def draw_file(task_id: str) -> Path:
+        return draw_dir / (task_id.replace("/", "_") + ".pkl")
 
     done: dict[str, PbtTask] = {}
     missing: list[str] = []
@@ -292,12 +319,30 @@ def propertyeval_suite(
     if progress:
         progress(finished, total)
 
-    # 1. Draw, one sandboxed job per task.
+    # 1. Draw, one sandboxed job per task (cached apart: the draws do not depend on the dataset).
+    drawn: dict[str, tuple[list[Any], int]] = {}
+    to_draw: list[str] = []
+    draws_from_cache = 0
+    for task_id in todo:
+        f = draw_file(task_id)
+        if f.is_file() and not refresh:
+            draws_from_cache += 1
+            with open(f, "rb") as fh:
+                stored = pickle.load(fh)
+            if stored.get("error"):
+                done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"])
+                _write_atomic(cache_file(task_id), done[task_id])
+                finished += 1
+                if progress:
+                    progress(finished, total)
+            else:
+                drawn[task_id] = (stored["inputs"], stored["drawn"])
+        else:
+            to_draw.append(task_id)
     draw_limits = Limits(timeout=draw_seconds, load_timeout=min(60.0, draw_seconds), memory_mb=4096, value_bytes=64 * 1024 * 1024)
     jobs = [Job(program=_draw_program(strat.limits, strat.strategies[_task_number(t) or 0]),
                 tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
-                want_values=True, dedup="exact", tag=t) for t in todo]
-    drawn: dict[str, tuple[list[Any], int]] = {}
+                want_values=True, dedup="exact", tag=t) for t in to_draw]
     for res in _execute(jobs, workers=workers, executor=executor):
         task_id = res.tag
         r = res.results[0]
@@ -315,6 +360,7 @@ def propertyeval_suite(
                 why = f"drawing failed: {exc}"
         if why:
             done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=why[:300])
+            _write_atomic(draw_file(task_id), {"error": why[:300]})
             _write_atomic(cache_file(task_id), done[task_id])
             finished += 1
             if progress:
@@ -328,12 +374,14 @@ def propertyeval_suite(
                 seen.add(blob)
                 distinct.append(v)
         drawn[task_id] = (distinct, len(values))
+        _write_atomic(draw_file(task_id), {"inputs": distinct, "drawn": len(values)})
 
     # 2. The reference on the drawn inputs (its contract drops the invalid ones).
     ref_jobs = []
     for task_id, (inputs, _) in drawn.items():
         prob = dataset[task_id]
-        program, fn = _program_for(prob.reference_code, prob.entry_point, "humaneval", reference=True)
+        reference = reference_with_contract(prob.prompt, prob.contract, prob.canonical_solution)
+        program, fn = _program_for(reference, prob.entry_point, "humaneval", reference=True)
         try:
             tests = tuple(CallTest(entry_point=fn, args=(REFERENCE_LIMIT, *a)) for a in inputs)
         except TypeError:
@@ -356,7 +404,7 @@ def propertyeval_suite(
         first_error = ""
         for inp, r in zip(inputs, res.results):
             if r.outcome is not Outcome.PASSED:
-                if r.outcome is Outcome.ERROR and r.detail.startswith("AssertionError: invalid inputs"):
+                if r.outcome in (Outcome.FAILED, Outcome.ERROR) and r.detail.startswith("AssertionError: invalid inputs"):
                     rejected += 1
                 else:
                     errors += 1
@@ -395,6 +443,7 @@ def propertyeval_suite(
     ordered = {t: done[t] for t in wanted if t in done}
     return PbtSuite(tasks=ordered, source=strat.source, content_sha256=strat.content_sha256, pinned=strat.pinned,
                     examples=examples, hypothesis_version=hyp, cache_dir=str(key_dir), from_cache=from_cache,
+                    draws_from_cache=draws_from_cache,
                     seconds=time.perf_counter() - t0, missing=tuple(missing))
 
 

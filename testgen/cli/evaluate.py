@@ -63,8 +63,9 @@ def _propertyeval(bar: Any, console: Any, dataset: Any, present: set[str], strat
     console.print(f"PropertyEval ({'pinned snapshot' if suite.pinned else 'NOT the pinned snapshot'} "
                   f"{suite.content_sha256[:12]}, {suite.source}; Hypothesis {suite.hypothesis_version}): "
                   f"{kept:,} usable inputs for {sum(p.usable for p in suite.tasks.values())} tasks; "
-                  f"{suite.from_cache} tasks from the cache, {len(suite.tasks) - suite.from_cache} drawn "
-                  f"({suite.seconds:.1f} s), cached in {suite.cache_dir}", highlight=False, soft_wrap=True)
+                  f"{suite.from_cache} tasks from the cache, {len(suite.tasks) - suite.from_cache} computed "
+                  f"({suite.draws_from_cache} of them from cached draws; {suite.seconds:.1f} s), cached in {suite.cache_dir}",
+                  highlight=False, soft_wrap=True)
     problems = suite.problems()
     if problems:
         console.print(f"[yellow]{len(problems)} task(s) whose PropertyEval strategy or contract made inputs "
