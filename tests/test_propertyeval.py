@@ -242,3 +242,21 @@ def test_inputs_the_contract_rejects_are_dropped_and_counted(sliced: Dataset, tm
     assert all(type(x) is int for x, _ in add.inputs) and add.expected == tuple(x + y for x, y in add.inputs)
     assert f"contract rejects {add.rejected} of {add.distinct} distinct inputs" in add.problem
     assert not suite.pinned and [t for t, _ in suite.problems()] == ["HumanEval/53"]
+
+
+def test_inputs_no_program_could_pass_are_dropped(tmp_path: Path) -> None:
+    """incr_list on a list holding nan returns a list holding nan, which equals no other list
+    (``[nan] == [nan]`` only for the same list): such an input is dropped, not judged."""
+    snap = tmp_path / "snap"
+    (snap / "limits").mkdir(parents=True)
+    (snap / "limits" / "limits.py").write_text("SMALL = 3\n")
+    (snap / "tests" / "42").mkdir(parents=True)
+    (snap / "tests" / "42" / "strategy.py").write_text(
+        "from limits.limits import *\nfrom hypothesis.strategies import floats, lists\n\n"
+        "strategy = lists(floats(allow_infinity=False), max_size=SMALL)\n")
+    he = load_dataset("humaneval+")
+    suite = propertyeval_suite(he, location=snap, examples=80, tasks=["HumanEval/42"], workers=1, cache_dir=tmp_path / "c")
+    incr = suite.tasks["HumanEval/42"]
+    assert incr.unjudgeable > 0 and incr.usable and incr.rejected == incr.reference_errors == 0
+    assert all(x == x for (lst,) in incr.inputs for x in lst)  # no nan left
+    assert len(incr.inputs) + incr.unjudgeable == incr.distinct and "comparison with itself" in incr.problem
