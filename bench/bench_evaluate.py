@@ -11,6 +11,11 @@ least of it any order of the inputs could have spent (every call of a passing sp
 call that decided a failure).
 
     python bench/bench_evaluate.py --workers 2 --runs cold,warm [--tasks 20]
+
+With ``--propertyeval PATH`` every run also judges on PropertyEval's inputs (``--pbt``; ``cold``
+then draws them too, ``warm`` reads them from the cache) and the row gains +pbt pass@1:
+
+    python bench/bench_evaluate.py --workers 2 --runs cold,warm --propertyeval ../shared/data/propertyeval_b2be813.tar.gz
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ def main() -> int:
     ap.add_argument("--runs", default="cold,warm", help="comma list of cold|warm")
     ap.add_argument("--tasks", type=int, default=0, help="only the first N tasks (0: all 164)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bench_evaluate")
+    ap.add_argument("--propertyeval", type=Path, default=None, help="PropertyEval snapshot: judge with --pbt too")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     samples = first_tasks(args.tasks, args.workdir / f"codet_first{args.tasks}.jsonl.gz") if args.tasks else CODET
@@ -54,9 +60,10 @@ def main() -> int:
     seen_cold = False
     testgen = str(Path(sys.executable).parent / "testgen")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    pbt = ["--propertyeval", str(args.propertyeval)] if args.propertyeval else []
     print("| run | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 "
-          "| inside the calls (least any order) s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          + ("| +pbt pass@1 " if pbt else "") + "| inside the calls (least any order) s |")
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if pbt else ""))
     for run in args.runs.split(","):
         if run == "cold" and seen_cold:  # every cold run computes the ground truth again
             cache = Path(tempfile.mkdtemp(prefix="gtcache-", dir=args.workdir))
@@ -65,7 +72,7 @@ def main() -> int:
         out = args.workdir / f"verdicts-{run}.jsonl"
         log = args.workdir / f"{run}.log"
         cmd = ["/usr/bin/time", "-v", testgen, "evaluate", "--samples", str(samples), "--model", "codegen16b",
-               "--workers", str(args.workers), "--out", str(out)]
+               "--workers", str(args.workers), "--out", str(out), *pbt]
         print(f"<!-- $ TESTGEN_CACHE={cache} {' '.join(cmd[2:])} -->", flush=True)
         with open(log, "w") as fh:
             subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=True)
@@ -78,8 +85,9 @@ def main() -> int:
         # its program's figure and how many samples share the program).
         inside = sum(r["call_seconds"] / r["duplicates"] for r in recs if r.get("call_seconds") is not None)
         least = sum(r["decisive_seconds"] / r["duplicates"] for r in recs if r.get("decisive_seconds") is not None)
+        pbt_cell = f"| {100 * sum(bool(r['pbt']) for r in recs) / len(recs):.2f} " if pbt else ""
         print(f"| {run} | {len(recs)} | {fig['wall']} | {fig['user']} | {fig['sys']} | {peak} | {base:.2f} | {plus:.2f} "
-              f"| {inside:.0f} ({least:.0f}) |", flush=True)
+              f"{pbt_cell}| {inside:.0f} ({least:.0f}) |", flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 

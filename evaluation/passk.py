@@ -86,16 +86,28 @@ def verdict_pass_at_k(
     """pass@k on ``"base"`` and ``"plus"`` from per-sample verdicts (every sample counted once).
 
     ``n`` of a task is its number of verdicts (duplicates included, as sampled), ``c`` the
-    number correct on that split.
+    number correct on that split. Verdicts judged on PropertyEval's inputs too (``extra["pbt"]``
+    not None, :func:`evaluation.evalplus.evaluate_solutions` with ``propertyeval``) add
+    ``"pbt"`` (base, plus and the PropertyEval inputs pass: "+pbt") and ``"base_pbt"`` (base and
+    the PropertyEval inputs: PropertyEval's own column, which does not require plus).
     """
     base: dict[str, list[int]] = {}
+    with_pbt = True
     for v in verdicts:
-        n_c = base.setdefault(v.task_id, [0, 0, 0])
+        n_c = base.setdefault(v.task_id, [0, 0, 0, 0, 0])
         n_c[0] += 1
         n_c[1] += int(v.base)
         n_c[2] += int(v.plus)
+        pbt = v.extra.get("pbt")
+        with_pbt = with_pbt and pbt is not None
+        n_c[3] += int(bool(pbt))
+        n_c[4] += int(v.base and v.extra.get("pbt_status") == "pass")
     ks = tuple(ks)
-    return {
-        "base": pass_at_k_table({t: (n, cb) for t, (n, cb, _cp) in base.items()}, ks=ks),
-        "plus": pass_at_k_table({t: (n, cp) for t, (n, _cb, cp) in base.items()}, ks=ks),
+    out = {
+        "base": pass_at_k_table({t: (c[0], c[1]) for t, c in base.items()}, ks=ks),
+        "plus": pass_at_k_table({t: (c[0], c[2]) for t, c in base.items()}, ks=ks),
     }
+    if with_pbt and base:
+        out["pbt"] = pass_at_k_table({t: (c[0], c[3]) for t, c in base.items()}, ks=ks)
+        out["base_pbt"] = pass_at_k_table({t: (c[0], c[4]) for t, c in base.items()}, ks=ks)
+    return out

@@ -167,9 +167,11 @@ def test_dry_run_lists_steps_and_their_state(tmp_path: Path) -> None:
 
 def _small_spec(tmp_path: Path) -> Path:
     """studies/offline.toml, smaller still for the suite: 2 tasks, the tiny model on HumanEval+
-    only and sampling at one temperature (the shipped file: docs/study.md, with its timing)."""
+    only and sampling at one temperature (the shipped file: docs/study.md, with its timing);
+    HumanEval+ samples judged on PropertyEval's inputs too where Hypothesis is installed."""
     text = (STUDIES / "offline.toml").read_text()
-    for old, new in (("limit = 5", "limit = 2"),
+    pbt = "propertyeval = \"${TESTGEN_DATA}/propertyeval_b2be813.tar.gz\"\n" if importlib.util.find_spec("hypothesis") else ""
+    for old, new in (("limit = 5", pbt + "limit = 2"),
                      ("temperatures = [0.2, 0.8]  #", "code_temperature = 0.8\ntemperatures = [0.8]  #"),
                      ('build = "tiny-gpt2"\n', 'build = "tiny-gpt2"\ndatasets = ["humaneval+"]\n')):
         assert old in text, old
@@ -236,6 +238,11 @@ def test_offline_study_writes_every_table_and_figure(offline_study: tuple[Path, 
     assert cells[4].startswith("not run: no self-setting (SG) tests")
     t1 = files["table1.csv"].decode().splitlines()
     assert any(line.startswith("codegen16b,humaneval+,0.8,plus,1,") for line in t1)
+    if importlib.util.find_spec("hypothesis"):  # the +pbt column (spec key propertyeval), beside plus
+        assert "HumanEval+ T=0.8 pass@1/10/100 (+pbt)" in files["table1.md"].decode()
+        plus1 = next(float(r.split(",")[5]) for r in t1 if r.startswith("codegen16b,humaneval+,0.8,plus,1,"))
+        pbt1 = next(float(r.split(",")[5]) for r in t1 if r.startswith("codegen16b,humaneval+,0.8,pbt,1,"))
+        assert pbt1 <= plus1
     # the CSV figures are the commands' own: Table 2's human cell is its eval's metrics.json
     metrics = json.loads(next((out / "steps" / "human" / "humaneval+").glob("eval-oracle-*/metrics.json")).read_text())
     row = next(r for r in files["table2_humaneval+.csv"].decode().splitlines() if r.startswith("human,humaneval+,oracle"))

@@ -52,8 +52,11 @@ Modules
     :func:`check_output`); :mod:`evaluation.evalplus.truth` (the time limits, the ground truth
     and the harness the programs run in); :mod:`evaluation.evalplus.verdicts` (:class:`SplitJudge`,
     :func:`evaluate_solutions`); :mod:`evaluation.evalplus.reference` (the installed ``evalplus``
-    package's own checker, :func:`evaluate_solutions_evalplus`). Everything is imported from
-    here (``evaluation.evalplus:SplitJudge`` is the judge the executor's worker loads).
+    package's own checker, :func:`evaluate_solutions_evalplus`);
+    :mod:`evaluation.evalplus.propertyeval` (PropertyEval's property-based inputs, a third
+    suite: :func:`propertyeval_suite`, :func:`propertyeval_task`) and
+    :mod:`evaluation.evalplus.strategies` (where its strategies are read from). Everything is
+    imported from here (``evaluation.evalplus:SplitJudge`` is the judge the executor's worker loads).
 """
 
 from evaluation.evalplus.oracles import (
@@ -63,6 +66,7 @@ from evaluation.evalplus.oracles import (
     dataset_kind,
     deserialize_inputs,
 )
+from evaluation.evalplus.propertyeval import PbtSuite, PbtTask, propertyeval_suite, propertyeval_task
 from evaluation.evalplus.reference import evaluate_solutions_evalplus
 from evaluation.evalplus.truth import (
     DIGEST_MIN_BYTES as DIGEST_MIN_BYTES,
@@ -87,4 +91,8 @@ __all__ = [
     "deserialize_inputs",
     "dataset_kind",
     "GROUND_TRUTH_VERSION",
+    "PbtSuite",
+    "PbtTask",
+    "propertyeval_suite",
+    "propertyeval_task",
 ]

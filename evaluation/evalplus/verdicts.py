@@ -8,7 +8,7 @@ import hashlib
 import pickle
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluation.datasets import Dataset
 from evaluation.evalplus.oracles import (
@@ -21,6 +21,9 @@ from evaluation.evalplus.oracles import (
 from evaluation.evalplus.truth import DIGEST_MIN_BYTES, GroundTruth, TaskTruth, TimeLimits, _load_output, _program_for, ground_truth
 from evaluation.executor.engine import EngineChoice
 from evaluation.records import Outcome, Solution, Verdict
+
+if TYPE_CHECKING:
+    from evaluation.evalplus.propertyeval import PbtSuite
 
 __all__ = ["Status", "SplitJudge", "evaluate_solutions"]
 
@@ -193,6 +196,7 @@ def evaluate_solutions(
     truth: GroundTruth | None = None,
     progress: Callable[[int, int], None] | None = None,
     engine: EngineChoice | None = None,
+    propertyeval: PbtSuite | None = None,
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
@@ -203,6 +207,12 @@ def evaluate_solutions(
     does not have get no verdict (the caller reports them). ``progress(done, total)`` is
     called as distinct programs finish. ``engine``: where the programs run (default: this
     machine's executor); the ground truth (reference times) is measured here, not there.
+
+    With ``propertyeval`` (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`), a third
+    split, ``pbt``, runs for the programs that pass base, judged exactly as plus (a task without
+    usable inputs passes it vacuously). ``extra["pbt"]`` is then the "+pbt" verdict: base, plus
+    and the PropertyEval inputs all pass; ``extra["pbt_status"]`` the split's own status (``None``
+    when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
     """
     from evaluation.dedup import behaviour_key
     from evaluation.executor import Job
@@ -226,24 +236,42 @@ def evaluate_solutions(
         program, fn = _program_for(st.program, tt.entry_point, kind, reference=False)
         plan = plans.get((st.task_id, split))
         if plan is None:
-            plan = plans[(st.task_id, split)] = _plan_split(kind, tt, split, fn, cfg)
+            if split == "pbt":  # PropertyEval's inputs, run and judged exactly as the plus split
+                assert propertyeval is not None
+                plan = _plan_split(kind, propertyeval.tasks[st.task_id].as_truth(tt), "plus", fn, cfg)
+            else:
+                plan = _plan_split(kind, tt, split, fn, cfg)
+            plans[(st.task_id, split)] = plan
         return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
                    judge_args=plan.judge_args, dedup="exact", tag=(index, split))  # deduplicated above
 
+    def has_pbt(task_id: str) -> bool:
+        return propertyeval is not None and task_id in propertyeval.tasks and propertyeval.tasks[task_id].usable
+
+    splits = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
     total = len(states)
     finished = 0
     if progress:
         progress(finished, total)
     with open_engine(engine, workers=workers) as executor:
-        for split in ("base", "plus"):
+        for split in splits:
             todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
+            if split == "pbt":
+                for i in todo:
+                    if not has_pbt(states[i].task_id):
+                        states[i].status["pbt"] = Status.PASS
+                        states[i].detail["pbt"] = "no usable PropertyEval input"
+                        finished += 1
+                        if progress:
+                            progress(finished, total)
+                todo = [i for i in todo if has_pbt(states[i].task_id)]
             jobs = [job(i, split) for i in todo]
             # Heaviest first, so the last jobs of the round are short and both workers finish together.
             jobs.sort(key=lambda j: -plans[(states[j.tag[0]].task_id, split)].cost)
             for res in executor.run(jobs):
                 st = states[res.tag[0]]
                 st.absorb(split, res)
-                if split == "plus" or st.status[split] is not Status.PASS:
+                if split == splits[-1] or (split == "base" and st.status[split] is not Status.PASS):
                     finished += 1
                     if progress:
                         progress(finished, total)
@@ -256,7 +284,14 @@ def evaluate_solutions(
             st.status["plus"] = Status.FAIL
             st.detail["plus"] = "base failed"
         seconds = sum(st.seconds.values())
-        decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) if base_ok else 0.0)
+        decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
+                                                   if base_ok else 0.0)
+        pbt_extra: dict[str, Any] = {}
+        if propertyeval is not None:
+            pbt_status = st.status.get("pbt") if base_ok else None
+            pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
+                         "pbt_status": pbt_status.value if pbt_status is not None else None,
+                         "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
         for sol in sols:
             verdicts[sol.solution_id] = Verdict(
                 task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
@@ -264,6 +299,6 @@ def evaluate_solutions(
                 extra={"base_status": st.status.get("base", Status.FAIL).value,
                        "plus_status": st.status.get("plus", Status.FAIL).value,
                        "duplicates": len(sols), "call_seconds": round(seconds, 6),
-                       "decisive_seconds": round(decisive, 6)},
+                       "decisive_seconds": round(decisive, 6), **pbt_extra},
             )
     return verdicts

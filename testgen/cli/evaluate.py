@@ -4,8 +4,10 @@ A thin layer over :func:`evaluation.solutions.read_solutions`,
 :func:`evaluation.evalplus.evaluate_solutions` (ours, in our sandboxed executor) or
 :func:`evaluation.evalplus.evaluate_solutions_evalplus` (the installed ``evalplus`` 0.3.1, to
 check ours against), :func:`evaluation.asserts.evaluate_on_asserts` (MBPP sanitized: its
-original asserts, no plus inputs), and :func:`evaluation.passk.verdict_pass_at_k`. EvalPlus:
-Liu et al., NeurIPS 2023, arXiv 2305.01210.
+original asserts, no plus inputs), :func:`evaluation.evalplus.propertyeval.propertyeval_suite`
+(``--pbt``: PropertyEval's property-based inputs, a third suite) and
+:func:`evaluation.passk.verdict_pass_at_k`. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210.
+PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ __all__ = ["evaluate", "verdict_record", "default_out_path"]
 def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
     """The JSONL record written per sample (``plus`` is null for a dataset without plus inputs)."""
     no_plus = "plus_status" in verdict.extra and verdict.extra["plus_status"] is None
-    return {
+    record: dict[str, Any] = {
         "task_id": verdict.task_id,
         "solution_id": verdict.solution_id,
         "model": solution.model,
@@ -42,6 +44,38 @@ def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
         "call_seconds": verdict.extra.get("call_seconds"),
         "decisive_seconds": verdict.extra.get("decisive_seconds"),
     }
+    if "pbt" in verdict.extra:  # judged on PropertyEval's inputs too (--pbt)
+        record["pbt"] = verdict.extra["pbt"]
+        record["pbt_status"] = verdict.extra.get("pbt_status")
+        record["pbt_detail"] = verdict.extra.get("pbt_detail", "")
+    return record
+
+
+def _propertyeval(bar: Any, console: Any, dataset: Any, present: set[str], strategies: Any, examples: int,
+                  workers: int | None) -> Any:
+    """The PropertyEval suite of the tasks present (drawn and cached on first use), and what it
+    could not use printed."""
+    from evaluation.evalplus.propertyeval import propertyeval_suite
+
+    task = bar.add_task("PropertyEval inputs", total=None)
+    suite = propertyeval_suite(dataset, strategies=strategies, examples=examples, workers=workers,
+                               tasks=[t for t in dataset.problems if t in present],
+                               progress=lambda done, total: bar.update(task, completed=done, total=total))
+    bar.remove_task(task)
+    kept = sum(len(p.inputs) for p in suite.tasks.values())
+    console.print(f"PropertyEval ({'pinned snapshot' if suite.pinned else 'NOT the pinned snapshot'} "
+                  f"{suite.content_sha256[:12]}, {suite.source}; Hypothesis {suite.hypothesis_version}): "
+                  f"{kept:,} usable inputs for {sum(p.usable for p in suite.tasks.values())} tasks; "
+                  f"{suite.from_cache} tasks from the cache, {len(suite.tasks) - suite.from_cache} computed "
+                  f"({suite.draws_from_cache} of them from cached draws; {suite.seconds:.1f} s), cached in {suite.cache_dir}",
+                  highlight=False, soft_wrap=True)
+    problems = suite.problems()
+    if problems:
+        console.print(f"[yellow]{len(problems)} task(s) whose PropertyEval strategy or contract made inputs "
+                      f"unusable:[/]", highlight=False)
+        for task_id, why in problems:
+            console.print(f"  {task_id}: {why}", highlight=False, soft_wrap=True)
+    return suite
 
 
 def default_out_path(samples: str) -> Path:
@@ -72,6 +106,13 @@ def default_out_path(samples: str) -> Path:
               help="Per-input time limit floor, seconds (EvalPlus's min_time_limit).")
 @click.option("--gt-time-limit-factor", type=POSITIVE_FLOAT, default=4.0, show_default=True,
               help="Per-input limit = factor x the reference's time (EvalPlus's gt_time_limit_factor).")
+@click.option("--pbt/--no-pbt", default=False, show_default=True,
+              help="Also judge on PropertyEval's property-based inputs (HumanEval+ only) and report +pbt.")
+@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True), default=None,
+              help="PropertyEval snapshot: a directory or its tarball (implies --pbt; default: "
+                   "$TESTGEN_PROPERTYEVAL, else the pinned snapshot downloaded into the cache).")
+@click.option("--pbt-examples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Inputs drawn per task from its PropertyEval strategy (PropertyEval: 1000).")
 def evaluate(
     dataset_name: str,
     samples: str,
@@ -84,11 +125,19 @@ def evaluate(
     codet_prompts: str | None,
     min_time_limit: float,
     gt_time_limit_factor: float,
+    pbt: bool,
+    propertyeval_path: str | None,
+    pbt_examples: int,
 ) -> None:
     """Judge sampled solutions on HumanEval+/MBPP+ and print pass@1/10/100 (base and plus).
 
     With --dataset mbpp (MBPP sanitized, 427 tasks) the original asserts judge and there is no
     plus figure: the dataset has no plus inputs.
+
+    With --pbt (or --propertyeval PATH) a third suite judges the samples that pass base:
+    PropertyEval's inputs (1,000 per task drawn from its Hypothesis strategies, in the sandbox),
+    those the task's contract accepts, with the reference's outputs; "+pbt" = base, plus and
+    these inputs all pass.
     """
     from rich.console import Console
     from rich.table import Table
@@ -114,6 +163,15 @@ def evaluate(
     if evaluator == "evalplus" and engine.name != "local":
         raise click.UsageError("--evaluator evalplus runs the installed evalplus on this machine; --engine ray runs "
                                "ours (--evaluator ours)")
+    pbt = pbt or propertyeval_path is not None
+    if pbt and (dataset_name != "humaneval+" or evaluator != "ours"):
+        raise click.UsageError("--pbt judges HumanEval+ samples with our evaluator: PropertyEval has strategies for "
+                               "HumanEval tasks only (--dataset humaneval+ --evaluator ours)")
+    strategies = None
+    if pbt:  # found (or refused) before any work is done
+        from evaluation.evalplus.propertyeval import load_strategies
+
+        strategies = load_strategies(propertyeval_path)
     if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
         samples = str(Path(samples) / "solutions.jsonl")
     dataset = load_dataset(dataset_name, path=dataset_path)
@@ -166,9 +224,13 @@ def evaluate(
                           if truth.from_cache else
                           f"ground truth of {len(truth.tasks):,} tasks: computed in {truth.seconds:.1f} s, "
                           f"cached in {truth.cache_file}", highlight=False, soft_wrap=True)
+            suite = None
+            if pbt:
+                suite = _propertyeval(bar, console, dataset, present, strategies, pbt_examples, workers)
             task = bar.add_task("distinct programs", total=None)
             verdicts = evaluate_solutions(
                 dataset, sols, workers=workers, time_limits=limits, truth=truth, engine=engine,
+                propertyeval=suite,
                 progress=lambda done, total: bar.update(task, completed=done, total=total))
         else:
             task = bar.add_task("evalplus", total=None)
@@ -192,8 +254,11 @@ def evaluate(
     table.add_column("tests")
     for k in ks:
         table.add_column(f"pass@{k}", justify="right")
-    rows = (("base", "original asserts"),) if asserts_only else (
+    rows: tuple[tuple[str, str], ...] = (("base", "original asserts"),) if asserts_only else (
         ("base", "base (original tests)"), ("plus", "plus (base + extra)"))
+    if "pbt" in table_data:
+        rows += (("pbt", "+pbt (base + extra + PropertyEval)"),
+                 ("base_pbt", "base + PropertyEval (PropertyEval's column)"))
     for split, label in rows:
         table.add_row(label, *(f"{100 * table_data[split][k].value:.1f}" for k in ks))
     Console().print(table)

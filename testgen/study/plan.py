@@ -172,6 +172,14 @@ class _Builder:
     def limit_args(self) -> list[str]:
         return [] if self.spec.limit is None else ["--limit", str(self.spec.limit)]
 
+    def propertyeval_args(self, judge: str) -> list[str]:
+        """``--pbt`` (and the snapshot's path) for a HumanEval+ evaluate step when the spec asks
+        for PropertyEval's inputs; PropertyEval has no strategies for MBPP."""
+        pe = self.spec.propertyeval
+        if pe is False or judge != "humaneval+":
+            return []
+        return ["--pbt"] if pe is True else ["--propertyeval", str(pe)]
+
     def workers_args(self) -> list[str]:
         return [] if self.spec.workers is None else ["--workers", str(self.spec.workers)]
 
@@ -233,7 +241,7 @@ class _Builder:
         judge = "humaneval+" if ds == "humaneval" else ds
         self.add(id=f"{m.name}/{ds}/evaluate-t{_fmt_t(t)}", kind="evaluate", model=m.name, dataset=ds,
                  argv=["testgen", "evaluate", "--dataset", judge, "--samples", f"{step.dir}/solutions.jsonl",
-                       *self.workers_args(), "--out", "{dir}/verdicts.jsonl"],
+                       *self.workers_args(), *self.propertyeval_args(judge), "--out", "{dir}/verdicts.jsonl"],
                  deps=[sid], meta={"temperature": t, "n": n}, unkeyed=self.engine_args())
         return step
 

@@ -148,10 +148,11 @@ class _Study:
     def pass_at_k(self, step: Step) -> dict[str, dict[int, float]]:
         """split -> k -> pass@k from an evaluate step's verdicts (MBPP: base = its asserts)."""
         counts: dict[str, dict[str, list[int]]] = {"base": defaultdict(lambda: [0, 0]),
-                                                   "plus": defaultdict(lambda: [0, 0])}
+                                                   "plus": defaultdict(lambda: [0, 0]),
+                                                   "pbt": defaultdict(lambda: [0, 0])}
         has_plus = False
         for _, v in read_jsonl(self.out / step.dir / "verdicts.jsonl"):
-            for split in ("base", "plus"):
+            for split in ("base", "plus", "pbt"):  # pbt: base, plus and PropertyEval's inputs (--pbt)
                 if v.get(split) is None:
                     continue
                 has_plus |= split == "plus"
@@ -160,7 +161,7 @@ class _Study:
                 c[1] += bool(v[split])
         out: dict[str, dict[int, float]] = {}
         for split, per_task in counts.items():
-            if split == "plus" and not has_plus:
+            if (split == "plus" and not has_plus) or not per_task:
                 continue
             n_min = min((n for n, _ in per_task.values()), default=0)
             out[split] = {k: math.fsum(pass_at_k(n, c, k) for n, c in per_task.values()) / len(per_task)
@@ -172,10 +173,13 @@ class _Study:
         temps = sorted({t for m in s.models for t in (m.temperatures if m.temperatures is not None else s.temperatures)}
                        | set(s.temperatures))
         header = ["model"]
+        pbt_datasets = {ds for ds in s.datasets if s.propertyeval is not False and ds in ("humaneval+", "humaneval")}
         for ds in s.datasets:
             split = "plus" if ds != "mbpp" else "base"
             for temp in temps:
                 header.append(f"{_DATASET_TITLE.get(ds, ds)} T={temp:g} pass@1/10/100 ({split})")
+                if ds in pbt_datasets:
+                    header.append(f"{_DATASET_TITLE.get(ds, ds)} T={temp:g} pass@1/10/100 (+pbt)")
         t = Table(name="table1", title="Table 1: code pass@k at each temperature (%)", header=header,
                   csv_header=["model", "dataset", "temperature", "split", "k", "pass_at_k", "samples_per_task",
                               "note"])
@@ -184,8 +188,9 @@ class _Study:
             for ds in s.datasets:
                 split = "plus" if ds != "mbpp" else "base"
                 for temp in temps:
+                    cells = 2 if ds in pbt_datasets else 1
                     if m.datasets is not None and ds not in m.datasets:
-                        row.append("not run: dataset not in the model's spec")
+                        row.extend(["not run: dataset not in the model's spec"] * cells)
                         continue
                     ev = self.plan.find("evaluate", m.name, ds, temperature=temp)
                     table1_temps = m.temperatures if m.temperatures is not None else s.temperatures
@@ -193,11 +198,15 @@ class _Study:
                     if why is None and temp not in table1_temps:
                         why = "not run: not a Table 1 temperature of this model"
                     if why is not None or ev is None:
-                        row.append(why or "not run")
+                        row.extend([why or "not run"] * cells)
                         continue
                     res = self.pass_at_k(ev)
                     vals = res.get(split, {})
                     row.append(" / ".join(_pct(vals.get(k)) if k in vals else "-" for k in _KS))
+                    if ds in pbt_datasets:
+                        pv = res.get("pbt")
+                        row.append(" / ".join(_pct(pv.get(k)) if k in pv else "-" for k in _KS) if pv is not None
+                                   else "not run: evaluated without PropertyEval's inputs")
                     for sp, per_k in res.items():
                         for k, v in per_k.items():
                             t.csv_rows.append([m.name, ds, f"{temp:g}", sp, k, v, ev.meta.get("n"), ""])
@@ -207,6 +216,9 @@ class _Study:
                        + (f", first {s.limit} tasks of each dataset" if s.limit else "") + ".")
         t.notes.append("HumanEval+: 'plus' verdicts (base + extra inputs; 'base' is in the CSV); MBPP (sanitized): "
                        "its original asserts, it has no plus inputs.")
+        if pbt_datasets:
+            t.notes.append("+pbt: base, plus and PropertyEval's property-based inputs (Pawagi 2025; 1,000 drawn per "
+                           "task, those the EvalPlus contract accepts) all pass (docs/evaluate.md).")
         return t
 
     # --- Tables 2 and 3 ------------------------------------------------------------------

@@ -179,6 +179,11 @@ class StudySpec:
     same on every engine, so a study begun on one machine goes on on a cluster."""
     ray_address: str | None = None
     """With ``engine = "ray"``: the cluster (their ``--ray-address``)."""
+    propertyeval: bool | str = False
+    """Judge HumanEval+ samples on PropertyEval's inputs too (``testgen evaluate --pbt``; Table 1
+    gets a +pbt column): ``true`` (the strategies from ``$TESTGEN_PROPERTYEVAL`` or the pinned
+    download), or the path of the snapshot (a directory or its tarball; ``${TESTGEN_DATA}`` and
+    ``${STUDY_DIR}`` are expanded)."""
     cross: CrossSpec = field(default_factory=CrossSpec)
     """The cross setting's pool."""
     rerank: RerankSpec = field(default_factory=RerankSpec)
@@ -198,7 +203,7 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "mutation", "model", "cross", "rerank"}
+             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
@@ -296,6 +301,15 @@ class _Reader:
 def _expand(value: str, spec_dir: Path) -> str:
     data = os.environ.get("TESTGEN_DATA") or "../shared/data"
     return value.replace("${TESTGEN_DATA}", str(Path(data).resolve())).replace("${STUDY_DIR}", str(spec_dir))
+
+
+def _propertyeval(r: _Reader, d: Mapping[str, Any], spec_dir: Path) -> bool | str:
+    value = r.get(d, "propertyeval", (bool, str), None, None, False)
+    if isinstance(value, str):
+        if not value.strip():
+            raise r.fail(None, "propertyeval", None, "expected true, false or the path of a PropertyEval snapshot")
+        return _expand(value, spec_dir)
+    return bool(value)
 
 
 def _positive(r: _Reader, value: Any, table: str | None, key: str, index: int | None, *, zero: bool = False) -> None:
@@ -421,6 +435,7 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         workers=r.get(d, "workers", int, None, None, None),
         engine=r.get(d, "engine", str, None, None, "local"),
         ray_address=r.get(d, "ray_address", str, None, None, None),
+        propertyeval=_propertyeval(r, d, spec_dir),
         cross=cross, rerank=rerank,
     )
     for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout",

@@ -1,0 +1,472 @@
+"""PropertyEval's property-based inputs: a third HumanEval+ suite beside base and plus.
+
+PropertyEval: Mrigank Pawagi, "PropertyEval: Synthesizing Thorough Test Cases for LLM Code
+Generation Benchmarks using Property-Based Testing" (2025), DOI 10.5281/zenodo.15081893,
+https://github.com/mrigankpawagi/PropertyEval. One hand-written Hypothesis strategy per HumanEval
+task (``tests/<n>/strategy.py``: a module attribute ``strategy``, one strategy per argument, or one
+strategy for a one-argument function; ``from limits.limits import *`` for the shared bounds). The
+repository has no license file: we read it where the user has it (``--propertyeval PATH``, a
+directory or the tarball, or ``$TESTGEN_PROPERTYEVAL``), or download the pinned snapshot into the
+cache, and never copy it into this repository.
+
+What is done with it, per task:
+
+1. **Draw** ``examples`` inputs (default 1,000, as PropertyEval) with Hypothesis: ``seed(0)``,
+   ``derandomize=True``, ``database=None``, the generate phase only, health checks off. The
+   strategy is untrusted code from a download: the strategy module and a small drawing function
+   are the program of a :class:`~evaluation.executor.CallTest` job in our sandboxed executor, and
+   only plain data (pickled, rebuilt by the plain-data unpickler of the ground truth) comes back.
+   The same inputs on every run and machine for a given Hypothesis version (recorded in the cache
+   key with the snapshot's content digest). Identical inputs are kept once.
+2. **Reference**: the task's EvalPlus reference with its contract asserts put back at the top of
+   the body (:func:`reference_with_contract`; the release keeps them in ``contract``, apart from
+   the canonical solution) runs on the drawn inputs in the executor, as the plus ground truth does
+   (:func:`evaluation.evalplus.ground_truth`). An input its contract rejects
+   (``AssertionError: invalid inputs``) is dropped, as is one on which the reference raises
+   otherwise or runs past :data:`REFERENCE_LIMIT` CPU seconds; both are counted. So is an input
+   on which the reference's output fails the trusted comparison with itself (a ``nan`` in the
+   output, which equals nothing; HumanEval/32's root that misses the ``find_zero`` oracle's
+   tolerance): no program could pass it, the reference included. (PropertyEval compares with
+   ``np.testing.assert_allclose``, which takes ``nan`` as equal, and tries ``==`` before the
+   ``find_zero`` oracle, so it keeps these inputs.)
+3. **Cache**: per task, the draws under ``<cache>/propertyeval/draws-<key>/`` (keyed by the
+   snapshot's content digest, the Hypothesis and Python versions, ``examples`` and the drawer,
+   :data:`DRAW_VERSION`) and the usable inputs with the reference's outputs under
+   ``<cache>/propertyeval/<key>/`` (also keyed by the dataset file's sha256 and
+   :data:`PBT_VERSION`); each written as soon as its task is done, so an interrupted run resumes.
+
+Samples are then judged on these inputs exactly as on plus (:func:`evaluation.evalplus.evaluate_solutions`
+with ``propertyeval=``): the same trusted comparison (:class:`~evaluation.evalplus.SplitJudge`), per-input
+time limits from the reference's times, split cap and ``fast_check``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.datasets import Dataset
+from evaluation.errors import MissingDependency, TestgenError
+from evaluation.evalplus.oracles import check_output, dataset_kind
+from evaluation.evalplus.strategies import (
+    PROPERTYEVAL_COMMIT as PROPERTYEVAL_COMMIT,
+    PROPERTYEVAL_CONTENT_SHA256 as PROPERTYEVAL_CONTENT_SHA256,
+    PROPERTYEVAL_ENV as PROPERTYEVAL_ENV,
+    PROPERTYEVAL_URL as PROPERTYEVAL_URL,
+    Strategies,
+    load_strategies,
+)
+from evaluation.evalplus.truth import TaskTruth, _execute, _load_output, _program_for
+from evaluation.io import cache_dir as default_cache_dir, file_sha256
+from evaluation.records import Outcome
+
+__all__ = [
+    "PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "PBT_VERSION",
+    "DEFAULT_EXAMPLES", "Strategies", "PbtTask", "PbtSuite", "load_strategies", "propertyeval_suite",
+    "propertyeval_task",
+]
+
+PBT_VERSION = "propertyeval/5"
+"""Part of the suite's cache key: bump when the reference step changes (3: the contract applied;
+4: a contract's failed assert counted as a rejection; 5: the self-comparison on a copy)."""
+DRAW_VERSION = "propertyeval-draw/1"
+"""Part of the draws' cache key: bump when drawing changes."""
+DEFAULT_EXAMPLES = 1000
+"""Inputs drawn per task (PropertyEval: ``settings(max_examples=1000)``)."""
+REFERENCE_LIMIT = 10.0
+"""CPU seconds the reference may take on one drawn input; an input it needs longer for is dropped."""
+DRAW_LIMIT = 300.0
+"""CPU seconds the sandboxed child may spend drawing one task's inputs (Hypothesis included)."""
+
+# ---------------------------------------------------------------------------------------------
+# Drawing, in the sandbox
+
+
+_DRAW_FUNCTION = "__testgen_propertyeval_draw__"
+_DRAWER = f'''
+
+
+def {_DRAW_FUNCTION}(n):
+    """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically."""
+    import pickle
+    from hypothesis import HealthCheck, Phase, given, seed, settings, strategies
+
+    parts = strategy if isinstance(strategy, tuple) else (strategy,)
+    drawn = []
+
+    @seed(0)
+    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(strategies.tuples(*parts))
+    def collect(args):
+        drawn.append(args)
+
+    collect()
+    return pickle.dumps(drawn, 4)
+'''
+
+
+def _draw_program(limits: str, strategy: str) -> str:
+    """The sandboxed program: ``limits.limits`` made importable from its text, the strategy
+    module's text as it is, then the drawing function."""
+    preamble = (
+        "import sys as __testgen_sys, types as __testgen_types\n"
+        "__testgen_pkg = __testgen_types.ModuleType('limits')\n"
+        "__testgen_pkg.__path__ = []\n"
+        "__testgen_mod = __testgen_types.ModuleType('limits.limits')\n"
+        f"exec(compile({limits!r}, 'limits/limits.py', 'exec'), __testgen_mod.__dict__)\n"
+        "__testgen_pkg.limits = __testgen_mod\n"
+        "__testgen_sys.modules['limits'] = __testgen_pkg\n"
+        "__testgen_sys.modules['limits.limits'] = __testgen_mod\n"
+    )
+    return preamble + strategy + _DRAWER
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite
+
+
+@dataclass(frozen=True, kw_only=True)
+class PbtTask:
+    """PropertyEval's usable inputs of one task and the reference's outputs on them."""
+
+    task_id: str
+    """HumanEval+ task."""
+    inputs: tuple[Any, ...]
+    """Usable inputs (argument tuples), in drawing order, duplicates removed."""
+    expected: tuple[Any, ...]
+    """Reference output per input."""
+    times: tuple[float, ...]
+    """Reference CPU seconds per input (they set the per-input time limits, as for plus)."""
+    drawn: int = 0
+    """Examples Hypothesis produced (fewer than asked when the strategy's space is small)."""
+    distinct: int = 0
+    """Distinct drawn inputs."""
+    rejected: int = 0
+    """Inputs the EvalPlus contract rejected."""
+    reference_errors: int = 0
+    """Inputs on which the reference raised otherwise or ran past :data:`REFERENCE_LIMIT`."""
+    unjudgeable: int = 0
+    """Inputs on which the reference's output fails the trusted comparison with itself."""
+    problem: str = ""
+    """Why inputs were dropped or are missing ("" when every drawn input is usable)."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether the task has at least one input to judge on."""
+        return bool(self.inputs)
+
+    def as_truth(self, truth: TaskTruth) -> TaskTruth:
+        """``truth`` with these inputs as its only split, ``plus``: the judge runs them exactly as plus."""
+        return TaskTruth(task_id=truth.task_id, entry_point=truth.entry_point, atol=truth.atol,
+                         base_inputs=(), base_expected=(), base_time=(),
+                         plus_inputs=self.inputs, plus_expected=self.expected, plus_time=self.times)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PbtSuite:
+    """The PropertyEval suite of a dataset's tasks."""
+
+    tasks: Mapping[str, PbtTask]
+    """``task_id`` -> inputs (tasks without a strategy are absent)."""
+    source: str
+    """Where the strategies were read."""
+    content_sha256: str
+    """The snapshot's content digest."""
+    pinned: bool
+    """Whether it is the pinned snapshot."""
+    examples: int
+    """Inputs asked per task."""
+    hypothesis_version: str
+    """Hypothesis that drew them."""
+    cache_dir: str
+    """Where the per-task results are cached."""
+    from_cache: int = 0
+    """Tasks read from the cache."""
+    draws_from_cache: int = 0
+    """Of the other tasks, those whose draws were read from the cache (their reference step ran)."""
+    seconds: float = 0.0
+    """Time taken."""
+    missing: tuple[str, ...] = field(default_factory=tuple)
+    """Tasks of the dataset without a strategy in the snapshot."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """``(task_id, why)`` for every task whose strategy or contract made inputs unusable."""
+        out = [(t, "no strategy in the snapshot") for t in self.missing]
+        out += [(t, p.problem) for t, p in self.tasks.items() if p.problem]
+        return out
+
+
+def _hypothesis_version() -> str:
+    """The installed Hypothesis (the sandboxed children import the same one), or ``"missing"``."""
+    try:
+        import hypothesis
+    except ImportError:
+        return "missing"
+    return str(hypothesis.__version__)
+
+
+def _draw_key(strategies: Strategies, examples: int, hypothesis: str) -> str:
+    """What the drawn inputs depend on: the snapshot, Hypothesis, Python, ``examples``, the drawer."""
+    parts = [DRAW_VERSION, strategies.content_sha256, f"hypothesis {hypothesis}",
+             f"python {sys.version_info[0]}.{sys.version_info[1]}", str(examples),
+             hashlib.sha256(_DRAWER.encode()).hexdigest()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _suite_key(draw_key: str, dataset_sha: str) -> str:
+    """What the usable inputs and expected outputs depend on besides the draws: the dataset file."""
+    from evaluation.evalplus.truth import GROUND_TRUTH_VERSION
+
+    parts = [PBT_VERSION, GROUND_TRUTH_VERSION, draw_key, dataset_sha]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def reference_with_contract(prompt: str, contract: str, canonical_solution: str) -> str:
+    """The reference program with its EvalPlus contract asserts at the top of the body: the
+    release keeps them apart (``contract``), and its canonical solution alone accepts anything."""
+    return prompt + contract + canonical_solution
+
+
+def _task_number(task_id: str) -> int | None:
+    m = re.fullmatch(r"HumanEval/(\d+)", task_id)
+    return int(m.group(1)) if m else None
+
+
+def _write_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+
+
+def propertyeval_suite(
+    dataset: Dataset,
+    *,
+    location: str | os.PathLike[str] | None = None,
+    strategies: Strategies | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    tasks: Iterable[str] | None = None,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = False,
+    executor: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+    draw_seconds: float = DRAW_LIMIT,
+) -> PbtSuite:
+    """PropertyEval's usable inputs and the reference's outputs for HumanEval+ tasks (cached).
+
+    ``tasks`` limits it to some of ``dataset``'s tasks (default: all). Strategies come from
+    ``strategies``, else :func:`load_strategies` (``location``). Drawing and the reference run
+    in the sandboxed executor (``executor``, or a pool of ``workers``); each task is cached
+    as soon as it is done. Only HumanEval+ has PropertyEval strategies. ``draw_seconds``: CPU
+    seconds the sandboxed child may spend drawing one task's inputs (a strategy that needs more
+    leaves its task without inputs, and says so).
+    """
+    from evaluation.executor import CallTest, Job, Limits
+
+    if dataset_kind(dataset.name) != "humaneval":
+        raise TestgenError(f"PropertyEval has strategies for HumanEval+ tasks only, not {dataset.name}")
+    if examples < 1:
+        raise TestgenError(f"--pbt-examples must be at least 1, not {examples}")
+    t0 = time.perf_counter()
+    strat = strategies or load_strategies(location, cache_dir=cache_dir)
+    hyp = _hypothesis_version()
+    wanted = list(tasks) if tasks is not None else list(dataset.problems)
+    unknown = [t for t in wanted if t not in dataset.problems]
+    if unknown:
+        raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
+    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    draw_key = _draw_key(strat, examples, hyp)
+    draw_dir = cache_root / "propertyeval" / f"draws-{draw_key}"
+    key_dir = cache_root / "propertyeval" / _suite_key(draw_key, file_sha256(dataset.source))
+    key_dir.mkdir(parents=True, exist_ok=True)
+    draw_dir.mkdir(parents=True, exist_ok=True)
+
+    def cache_file(task_id: str) -> Path:
+        return key_dir / (task_id.replace("/", "_") + ".pkl")
+
+    def draw_file(task_id: str) -> Path:
+        return draw_dir / (task_id.replace("/", "_") + ".pkl")
+
+    done: dict[str, PbtTask] = {}
+    missing: list[str] = []
+    todo: list[str] = []
+    for task_id in wanted:
+        n = _task_number(task_id)
+        if n is None or n not in strat.strategies:
+            missing.append(task_id)
+            continue
+        f = cache_file(task_id)
+        if f.is_file() and not refresh:
+            with open(f, "rb") as fh:
+                done[task_id] = pickle.load(fh)
+        else:
+            todo.append(task_id)
+    from_cache = len(done)
+    if todo and hyp == "missing":
+        raise MissingDependency("the PropertyEval suite needs Hypothesis: pip install 'testgen[pbt]'")
+    total = len(todo)
+    finished = 0
+    if progress:
+        progress(finished, total)
+
+    # 1. Draw, one sandboxed job per task (cached apart: the draws do not depend on the dataset).
+    drawn: dict[str, tuple[list[Any], int]] = {}
+    to_draw: list[str] = []
+    draws_from_cache = 0
+    for task_id in todo:
+        f = draw_file(task_id)
+        if f.is_file() and not refresh:
+            draws_from_cache += 1
+            with open(f, "rb") as fh:
+                stored = pickle.load(fh)
+            if stored.get("error"):
+                done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"])
+                _write_atomic(cache_file(task_id), done[task_id])
+                finished += 1
+                if progress:
+                    progress(finished, total)
+            else:
+                drawn[task_id] = (stored["inputs"], stored["drawn"])
+        else:
+            to_draw.append(task_id)
+    draw_limits = Limits(timeout=draw_seconds, load_timeout=min(60.0, draw_seconds), memory_mb=4096, value_bytes=64 * 1024 * 1024)
+    jobs = [Job(program=_draw_program(strat.limits, strat.strategies[_task_number(t) or 0]),
+                tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
+                want_values=True, dedup="exact", tag=t) for t in to_draw]
+    for res in _execute(jobs, workers=workers, executor=executor):
+        task_id = res.tag
+        r = res.results[0]
+        why = ""
+        if res.load_error:
+            why = f"strategy does not load: {res.load_error}"
+        elif r.outcome is not Outcome.PASSED:
+            why = f"drawing failed: {r.outcome.value}: {r.detail}"
+        else:
+            try:
+                values = _load_output(r.value)
+                if not isinstance(values, list) or not all(isinstance(v, tuple) for v in values):
+                    raise ValueError("not a list of argument tuples")
+            except ValueError as exc:
+                why = f"drawing failed: {exc}"
+        if why:
+            done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=why[:300])
+            _write_atomic(draw_file(task_id), {"error": why[:300]})
+            _write_atomic(cache_file(task_id), done[task_id])
+            finished += 1
+            if progress:
+                progress(finished, total)
+            continue
+        seen: set[bytes] = set()
+        distinct: list[Any] = []
+        for v in values:
+            blob = pickle.dumps(v, 4)
+            if blob not in seen:
+                seen.add(blob)
+                distinct.append(v)
+        drawn[task_id] = (distinct, len(values))
+        _write_atomic(draw_file(task_id), {"inputs": distinct, "drawn": len(values)})
+
+    # 2. The reference on the drawn inputs (its contract drops the invalid ones).
+    ref_jobs = []
+    for task_id, (inputs, _) in drawn.items():
+        prob = dataset[task_id]
+        reference = reference_with_contract(prob.prompt, prob.contract, prob.canonical_solution)
+        program, fn = _program_for(reference, prob.entry_point, "humaneval", reference=True)
+        try:
+            tests = tuple(CallTest(entry_point=fn, args=(REFERENCE_LIMIT, *a)) for a in inputs)
+        except TypeError:
+            tests = ()
+        ref_jobs.append(Job(program=program, tests=tests,
+                            limits=Limits(timeout=REFERENCE_LIMIT + 1.0, load_timeout=60.0, memory_mb=8192,
+                                          value_bytes=64 * 1024 * 1024),
+                            want_values=True, dedup="exact", tag=task_id))
+    for res in _execute(ref_jobs, workers=workers, executor=executor):
+        task_id = res.tag
+        prob = dataset[task_id]
+        inputs, n_drawn = drawn[task_id]
+        if res.load_error:
+            raise TestgenError(f"{dataset.source}: {task_id}: the reference solution does not load: {res.load_error}")
+        kept_in: list[Any] = []
+        kept_out: list[Any] = []
+        kept_t: list[float] = []
+        rejected = errors = unjudgeable = 0
+        atol = prob.atol  # the judge's sticky tolerance, as it will evolve over the kept inputs
+        first_error = ""
+        for inp, r in zip(inputs, res.results):
+            if r.outcome is not Outcome.PASSED:
+                if r.outcome in (Outcome.FAILED, Outcome.ERROR) and r.detail.startswith("AssertionError: invalid inputs"):
+                    rejected += 1
+                else:
+                    errors += 1
+                    first_error = first_error or f"{r.outcome.value}: {r.detail}"[:200]
+                continue
+            try:
+                out = _load_output(r.value)
+            except ValueError as exc:
+                errors += 1
+                first_error = first_error or str(exc)[:200]
+                continue
+            # Against a copy, as the judge compares two separately rebuilt values: ``[nan] == [nan]``
+            # holds for one list (identity), never for two.
+            ok, next_atol = check_output("humaneval", prob.entry_point, inp, _load_output(r.value), out, atol)
+            if not ok:
+                unjudgeable += 1
+                continue
+            atol = next_atol
+            kept_in.append(inp)
+            kept_out.append(out)
+            kept_t.append(r.duration)
+        reasons: list[str] = []
+        if rejected:
+            reasons.append(f"contract rejects {rejected} of {len(inputs)} distinct inputs")
+        if errors:
+            reasons.append(f"reference fails on {errors} ({first_error})")
+        if unjudgeable:
+            reasons.append(f"reference's output fails the comparison with itself on {unjudgeable} (nan, or the task's oracle)")
+        if not kept_in:
+            reasons.insert(0, "no usable input")
+        done[task_id] = PbtTask(task_id=task_id, inputs=tuple(kept_in), expected=tuple(kept_out),
+                                times=tuple(kept_t), drawn=n_drawn, distinct=len(inputs), rejected=rejected,
+                                reference_errors=errors, unjudgeable=unjudgeable, problem="; ".join(reasons))
+        _write_atomic(cache_file(task_id), done[task_id])
+        finished += 1
+        if progress:
+            progress(finished, total)
+    ordered = {t: done[t] for t in wanted if t in done}
+    return PbtSuite(tasks=ordered, source=strat.source, content_sha256=strat.content_sha256, pinned=strat.pinned,
+                    examples=examples, hypothesis_version=hyp, cache_dir=str(key_dir), from_cache=from_cache,
+                    draws_from_cache=draws_from_cache,
+                    seconds=time.perf_counter() - t0, missing=tuple(missing))
+
+
+def propertyeval_task(
+    dataset: Dataset,
+    task_id: str,
+    *,
+    location: str | os.PathLike[str] | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    executor: Any = None,
+) -> PbtTask | None:
+    """The usable PropertyEval inputs of one task and the reference's outputs on them (cached,
+    shared with :func:`propertyeval_suite`); ``None`` when the snapshot has no strategy for it.
+
+    For callers that need a task's inputs without judging samples (e.g. to tell a mutant of the
+    reference from the reference): ``task.inputs[i]`` is an argument tuple, ``task.expected[i]``
+    the reference's output on it.
+    """
+    suite = propertyeval_suite(dataset, location=location, examples=examples, tasks=[task_id], workers=workers,
+                               cache_dir=cache_dir, executor=executor)
+    return suite.tasks.get(task_id)
+

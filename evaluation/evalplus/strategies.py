@@ -1,0 +1,173 @@
+"""Where PropertyEval's strategies come from: a snapshot read by path (a directory or its
+tarball, ``--propertyeval PATH`` or ``$TESTGEN_PROPERTYEVAL``) or the pinned upstream snapshot,
+downloaded into the cache and checked (see :mod:`evaluation.evalplus.propertyeval`).
+
+PropertyEval: Mrigank Pawagi (2025), DOI 10.5281/zenodo.15081893,
+https://github.com/mrigankpawagi/PropertyEval. No license file upstream: the files are read where
+they are, never copied into this repository, and never imported here (their code runs only in
+the sandboxed executor). A snapshot is read into memory without extracting it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tarfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluation.errors import TestgenError
+from evaluation.io import cache_dir as default_cache_dir
+
+__all__ = ["PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "Strategies",
+           "content_digest", "load_strategies"]
+
+PROPERTYEVAL_COMMIT = "b2be813dcff867cc350c61b8d3ea57ec088ce1ac"
+"""The pinned upstream snapshot (2025-03-25, "Update README.md")."""
+PROPERTYEVAL_URL = f"https://github.com/mrigankpawagi/PropertyEval/archive/{PROPERTYEVAL_COMMIT}.tar.gz"
+"""GitHub's archive of the pinned commit (downloaded when no path is given)."""
+PROPERTYEVAL_CONTENT_SHA256 = "fe1c57ecefd979e430648c91c447ec89fca65039c93370d4b99a32c585d4d4f9"
+"""sha256 of the files used (see :func:`content_digest`) at :data:`PROPERTYEVAL_COMMIT`. A
+download must have exactly these; GitHub's archive bytes (its gzip and directory prefix) are
+not pinned, the content is. ``../shared/data/propertyeval_b2be813.tar.gz`` (sha256
+``0d753de2...``) holds the same files."""
+PROPERTYEVAL_ENV = "TESTGEN_PROPERTYEVAL"
+"""Environment variable naming the snapshot (a directory or the tarball)."""
+_MAX_FILE_BYTES = 1 << 20
+"""A strategy or limits file larger than this is refused (a snapshot is read into memory)."""
+_STRATEGY_PATH = re.compile(r"^(?:[^/]+/)?tests/(\d+)/strategy\.py$")
+_LIMITS_PATH = re.compile(r"^(?:[^/]+/)?limits/limits\.py$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Strategies:
+    """A PropertyEval snapshot, read (not imported: the code runs only in the sandbox)."""
+
+    source: str
+    """Where it was read from (directory, tarball, or the cached download)."""
+    limits: str
+    """Text of ``limits/limits.py``."""
+    strategies: Mapping[int, str]
+    """HumanEval task number -> text of ``tests/<n>/strategy.py``."""
+    content_sha256: str
+    """:func:`content_digest` of the files."""
+
+    @property
+    def pinned(self) -> bool:
+        """Whether these are the files of the pinned snapshot."""
+        return self.content_sha256 == PROPERTYEVAL_CONTENT_SHA256
+
+
+def content_digest(limits: str, strategies: Mapping[int, str]) -> str:
+    """sha256 over the files used, in a fixed order (path, NUL, length, NUL, bytes)."""
+    h = hashlib.sha256()
+    items = [("limits/limits.py", limits)] + [(f"tests/{n}/strategy.py", strategies[n]) for n in sorted(strategies)]
+    for path, text in items:
+        data = text.encode("utf-8")
+        h.update(f"{path}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _from_files(source: str, files: Iterable[tuple[str, Callable[[], bytes], int]]) -> Strategies:
+    limits: str | None = None
+    strategies: dict[int, str] = {}
+    for name, read, size in files:
+        m = _STRATEGY_PATH.match(name)
+        is_limits = _LIMITS_PATH.match(name) is not None
+        if m is None and not is_limits:
+            continue
+        if size > _MAX_FILE_BYTES:
+            raise TestgenError(f"{source}: {name}: {size} bytes, more than a strategy file can be ({_MAX_FILE_BYTES})")
+        try:
+            text = read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TestgenError(f"{source}: {name}: not UTF-8 text ({exc})") from None
+        if is_limits:
+            limits = text
+        else:
+            assert m is not None
+            strategies[int(m.group(1))] = text
+    if limits is None or not strategies:
+        raise TestgenError(f"{source}: not a PropertyEval snapshot (expected limits/limits.py and tests/<n>/strategy.py)")
+    return Strategies(source=source, limits=limits, strategies=strategies,
+                      content_sha256=content_digest(limits, strategies))
+
+
+def _read_tarball(path: Path) -> Strategies:
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            members = [m for m in tar.getmembers() if m.isfile()]
+
+            def reader(m: tarfile.TarInfo) -> Callable[[], bytes]:
+                def read() -> bytes:
+                    fh = tar.extractfile(m)
+                    return fh.read() if fh is not None else b""
+                return read
+
+            return _from_files(str(path), [(m.name.lstrip("./"), reader(m), m.size) for m in members])
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise TestgenError(f"{path}: not a readable PropertyEval tarball ({exc})") from None
+
+
+def _read_directory(root: Path) -> Strategies:
+    files = []
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        files.append((rel, p.read_bytes, p.stat().st_size))
+    return _from_files(str(root), files)
+
+
+def load_strategies(location: str | os.PathLike[str] | None = None, *, cache_dir: str | os.PathLike[str] | None = None) -> Strategies:
+    """Read a PropertyEval snapshot: ``location`` (a directory or a tarball), else
+    ``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot downloaded (checked) into the cache;
+    refused under ``TESTGEN_OFFLINE=1``."""
+    where = location if location is not None else os.environ.get(PROPERTYEVAL_ENV) or None
+    if where is not None:
+        path = Path(where)
+        if path.is_dir():
+            return _read_directory(path)
+        if path.is_file():
+            return _read_tarball(path)
+        raise TestgenError(f"{path}: no such PropertyEval snapshot (a directory or a .tar.gz)"
+                           + ("" if location is not None else f" (from ${PROPERTYEVAL_ENV})"))
+    cached = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = cached / "propertyeval" / f"PropertyEval-{PROPERTYEVAL_COMMIT[:7]}.tar.gz"
+    if target.is_file():
+        found = _read_tarball(target)
+        if found.pinned:
+            return found
+    return _download(target)
+
+
+def _download(target: Path, *, timeout: float = 60.0) -> Strategies:
+    import shutil
+    import tempfile
+    import urllib.error
+    import urllib.request
+
+    if os.environ.get("TESTGEN_OFFLINE", "") not in ("", "0"):
+        raise TestgenError(f"PropertyEval strategies not found and TESTGEN_OFFLINE is set: pass --propertyeval PATH "
+                           f"(a directory or the tarball) or set {PROPERTYEVAL_ENV} (upstream: {PROPERTYEVAL_URL})")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        request = urllib.request.Request(PROPERTYEVAL_URL, headers={"User-Agent": "testgen-propertyeval-download"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response, os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(response, out)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise TestgenError(f"PropertyEval download from {PROPERTYEVAL_URL} failed ({getattr(exc, 'reason', exc)}); "
+                               f"pass --propertyeval PATH or set {PROPERTYEVAL_ENV}") from None
+        found = _read_tarball(tmp)
+        if not found.pinned:
+            raise TestgenError(f"{PROPERTYEVAL_URL}: content sha256 {found.content_sha256[:16]}... is not the pinned "
+                               f"{PROPERTYEVAL_CONTENT_SHA256[:16]}...; not used")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return Strategies(source=str(target), limits=found.limits, strategies=found.strategies,
+                      content_sha256=found.content_sha256)
