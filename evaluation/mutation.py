@@ -28,9 +28,10 @@ from evaluation.records import Solution, content_id
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
+    from evaluation.evalplus.strategies import Strategies
     from evaluation.executor.engine import EngineChoice
 
-__all__ = ["OPERATORS", "Operator", "Mutant", "MutantSet", "mutants_of", "EquivalenceSuite", "evalplus_suite",
+__all__ = ["OPERATORS", "Operator", "Mutant", "MutantSet", "mutants_of", "EquivalenceSuite", "evalplus_suite", "propertyeval_equivalence",
            "EQUIVALENCE_SUITES", "judge_mutants"]
 
 Operator = Literal["arithmetic", "comparison", "boolean", "unary", "constant", "return", "slice", "statement"]
@@ -262,10 +263,33 @@ def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: 
     return {sid: "" if v.plus else ("plus" if v.base else "base") for sid, v in verdicts.items()}
 
 
+def propertyeval_equivalence(strategies: Strategies) -> EquivalenceSuite:
+    """PropertyEval's property-based inputs (HumanEval+ only) as one more suite: a mutant that
+    base and plus could not tell apart is judged on the task's usable PropertyEval inputs exactly
+    as ``testgen evaluate --pbt`` judges a sample (:func:`evaluation.evalplus.propertyeval_suite`,
+    drawn in the sandbox and cached); ``"pbt"`` when one of them tells it apart. The suite's
+    name carries the snapshot's digest, so the equivalence cache of another snapshot is not reused."""
+
+    def suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
+              engine: EngineChoice | None = None) -> Mapping[str, str]:
+        from evaluation.evalplus import evaluate_solutions
+        from evaluation.evalplus.propertyeval import propertyeval_suite
+
+        tasks = sorted({s.task_id for s in solutions}, key=list(dataset.problems).index)
+        pbt = propertyeval_suite(dataset, strategies=strategies, tasks=tasks, workers=workers)
+        verdicts = evaluate_solutions(dataset, solutions, workers=workers, engine=engine, propertyeval=pbt)
+        return {sid: "" if v.extra.get("pbt") else ("pbt" if v.plus else ("plus" if v.base else "base"))
+                for sid, v in verdicts.items()}
+
+    suite.__name__ = f"propertyeval_suite:{strategies.content_sha256[:12]}"
+    return suite
+
+
 EQUIVALENCE_SUITES: tuple[EquivalenceSuite, ...] = (evalplus_suite,)
 """The suites a mutant must agree with the reference on to count as equivalent, run in order
 (each on the mutants the earlier ones could not tell apart). PropertyEval's inputs, where
-present, are one more entry here."""
+present, are one more entry (:func:`propertyeval_equivalence`; ``testgen eval --mutation
+--propertyeval PATH``)."""
 
 
 def judge_mutants(

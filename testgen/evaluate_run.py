@@ -110,6 +110,9 @@ class EvalOptions:
     """CPU seconds per test on a mutant (:attr:`testgen.mutation.MutationOptions.timeout`)."""
     mutation_shorten_after: int = 2
     """:attr:`testgen.mutation.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
+    propertyeval: Path | None = None
+    """With ``mutation`` on HumanEval+: a PropertyEval snapshot (directory or tarball) whose
+    property-based inputs also judge the mutants' equivalence (after base and plus)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -336,6 +339,15 @@ def evaluate_run(
         if not has_plus_inputs(ref_ds):
             raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
+    suites = None
+    if opts.propertyeval is not None:
+        if not opts.mutation or not ref_name.startswith("humaneval"):
+            raise TestgenError("--propertyeval judges the mutants' equivalence on PropertyEval's inputs: it needs "
+                               "--mutation and HumanEval+ as the reference dataset")
+        from evaluation.evalplus.strategies import load_strategies
+        from evaluation.mutation import EQUIVALENCE_SUITES, propertyeval_equivalence
+
+        suites = (*EQUIVALENCE_SUITES, propertyeval_equivalence(load_strategies(opts.propertyeval)))
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
     verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
@@ -412,7 +424,7 @@ def evaluate_run(
         from testgen.mutation import GenerationTests, MutationOptions, mutation_metrics
 
         mutation, killed_by_generation = mutation_metrics(
-            dataset=ref_ds, reference_cache=cache, reference_pid=ref_pid, out_dir=out_dir, progress=progress,
+            dataset=ref_ds, suites=suites, reference_cache=cache, reference_pid=ref_pid, out_dir=out_dir, progress=progress,
             notify=notify, generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id,
                                                         tests=kept[g.generation_id]) for g in run.generations],
             opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,

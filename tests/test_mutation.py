@@ -247,3 +247,48 @@ def test_study_with_mutation_end_to_end(tmp_path: Path) -> None:
     assert "P' (C; M)" not in (report / "table3_mbpp.md").read_text()
     rows = (report / "table2_humaneval+.csv").read_text().splitlines()
     assert rows[0].endswith("mutation_score,mutation_score_union,mutants,equivalent_mutants")
+
+
+def test_propertyeval_inputs_join_the_equivalence_check(tmp_path: Path, shared_data: Path) -> None:
+    """``--propertyeval``: mutants that base and plus cannot tell apart are judged on PropertyEval's
+    inputs too. HumanEval/0 (the real task, strategy and reference) with one base input and no
+    plus input: base alone leaves mutants standing that PropertyEval's 1,000 inputs tell apart."""
+    from evaluation.datasets import load_dataset
+
+    hep = load_dataset("humaneval+", path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz")
+    raw = next(r for r in _raw_rows(shared_data) if r["task_id"] == "HumanEval/0")
+    assert hep.problems["HumanEval/0"].entry_point == raw["entry_point"]
+    data = tmp_path / "weak.jsonl.gz"
+    with gzip.open(data, "wt") as fh:
+        fh.write(json.dumps({**raw, "base_input": raw["base_input"][:1], "plus_input": []}) + "\n")
+    run = _run(tmp_path, "HumanEval/0", {"g1": ["assert has_close_elements([1.0, 2.0], 0.5) == False"]})
+
+    res = _eval(run, data)
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    without = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
+    tarball = shared_data / "propertyeval_b2be813.tar.gz"
+    res = _eval(run, data, "--propertyeval", str(tarball))
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    with_pbt = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
+
+    assert with_pbt["mutants"] == without["mutants"]
+    assert with_pbt["options"]["suites"][0] == "evalplus_suite"
+    assert with_pbt["options"]["suites"][1].startswith("propertyeval_suite:")
+    told = with_pbt["told_apart_by"]
+    assert told.get("pbt", 0) > 0, told  # PropertyEval's inputs told some "equivalent" mutants apart
+    assert with_pbt["equivalent"] == without["equivalent"] - told["pbt"]
+    assert told.get("base", 0) == without["told_apart_by"].get("base", 0)
+
+
+def _raw_rows(shared_data: Path) -> list[dict[str, Any]]:
+    with gzip.open(shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz", "rt") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_propertyeval_needs_mutation(tmp_path: Path, shared_data: Path) -> None:
+    from testgen.cli import cli
+
+    run = _run(tmp_path, "HumanEval/13", {"g1": ["assert greatest_common_divisor(3, 5) == 1"]})
+    res = CliRunner().invoke(cli, ["eval", str(run), "-q", "--propertyeval",
+                                   str(shared_data / "propertyeval_b2be813.tar.gz")])
+    assert res.exit_code == 2 and "needs --mutation" in res.output

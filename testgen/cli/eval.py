@@ -62,12 +62,16 @@ def _pct(x: Any) -> str:
               help="CPU seconds per test on a mutant (running out of it kills the mutant).")
 @click.option("--mutation-shorten-after", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="After a mutant ran out of time on N tests, its other tests get 0.01 s (0: never).")
+@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True, path_type=Path), default=None,
+              help="With --mutation on HumanEval+: a PropertyEval snapshot (directory or tarball) whose inputs also "
+                   "judge which mutants are equivalent (docs/mutation.md).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
-          mutation: bool, mutation_timeout: float, mutation_shorten_after: int, no_cache: bool, quiet: bool) -> None:
+          mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: Path | None,
+          no_cache: bool, quiet: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
@@ -93,7 +97,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
         verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
         workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache, mutation=mutation,
-        mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after,
+        mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after, propertyeval=propertyeval_path,
     )
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
