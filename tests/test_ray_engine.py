@@ -6,7 +6,8 @@ real data: 8 HumanEval tasks of CodeT's CodeGen-Mono-16B samples and test genera
 (``../shared/data/codet``). Each command runs once locally and once on the cluster, joined
 through ``--ray-address`` as a user would:
 
-* ``testgen evaluate``: the same verdicts (all but the measured CPU seconds);
+* ``testgen evaluate --pbt``: the same verdicts, PropertyEval's included (all but the measured
+  CPU seconds);
 * ``rerank``: the same matrix (the cache's records) and byte-identical ``summary.json`` and
   ``picks.jsonl``, HumanEval+ verdicts included;
 * ``testgen eval --mutation`` (the self setting: reference, prompt code and its verdicts, the
@@ -101,7 +102,7 @@ def data(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
                                                  "model": "codegen16b"}))
     write_jsonl(run / "generations.jsonl", gen_rows[::6])  # 5 generations per task: eval traces coverage
     write_jsonl(run / "solutions.jsonl", sol_rows)
-    return {"root": root, "hep": hep, "run": run}
+    return {"root": root, "hep": hep, "run": run, "propertyeval": shared_data / "propertyeval_b2be813.tar.gz"}
 
 
 def _engine(cluster: Any, engine: str) -> list[str]:
@@ -127,7 +128,8 @@ def test_evaluate_verdicts_are_the_local_ones(cluster: Any, data: dict[str, Path
     def verdicts(engine: str) -> list[dict[str, Any]]:
         out = tmp_path / f"{engine}.jsonl"
         _invoke(cli, ["evaluate", "--dataset", "humaneval+", "--samples", str(data["root"] / "solutions.jsonl"),
-                      "--dataset-path", str(data["hep"]), "--out", str(out), *_engine(cluster, engine)])
+                      "--dataset-path", str(data["hep"]), "--out", str(out), *_engine(cluster, engine),
+                      "--propertyeval", str(data["propertyeval"]), "--pbt-examples", "200"])
         # CPU seconds are measured, not decided: they differ between two local runs too.
         return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for _, r in read_jsonl(out)]
 
@@ -135,6 +137,7 @@ def test_evaluate_verdicts_are_the_local_ones(cluster: Any, data: dict[str, Path
     assert len(local) == len(TASKS) * N_SOL
     assert on_ray == local
     assert 0 < sum(r["plus"] for r in local) < len(local)  # both verdicts occur
+    assert all("pbt" in r and r["pbt"] <= r["plus"] for r in local)  # PropertyEval's inputs judged on Ray too
 
 
 def _rerank_args(data: dict[str, Path], out: Path) -> list[str]:
