@@ -7,12 +7,13 @@ https://github.com/evalplus/evalplus. The semantics below are read from ``evalpl
 ``data/mbpp.py``) and reproduced line by line; where we differ on purpose it is said here.
 
 Ground truth
-    Each task's reference program (prompt + canonical solution, contract asserts included) is
-    run on every base and plus input; the returned values are the expected outputs and the
+    Each task's reference program (prompt + canonical solution; the release keeps the contract
+    asserts apart, in ``contract``, and every base and plus input satisfies them) is run on
+    every base and plus input; the returned values are the expected outputs and the
     per-input run times set the time limits. MBPP+ inputs are first deserialized the way
     EvalPlus does (tuples, sets, complex numbers for the tasks it lists). For the MBPP+ tasks
     whose output is not serializable (``MBPP_OUTPUT_NOT_NONE_TASKS``) the expected output is
-    ``output is not None``. An input on which the reference raises (a contract rejects it) is
+    ``output is not None``. An input on which the reference raises is
     skipped and listed; EvalPlus 0.3.1 would stop with an exception (its releases contain none).
     Cached under ``$TESTGEN_CACHE`` (default ``~/.cache/testgen``) keyed by the dataset file's
     sha256, so a second run reads the cache.
