@@ -35,7 +35,7 @@ from evaluation.executor.sandbox import MECHANISMS, Mechanism
 from evaluation.executor.wire import HEADER, PROGRAM_FILENAME, exception_detail, frame, read_size
 from evaluation.records import Outcome
 
-__all__ = ["Executor", "execute", "isolation_report"]
+__all__ = ["Executor", "execute", "isolation_report", "sharing_key"]
 
 _OUTCOMES = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.TIMEOUT)
 _PIPELINE_DEPTH = 2
@@ -104,6 +104,22 @@ def _parse_error(program: str) -> str | None:
     except (MemoryError, RecursionError):
         return None
     return None
+
+
+def _uses_behaviour_key(job: Job) -> bool:
+    return job.dedup == "behaviour" and not job.measure_coverage
+
+
+def sharing_key(job: Job) -> str:
+    """The program's part of the key under which the pool shares one run between jobs: its
+    behaviour key (:func:`evaluation.dedup.behaviour_key`) where ``job.dedup`` is
+    ``"behaviour"`` and no coverage is measured, else the program itself. Jobs of different
+    sharing keys never share a run (the Ray engine batches by it)."""
+    if _uses_behaviour_key(job):
+        from evaluation.dedup import behaviour_key
+
+        return behaviour_key(job.program)
+    return job.program
 
 
 def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
@@ -197,8 +213,6 @@ class _Plan:
 
     def next_chunk(self, size: int) -> tuple[list[_Unit], list[ExecutionResult]]:
         """Plan up to ``size`` jobs: the new units, and results for jobs that shared a finished unit."""
-        from evaluation.dedup import behaviour_key
-
         ex = self.executor
         fresh: list[_Unit] = []
         late: list[ExecutionResult] = []
@@ -213,8 +227,8 @@ class _Plan:
                 raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
             limits = job.limits or ex.limits
             tkeys = [_test_key(test) for test in job.tests]
-            use_behaviour = job.dedup == "behaviour" and not job.measure_coverage
-            program_key = behaviour_key(job.program) if use_behaviour else job.program  # cached
+            use_behaviour = _uses_behaviour_key(job)
+            program_key = sharing_key(job)  # behaviour keys are cached
             key: tuple[Any, ...] = (program_key, limits, bool(job.measure_coverage), job.isolation)
             if job.judge is not None:
                 if job.isolation != "batch":

@@ -67,15 +67,12 @@ is 30% of the machine's memory)."""
 
 
 def partition_key(job: Job) -> str:
-    """The key under which the executor may share one run between jobs: the behaviour key of
-    the program, or the program itself (exact deduplication, coverage jobs), as in the pool.
-    Jobs of different keys never share a run, so a batch closed over keys runs as it would
-    among all the jobs."""
-    if job.dedup == "behaviour" and not job.measure_coverage:
-        from evaluation.dedup import behaviour_key
+    """The key under which the executor may share one run between jobs
+    (:func:`evaluation.executor.pool.sharing_key`). Jobs of different keys never share a run,
+    so a batch closed over keys runs as it would among all the jobs."""
+    from evaluation.executor.pool import sharing_key
 
-        return behaviour_key(job.program)
-    return "exact:" + job.program
+    return sharing_key(job)
 
 
 def plan_batches(jobs: Sequence[Job], *, slots: int) -> list[list[int]]:
