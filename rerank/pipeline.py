@@ -46,18 +46,18 @@ from rerank.build import (
     codet_packing_compiles,
     prepare_task,
 )
-from rerank.inputs import TestSet, read_samples, read_tests
-from rerank.matrix import TaskMatrix
-from rerank.methods import Ranking, bind_reranker
-from rerank.scoring import TaskScore, mean_scores, score_task
-from rerank.significance import add_statistics
-from rerank.verdicts import (
+from rerank.ground_truth import (
     baseline_scores,
     baseline_task_scores,
     evalplus_verdicts,
     file_verdicts,
     read_baseline,
 )
+from rerank.inputs import TestSet, read_samples, read_tests
+from rerank.matrix import TaskMatrix
+from rerank.methods import Ranking, bind_reranker
+from rerank.scoring import TaskScore, mean_scores, score_task
+from rerank.significance import add_statistics
 
 __all__ = ["MethodSpec", "RerankConfig", "RerankResult", "LoadedRun", "load", "run", "DEFAULT_METHODS",
            "baseline_scores", "read_baseline"]
@@ -352,7 +352,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, cache: Path, *, progress: Prog
     ``--verdicts`` file as ``original``. Never given to a reranker, only to the scoring."""
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     if config.evalplus:
-        from evaluation.verdicts import has_plus_inputs
+        from evaluation.correctness import has_plus_inputs
 
         dataset = inputs.dataset
         # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.

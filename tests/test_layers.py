@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("evaluation", "testgen", "rerank", "prompts")
+PACKAGES = ("evaluation", "testgen", "rerank", "prompts", "commandline")
 FORBIDDEN: tuple[tuple[str, str, str], ...] = (
     ("evaluation", "testgen", "evaluation is the floor: it imports nothing above it"),
     ("evaluation", "rerank", "evaluation is the floor: it imports nothing above it"),
@@ -253,7 +253,7 @@ def test_the_checker_reads_the_repository(edges: list[Edge]) -> None:
     pairs = {(e.source, e.target) for e in edges}
     assert len(modules(ROOT, PACKAGES)) > 60
     assert ("rerank.pipeline", "evaluation.datasets") in pairs  # a top-level import
-    assert ("evaluation.datasets", "evaluation.mbpp") in pairs  # a lazy one, inside a function
+    assert ("evaluation.datasets", "evaluation.datasets.mbpp") in pairs  # a lazy one, inside a function
     assert ("testgen.cli", "testgen.cli.run") in pairs  # a lazy registry entry "testgen.cli.run:run"
 
 

@@ -25,9 +25,9 @@ from evaluation.datasets import FoundBy, load_dataset, locate_dataset
 from evaluation.errors import DatasetNotFound, RecordError
 from evaluation.executor import AssertTest, Job, Limits, execute
 from evaluation.human_tests import human_tests
-from evaluation.mbpp import read_codet_mbpp, reindent_body
+from evaluation.datasets.mbpp import read_codet_mbpp, reindent_body
 from evaluation.records import Solution
-from evaluation.verdicts import judge_solutions
+from evaluation.correctness import judge_solutions
 from testgen.cli import cli
 from testgen.prompting import builtin_template, code_generation_head, placeholder_code, render
 
@@ -304,7 +304,7 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
     """CodeT's MBPP test generations are not in the shared data; a file in CodeT's format on its
     real MBPP test prompts (one made-up sample each) shows which tasks a replay matches by
     prompt text: all but the 12 repaired ones."""
-    from testgen.pipeline import RunConfig, run
+    from testgen.commands.write_tests import RunConfig, run
     from testgen.settings import Setting
 
     raw = _raw(shared_data, TESTS)
@@ -325,8 +325,8 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
 
 
 def test_every_setting_runs_on_mbpp_and_eval_uses_the_repaired_oracle(shared_data: Path, tmp_path: Path) -> None:
-    from testgen.evaluate_run import evaluate_run
-    from testgen.pipeline import RunConfig, run
+    from testgen.commands.score_tests import evaluate_run
+    from testgen.commands.write_tests import RunConfig, run
     from testgen.settings import Setting
 
     path = str(shared_data / CODE)

@@ -26,8 +26,8 @@ PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
 
 @pytest.fixture(scope="module")
 def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from testgen.evaluate_run import EvalOptions, evaluate_run
-    from testgen.extraction import extract_tests
+    from testgen.commands.score_tests import EvalOptions, evaluate_run
+    from evaluation.extraction import extract_tests
 
     prompts = {}
     with gzip.open(shared_data / PROMPTS, "rt") as fh:

@@ -37,7 +37,7 @@ def dataset_kind(name: str) -> str:
         return "mbpp"
     raise TestgenError(
         f"the HumanEval+ evaluator needs a dataset with base and plus inputs (humaneval+ or mbpp+), "
-        f"not {name!r} (its own asserts judge it: evaluation.verdicts.judge_solutions)"
+        f"not {name!r} (its own asserts judge it: evaluation.correctness.judge_solutions)"
     )
 
 

@@ -2,7 +2,7 @@
 
 Subcommands live in their own modules and are imported only when invoked (lazy group),
 so ``testgen --help`` stays fast and never imports torch or vllm. Errors follow the rule of
-:mod:`evaluation.cli_common` (``docs/cli.md``): exit 2 for usage and input errors, 1 for failures
+:mod:`commandline` (``docs/cli.md``): exit 2 for usage and input errors, 1 for failures
 while running, each one line; ``--debug`` shows the traceback.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import FriendlyCommand, FriendlyErrors, UserError, debug_option, run_cli
+from commandline import FriendlyCommand, FriendlyErrors, UserError, debug_option, run_cli
 from testgen import __version__
 
 __all__ = ["main", "cli", "LazyGroup", "FriendlyCommand", "UserError", "run_cli"]
-# FriendlyCommand, UserError and run_cli live in evaluation.cli_common (shared with rerank, which
+# FriendlyCommand, UserError and run_cli live in commandline (shared with rerank, which
 # must not import testgen); they are re-exported here for existing callers.
 
 #: subcommand name -> ("module:attr", one-line help)

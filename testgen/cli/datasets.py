@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import click
 
-from evaluation.cli_common import dataset_path_option
+from commandline import dataset_path_option
 
 __all__ = ["datasets", "DatasetRow", "dataset_rows"]
 

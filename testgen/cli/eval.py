@@ -1,6 +1,6 @@
 """``testgen eval RUN_DIR``: pass rate P, deduplicated pass rate P' and branch coverage C of a
 run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
-:func:`testgen.evaluate_run.evaluate_run`."""
+:func:`testgen.commands.score_tests.evaluate_run`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     NON_NEGATIVE_INT,
     DatasetName,
     dataset_path_option,
@@ -86,8 +86,8 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
     )
     from rich.table import Table
 
+    from testgen.commands.score_tests import EvalOptions, evaluate_run
     from testgen.coverage import CoverageMeasure
-    from testgen.evaluate_run import EvalOptions, evaluate_run
     from testgen.metrics import DedupKey, EmptyPolicy
 
     opts = EvalOptions(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
+from commandline import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice

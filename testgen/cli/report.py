@@ -1,8 +1,8 @@
 """``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
 CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`;
+Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.commands.compare_runs.write_report`;
 ``testgen report STUDY_DIR`` writes a ``testgen study`` folder's report instead
-(:func:`testgen.study.report.write_study_report`)."""
+(:func:`testgen.study.tables.write_study_report`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
     significantly different from it."""
     from rich.table import Table
 
-    from testgen.report import SETTING_ORDER
+    from testgen.commands.compare_runs import SETTING_ORDER
     from testgen.report_stats import ALPHA, METRIC_NAMES
 
     runs = res["runs"]
@@ -84,7 +84,7 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     """
     if len(run_dirs) == 1 and (run_dirs[0] / "study.json").is_file():
         from testgen.cli.study import open_study
-        from testgen.study.report import write_study_report
+        from testgen.study.tables import write_study_report
 
         folder = run_dirs[0]
         files = write_study_report(open_study(folder), folder)
@@ -93,7 +93,7 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     from rich.console import Console
     from rich.table import Table
 
-    from testgen.report import write_report
+    from testgen.commands.compare_runs import write_report
 
     res = write_report(list(run_dirs), out, code_pass1=_parse_pass1(code_pass1),
                        tests_only=coverage_arcs == "tests-only")

@@ -1,7 +1,7 @@
 """``testgen sample``: sample code from a model for every problem (the paper's Table 1, and the
 pool for ``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank``).
 
-A thin layer over :mod:`testgen.sampling` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
+A thin layer over :mod:`testgen.commands.sample_code` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
 exit-status rule (``docs/cli.md``): 2 for a bad input (unknown dataset or backend option, a run
 directory holding another configuration), checked before anything is sampled; 1 when sampling
 fails while running (:class:`~evaluation.errors.RunFailure`: the model server gives up, ...).
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
@@ -65,7 +65,7 @@ def sample(
 
     from evaluation.errors import RunFailure
     from testgen.backends.base import Sampling
-    from testgen.sampling import SampleConfig, prepare
+    from testgen.commands.sample_code import SampleConfig, prepare
     from testgen.settings import PromptStyle
 
     options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)

@@ -4,7 +4,7 @@ datasets, Table 1 sampling and Table 5 reranking) from one spec file, then its t
 A thin layer over :mod:`testgen.study` (Xiong, Guo, Chen, arXiv 2310.05727): parse the spec
 (:func:`~testgen.study.spec.load_spec`), build the step graph (:func:`~testgen.study.plan.build_plan`),
 run what is not done (:func:`~testgen.study.runner.run_plan`), write the report
-(:func:`~testgen.study.report.write_study_report`). See ``docs/study.md``.
+(:func:`~testgen.study.tables.write_study_report`). See ``docs/study.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_INT
+from commandline import POSITIVE_INT
 
 __all__ = ["study", "open_study", "STUDY_FILE"]
 
@@ -67,9 +67,9 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     from rich.console import Console
 
     from testgen.study.plan import build_plan
-    from testgen.study.report import write_study_report
     from testgen.study.runner import run_plan, step_status
     from testgen.study.spec import load_spec
+    from testgen.study.tables import write_study_report
 
     spec = load_spec(spec_file)
     plan = build_plan(spec)

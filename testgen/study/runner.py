@@ -128,7 +128,7 @@ def _child_main(prog: str, argv: list[str], cwd: str, log_path: str, env: dict[s
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)  # noqa: SIM115
     sys.argv = [prog, *argv]
-    from evaluation.cli_common import run_cli
+    from commandline import run_cli
 
     if prog == "rerank":
         from rerank.cli import rerank_cmd
@@ -158,7 +158,7 @@ def _context(torch: bool = False) -> Any:
         import multiprocessing
 
         ctx = multiprocessing.get_context("forkserver")
-        preload = ["testgen.cli", "rerank.cli", "testgen.pipeline", "testgen.sampling", "testgen.evaluate_run",
+        preload = ["testgen.cli", "rerank.cli", "testgen.commands.write_tests", "testgen.commands.sample_code", "testgen.commands.score_tests",
                    "rerank.pipeline"]
         if torch:
             preload += [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is not None]

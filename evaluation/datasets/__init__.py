@@ -12,7 +12,7 @@
 * ``mbpp``: MBPP, the sanitized version (427 problems), as CodeT ships it (Chen et al., "CodeT:
   Code Generation with Generated Tests", ICLR 2023; github.com/microsoft/CodeT, MIT), with the
   original asserts as its only tests; the dataset of Xiong, Guo, Chen (arXiv 2310.05727) Tables 1
-  and 3. Read by :mod:`evaluation.mbpp`, which repairs what does not run as shipped.
+  and 3. Read by :mod:`evaluation.datasets.mbpp`, which repairs what does not run as shipped.
 
 Resolution order for a dataset file (:func:`locate_dataset`): an explicit path
 (``--dataset-path``), then an environment variable (EvalPlus's own ``HUMANEVAL_OVERRIDE_PATH``,
@@ -94,7 +94,7 @@ class Dataset:
     """Which step of the resolution order found the file."""
     fixes: tuple[str, ...] = ()
     """What the loader changed in the file's records, one line each (``mbpp``: see
-    :mod:`evaluation.mbpp`); empty when the records are used as they are."""
+    :mod:`evaluation.datasets.mbpp`); empty when the records are used as they are."""
 
     def __iter__(self) -> Iterator[Problem]:
         return iter(self.problems.values())
@@ -281,8 +281,8 @@ def load_dataset(name: str, *, path: str | os.PathLike[str] | None = None) -> Da
 
 
 def read_mbpp_problems(file: str | os.PathLike[str]) -> tuple[dict[str, Problem], tuple[str, ...]]:
-    """Read CodeT's MBPP (sanitized) file, repaired (:mod:`evaluation.mbpp`): problems and fixes."""
-    from evaluation.mbpp import read_codet_mbpp
+    """Read CodeT's MBPP (sanitized) file, repaired (:mod:`evaluation.datasets.mbpp`): problems and fixes."""
+    from evaluation.datasets.mbpp import read_codet_mbpp
 
     problems: dict[str, Problem] = {}
     fixes: list[str] = []

@@ -346,7 +346,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             write_jsonl(sols_path, (solution_record(s) for sols in plan.values() for s, _ in sols))
         else:
             assert code_tpl is not None
-            from testgen.sampling import sample_solutions
+            from testgen.commands.sample_code import sample_solutions
 
             summary_solutions, _ = sample_solutions(
                 backend, problems, n=n, sampling=config.code_sampling, code_tpl=code_tpl, style=style,

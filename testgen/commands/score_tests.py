@@ -105,11 +105,11 @@ class EvalOptions:
     use_cache: bool = True
     """Reuse ``executions.jsonl`` from an earlier (possibly interrupted) eval."""
     mutation: bool = False
-    """Also the mutation score of the tests (:mod:`testgen.mutation`, docs/mutation.md)."""
+    """Also the mutation score of the tests (:mod:`testgen.mutation_score`, docs/mutation.md)."""
     mutation_timeout: float = 1.0
-    """CPU seconds per test on a mutant (:attr:`testgen.mutation.MutationOptions.timeout`)."""
+    """CPU seconds per test on a mutant (:attr:`testgen.mutation_score.MutationOptions.timeout`)."""
     mutation_shorten_after: int = 2
-    """:attr:`testgen.mutation.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
+    """:attr:`testgen.mutation_score.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
     propertyeval: Path | None = None
     """With ``mutation`` on HumanEval+: a PropertyEval snapshot (directory or tarball) whose
     property-based inputs also judge the mutants' equivalence (after base and plus)."""
@@ -275,8 +275,8 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[st
         if not out:
             raise empty_file(opts.verdicts_file, "verdicts")
         return out
+    from evaluation.correctness import judge_solutions
     from evaluation.records import Solution
-    from evaluation.verdicts import judge_solutions
 
     sols = [
         Solution(task_id=str(r["task_id"]), solution_id=sid, code=str(r["solution"]),
@@ -334,7 +334,7 @@ def evaluate_run(
         pid = ref_pid.setdefault(g.task_id, "ref:" + content_id(prob.reference_code))
         ref_wanted.setdefault(pid, (prob.reference_code, [], prob.entry_point))[1].extend(kept[g.generation_id])
     if opts.mutation:
-        from evaluation.verdicts import has_plus_inputs
+        from evaluation.correctness import has_plus_inputs
 
         if not has_plus_inputs(ref_ds):
             raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
@@ -345,7 +345,7 @@ def evaluate_run(
             raise TestgenError("--propertyeval judges the mutants' equivalence on PropertyEval's inputs: it needs "
                                "--mutation and HumanEval+ as the reference dataset")
         from evaluation.evalplus.strategies import load_strategies
-        from evaluation.mutation import EQUIVALENCE_SUITES, propertyeval_equivalence
+        from evaluation.mutants import EQUIVALENCE_SUITES, propertyeval_equivalence
 
         suites = (*EQUIVALENCE_SUITES, propertyeval_equivalence(load_strategies(opts.propertyeval)))
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
@@ -421,7 +421,7 @@ def evaluate_run(
     mutation: dict[str, Any] | None = None
     killed_by_generation: dict[str, int] = {}
     if opts.mutation:
-        from testgen.mutation import GenerationTests, MutationOptions, mutation_metrics
+        from testgen.mutation_score import GenerationTests, MutationOptions, mutation_metrics
 
         mutation, killed_by_generation = mutation_metrics(
             dataset=ref_ds, suites=suites, reference_cache=cache, reference_pid=ref_pid, out_dir=out_dir, progress=progress,

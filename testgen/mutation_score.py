@@ -3,12 +3,12 @@
 The share of the reference's non-equivalent mutants that the tests kill (DeMillo, Lipton,
 Sayward 1978; the measure test-generation research reports beside coverage, e.g. Schäfer et
 al., "An Empirical Evaluation of Using Large Language Models for Automated Unit Test
-Generation", TSE 2024). Steps, after :func:`testgen.evaluate_run.evaluate_run` has run every
+Generation", TSE 2024). Steps, after :func:`testgen.commands.score_tests.evaluate_run` has run every
 kept test on the reference:
 
-1. The mutants of each task's reference (:func:`evaluation.mutation.mutants_of`).
+1. The mutants of each task's reference (:func:`evaluation.mutants.mutants_of`).
 2. Equivalent mutants: those that agree with the reference on every input of
-   :data:`evaluation.mutation.EQUIVALENCE_SUITES` (HumanEval+ base and plus), judged as
+   :data:`evaluation.mutants.EQUIVALENCE_SUITES` (HumanEval+ base and plus), judged as
    ``testgen evaluate`` judges a sample; excluded from the score. Cached in
    ``EVAL/mutation/equivalence.jsonl`` batch by batch.
 3. The kill matrix: every distinct kept test that passed on the reference, run on every
@@ -38,7 +38,7 @@ from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_p
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
     from evaluation.executor.engine import EngineChoice
-    from evaluation.mutation import EquivalenceSuite, Mutant
+    from evaluation.mutants import EquivalenceSuite, Mutant
     from evaluation.records import Problem
 
 __all__ = ["MUTATION_VERSION", "MutationOptions", "GenerationTests", "mutation_metrics"]
@@ -83,7 +83,7 @@ def _equivalence(dataset: Dataset, mutants: Sequence[Mutant], cache_path: Path, 
                  suites: Sequence[EquivalenceSuite], opts: MutationOptions) -> tuple[dict[str, str], int]:
     """``task_id#mutant_id`` -> ``""`` (equivalent) or the suite that told it apart; and how
     many verdicts came from the cache."""
-    from evaluation.mutation import judge_mutants
+    from evaluation.mutants import judge_mutants
 
     key = {"v": MUTATION_VERSION, "dataset_sha256": file_sha256(dataset.source),
            "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]}
@@ -121,7 +121,7 @@ def mutation_metrics(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The ``mutation`` block of ``metrics.json`` and, per generation id, the mutants its tests
     kill. Writes ``out_dir/mutation/{mutants,equivalence,executions}.jsonl``."""
-    from evaluation.mutation import EQUIVALENCE_SUITES, OPERATORS, mutants_of
+    from evaluation.mutants import EQUIVALENCE_SUITES, OPERATORS, mutants_of
 
     t0 = time.perf_counter()
     cpu0 = _cpu()
