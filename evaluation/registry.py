@@ -65,6 +65,20 @@ class Registry(Generic[T]):
         self._load_plugins()
         return sorted(self._entries)
 
+    def builtins(self) -> list[str]:
+        """The built-in names (registered in code, not found through entry points), in the
+        order they were registered."""
+        self._load_plugins()
+        return [name for name in self._entries if name not in self._plugin_names]
+
+    def reload_plugins(self) -> None:
+        """Forget the entry points found so far: the next lookup scans them again (after
+        ``sys.path`` changed, e.g. a test that puts a plugin's distribution on it)."""
+        for name in self._plugin_names:
+            self._entries.pop(name, None)
+        self._plugin_names.clear()
+        self._loaded_plugins = False
+
     def is_plugin(self, name: str) -> bool:
         """Whether ``name`` came from an installed entry point rather than a built-in."""
         self._load_plugins()

@@ -26,7 +26,7 @@ PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
 
 @pytest.fixture(scope="module")
 def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from testgen.commands.score_tests import EvalOptions, evaluate_run
+    from testgen.commands.score_tests import EvalOptions, eval as eval_run
     from evaluation.extraction import extract_tests
 
     prompts = {}
@@ -49,7 +49,7 @@ def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
                                                   "unparsable": ex.dropped_unparsable}}) + "\n")
     (run / "config.json").write_text(json.dumps({"dataset": "humaneval+", "setting": "placeholder",
                                                  "model": "codegen-16b", "backend": "replay"}))
-    evaluate_run(run, EvalOptions(dataset_path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",
+    eval_run(run, EvalOptions(dataset_path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",
                                   workers=2))
     return run
 
