@@ -19,6 +19,7 @@ from commandline import (
 )
 from evaluation.errors import TestgenError
 from evaluation.extraction import EXTRACTION_MODES
+from testgen.backends import DEFAULT_BACKEND
 from testgen.cli.options import backend_options, resolve_backend_options, task_options
 
 __all__ = ["run"]
@@ -39,7 +40,8 @@ def _solutions_file(path: str | None) -> str | None:
 @click.command(name="run")
 @dataset_option()
 @dataset_path_option()
-@click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
+@click.option("--backend", default=DEFAULT_BACKEND, show_default=True,
+              help="A registered backend: openai, vllm, hf, replay, human, fake, or a plugin's (docs/extending.md).")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)
 @click.option("-n", "--num-generations", "n", type=POSITIVE_INT, default=100, show_default=True,

@@ -21,6 +21,7 @@ from commandline import (
     dataset_path_option,
     notice,
 )
+from testgen.backends import DEFAULT_BACKEND
 from testgen.cli.options import backend_options, resolve_backend_options, task_options
 
 __all__ = ["sample"]
@@ -29,7 +30,9 @@ __all__ = ["sample"]
 @click.command(name="sample")
 @dataset_option()
 @dataset_path_option()
-@click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, fake, or a plugin.")
+@click.option("--backend", default=DEFAULT_BACKEND, show_default=True,
+              help="A registered backend that writes code: openai, vllm, hf, replay, fake, or a plugin's "
+                   "(docs/extending.md).")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
               help="Samples per task (the paper's Table 1: 200).")

@@ -72,8 +72,8 @@ class SampleConfig:
     """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
     dataset_path: str | None = None
     """Explicit dataset file, if any."""
-    backend: str = "fake"
-    """Backend registry name."""
+    backend: str
+    """Backend registry name (``testgen.backends.BACKENDS``)."""
     model: str | None = None
     """Model name or path (``None``: the backend's name, for model-less backends)."""
     backend_options: dict[str, str] = field(default_factory=dict)

@@ -87,8 +87,8 @@ class RunConfig:
     """Explicit dataset file, if any."""
     setting: Setting = Setting.ORACLE
     """Which implementation is in the prompt."""
-    backend: str = "fake"
-    """Backend registry name."""
+    backend: str
+    """Backend registry name (``testgen.backends.BACKENDS``)."""
     model: str | None = None
     """Model name or path (``None``: the backend's name, for model-less backends)."""
     backend_options: dict[str, str] = field(default_factory=dict)
