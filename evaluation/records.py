@@ -1,4 +1,4 @@
-"""The records that flow between stages (see DESIGN.md).
+"""The records that flow between stages (``docs/design.md``, "Records").
 
 All records are frozen, keyword-only dataclasses. Wire formats (JSONL) are parsed into
 these once, at the edge, by :mod:`evaluation.io` and the dataset/format readers.

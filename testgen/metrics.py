@@ -2,7 +2,7 @@
 Code" (arXiv 2310.05727): pass rate P, deduplicated pass rate P', coverage rate C, correctness by
 test position (Figure 3) and the split by correctness of the prompt's code (Table 4).
 
-Definitions (``PAPER_NOTES.md`` section 1), for M problems x N generations:
+Definitions (the paper's, as ``docs/metrics.md`` quotes them), for M problems x N generations:
 
 * Q_ij: the first ``tests_per_generation`` (3) tests of generation j of problem i, n_ij of them;
   p_ij of them pass against the oracle (the HumanEval+ reference solution).

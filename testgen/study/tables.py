@@ -8,8 +8,8 @@ measured on the prompt's own code), Figure 2 (P' against code pass@1) and Figure
 by the test's position). Each is written as Markdown and CSV, the figures as PNG, and everything
 in one self-contained HTML page (tables inline, images as data URIs).
 
-Beside our number, where ``testgen/study/paper_numbers.json`` (the values of the paper quoted
-in ``PAPER_NOTES.md``) has one for that model and cell, the paper's number is shown, and the
+Beside our number, where ``testgen/study/paper_numbers.json`` (values quoted from the paper,
+read by :mod:`testgen.study.paper`) has one for that model and cell, the paper's number is shown, and the
 notes under the table list how our configuration differs from the paper's for that model
 (sampling temperature, prompt, N, tasks, coverage measure). A cell the study could not fill
 says why ("not run: torch not installed", "not run: the human backend writes no code", ...).

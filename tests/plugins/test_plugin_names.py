@@ -87,3 +87,14 @@ def test_builtin_names_appear_only_in_their_homes() -> None:
                 continue
             outside.append(f"{rel}:{line}: the {kind} {value!r}")
     assert not outside, "read the plugin's spec or capabilities instead of its name:\n" + "\n".join(outside)
+
+
+def test_the_guide_shows_the_example_files_as_they_are() -> None:
+    """docs/extending.md's worked examples are these files, byte for byte (they cannot drift)."""
+    import re
+
+    guide = (REPO / "docs" / "extending.md").read_text(encoding="utf-8")
+    shown = dict(re.findall(r"<!-- example: (\S+) -->\n```python\n(.*?)```\n", guide, re.S))
+    assert set(shown) == {f"{m}.py" for m in MODULES}
+    for name, code in shown.items():
+        assert code == (SITE / name).read_text(encoding="utf-8"), name
