@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from testgen.cli import cli, run_cli
+from commandline import run_cli
+from testgen.cli import cli
 
 RAW = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
 PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"

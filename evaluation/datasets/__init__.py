@@ -55,6 +55,7 @@ __all__ = [
     "Located",
     "cache_dir",
     "dataset_spec",
+    "judge_spec",
     "find_dataset_file",
     "load_dataset",
     "load_file_dataset",
