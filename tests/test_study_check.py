@@ -15,16 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from testgen.cli import cli
-from testgen.study.check import (
-    GIB,
-    PROMPT_TOKENS,
-    check_spec,
-    kv_bytes_per_token,
-    known_models,
-    read_config,
-    shape,
-    vllm_registry,
-)
+from testgen.study.check import GIB, PROMPT_TOKENS, check_spec
+from testgen.study.checkpoints import kv_bytes_per_token, known_models, meta_count, read_config, shape, vllm_registry
 from testgen.study.spec import load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -184,10 +176,8 @@ def test_known_models_table_counts_are_the_configs(tmp_path: Path) -> None:
     """Every parameter count in the table is the count of its config instantiated by transformers."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from testgen.study.check import _meta_count
-
     for model_id, entry in known_models().items():
-        assert _meta_count(entry["config"]) == entry["parameters"], model_id
+        assert meta_count(entry["config"]) == entry["parameters"], model_id
     paper = {m.model for m in load_spec(PAPER).models if m.backend in ("hf", "vllm")}
     assert paper <= set(known_models())
 

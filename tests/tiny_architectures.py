@@ -52,11 +52,13 @@ REMOTE_CODE = {
 """The paper's models whose architecture is remote code, with the reason no test builds them."""
 
 
-def _tokenizer(seq2seq: bool) -> Any:
+def _tokenizer(arch: TinyArchitecture) -> Any:
     from tokenizers import ByteLevelBPETokenizer, processors
     from transformers import PreTrainedTokenizerFast
 
-    specials = ["<pad>", "</s>", "<unk>", "<extra_id_0>", "<extra_id_1>"] if seq2seq else ["<|endoftext|>"]
+    seq2seq = arch.seq2seq
+    specials = (["<pad>", "</s>", "<unk>", "<extra_id_0>", "<extra_id_1>"] if seq2seq
+                else ["<|endoftext|>", "<pad>", "</s>"] if arch.name == "xglm" else ["<|endoftext|>"])
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(CORPUS * 20, vocab_size=400, min_frequency=1, special_tokens=specials)
     if seq2seq:
@@ -65,6 +67,9 @@ def _tokenizer(seq2seq: bool) -> Any:
         bpe.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", eos)])
         return PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
                                        additional_special_tokens=["<extra_id_0>", "<extra_id_1>"])
+    if arch.name == "xglm":
+        # as InCoder's: the tokenizer names only its BOS; end and padding are the model config's ids
+        return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>")
     return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
 
 
@@ -74,9 +79,9 @@ def _config(arch: TinyArchitecture, tok: Any) -> Any:
     cls = getattr(transformers, arch.config_class)
     vocab = len(tok)
     eos = tok.eos_token_id
-    if arch.name == "xglm":
+    if arch.name == "xglm":  # InCoder's ids: <|endoftext|> 0, <pad> 1, </s> 2
         return cls(vocab_size=vocab, d_model=32, ffn_dim=64, num_layers=2, attention_heads=2, max_position_embeddings=2048,
-                   bos_token_id=eos, eos_token_id=eos, pad_token_id=eos, decoder_start_token_id=eos)
+                   bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2)
     if arch.name == "codegen":
         # CodeGen splits its fused qkv projection into 4 model-parallel shards: heads divisible by 4
         return cls(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=2048, n_ctx=2048,
@@ -96,7 +101,7 @@ def build_tiny(arch: TinyArchitecture, path: Path, *, seed: int = 0) -> Path:
     import torch
     import transformers
 
-    tok = _tokenizer(arch.seq2seq)
+    tok = _tokenizer(arch)
     tok.save_pretrained(path)
     torch.manual_seed(seed)
     model = getattr(transformers, arch.model_class)(_config(arch, tok))

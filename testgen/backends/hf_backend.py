@@ -150,6 +150,16 @@ def architecture_support(config: Mapping[str, Any], *, trust_remote_code: bool) 
                                reason=f"{model_class.__name__} (transformers {transformers.__version__})")
 
 
+def _special_tokens_from_config(tok: Any, config: Any) -> None:
+    """End-of-sequence and padding tokens for a tokenizer that names none (InCoder's names only its
+    ``<|endoftext|>`` BOS): the model config's ids, else padding with the end-of-sequence token."""
+    eos, pad = getattr(config, "eos_token_id", None), getattr(config, "pad_token_id", None)
+    if tok.eos_token is None and isinstance(eos, int) and eos < len(tok):
+        tok.eos_token = tok.convert_ids_to_tokens(eos)
+    if tok.pad_token is None:
+        tok.pad_token = tok.convert_ids_to_tokens(pad) if isinstance(pad, int) and pad < len(tok) else tok.eos_token
+
+
 def _dtype_argument(transformers: Any) -> str:
     """transformers >= 4.56 names the weights dtype ``dtype``; older releases ``torch_dtype``."""
     major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
@@ -193,8 +203,7 @@ class HFBackend(Backend):
         tok = transformers.AutoTokenizer.from_pretrained(self.model, trust_remote_code=remote)
         # the encoder reads a right-padded batch (T5's); a decoder-only prompt must end where generation starts
         tok.padding_side = "right" if seq2seq else "left"
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token
+        _special_tokens_from_config(tok, config)
         if opts.chat_template:
             from testgen.backends.chat_templates import read_chat_template
 
