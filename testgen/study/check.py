@@ -72,7 +72,7 @@ OVERHEAD_BYTES = GIB
 """CUDA context and activations, added to every estimate."""
 FORMULA = ("weights = parameters x dtype bytes; KV/token = 2 x layers x kv_heads x head_dim x dtype bytes; "
            "hf: weights + sequences x (prompt + new tokens) x KV/token + sequences x vocab x 8 "
-           "[+ sequences x heads x prompt^2 x 4 for eager attention] + 1 GiB; "
+           "[+ sequences x heads x prompt^2 x 4 where attention scores are materialised] + 1 GiB; "
            "vllm: weights + max_model_len x KV/token + 1 GiB")
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 _NO_WEIGHTS = {"openai": "served by an API: nothing to load here", "replay": "replays a file: nothing to load",
@@ -105,6 +105,8 @@ class ModelCheck:
     checkpoint: str
     status: Status
     architecture: str = "-"
+    loads: str = "-"
+    """Whether the backend loads the architecture: ``yes``, ``no``, ``not verified`` or ``-``."""
     config_source: str = "-"
     """``local``, ``hub cache``, ``hub``, ``known table`` or ``-``."""
     parameters: int | None = None
@@ -243,7 +245,7 @@ def hf_memory(options: Any, s: Shape, params: int, study_calls: Sequence[Call], 
         if kv + logits + scores > worst:
             worst = kv + logits + scores
             how = (f"KV {_gib(kv)} ({seqs} sequences x {c.prompt_tokens}+{c.new_tokens} tokens, {c.what} calls) "
-                   f"+ logits {_gib(logits)}" + (f" + eager attention scores {_gib(scores)}" if eager else ""))
+                   f"+ logits {_gib(logits)}" + (f" + attention scores {_gib(scores)}" if eager else ""))
     return weights + worst + OVERHEAD_BYTES, dtype, f"weights {_gib(weights)} + {how} + 1 GiB"
 
 
@@ -304,7 +306,8 @@ def check_model(spec: StudySpec, m: ModelSpec, *, gpu_bytes: int | None = None) 
     support = support_of(config, backend.options)
     notes += [*support.notes, support.reason] if support.supported is not True else list(support.notes)
     status: Status = "ok" if support.supported else "unverified" if support.supported is None else "cannot load"
-    found: dict[str, Any] = {"architecture": architecture(config), "config_source": source}
+    found: dict[str, Any] = {"architecture": architecture(config), "config_source": source,
+                             "loads": "yes" if support.supported else "not verified" if support.supported is None else "no"}
     params, params_note = count_parameters(config, checkpoint)
     s = shape(config)
     if params_note:
@@ -391,7 +394,7 @@ def check_spec(spec: StudySpec, *, models: Collection[str] | None = None, gpu_gi
 
 def format_check(check: StudyCheck) -> str:
     """The check as a table and the notes under it."""
-    head = ("model", "backend", "checkpoint", "architecture", "params", "dtype", "GPU memory", "status")
+    head = ("model", "backend", "checkpoint", "architecture", "loads", "params", "dtype", "GPU memory", "status")
     rows = [head]
     for m in check.models:
         params = "-" if m.parameters is None else f"{m.parameters / 1e9:.2f}B"
@@ -399,7 +402,7 @@ def format_check(check: StudyCheck) -> str:
         if m.memory_detail.startswith("CPU"):
             mem += " (CPU)"
         rows.append((m.name, m.backend, m.checkpoint, m.architecture + ("*" if m.config_source == "known table" else ""),
-                     params, m.dtype, mem, m.status))
+                     m.loads, params, m.dtype, mem, m.status))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [f"{check.spec}: preflight of {len(check.models)} model(s)", *(f"  {e}" for e in check.environment), ""]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
