@@ -20,7 +20,7 @@ a prompt's ``n`` samples into chunks when ``n`` alone exceeds it. ``temperature 
 decoding. Sampling is seeded at every forward batch (``seed`` + the ``sample_offset`` of its first
 prompt + the samples of that prompt already made), as the ``vllm`` backend seeds each prompt: the
 same batch gives the same text, whatever ran before it, on CPU as on GPU up to the device's
-arithmetic. Stop strings end each sequence where it writes one (transformers' ``stop_strings``;
+arithmetic. Stop strings end each sequence where it writes one (transformers' ``stop_strings``, >= 4.41;
 every row still draws its token at every step, so the text kept is the text a run without them
 cuts, provided no special token's text holds a stop string: the study's stops all start with a
 newline) and cut the decoded text; the text is decoded without ``clean_up_tokenization_spaces`` (it rewrites ``a , b`` as ``a, b``,
@@ -179,6 +179,7 @@ class HFBackend(Backend):
         self._lm: Any = None
         self._device: str = "cpu"
         self._seq2seq = False
+        self._stop_strings = False
 
     def _load(self) -> None:
         if self._lm is not None:
@@ -215,6 +216,9 @@ class HFBackend(Backend):
         lm.to(device)
         lm.train(False)  # inference mode (dropout off)
         self._tok, self._lm, self._device, self._seq2seq = tok, lm, device, seq2seq
+        # transformers >= 4.41 stops a sequence at a stop string; older releases run it to max_tokens
+        generation_config: Any = transformers.GenerationConfig
+        self._stop_strings = hasattr(generation_config(), "stop_strings")
 
     @property
     def is_chat(self) -> bool:
@@ -272,11 +276,11 @@ class HFBackend(Backend):
 
         tok, lm = self._tok, self._lm
         chat = any(p.is_chat for p in batch)
-        enc = tok([self._text(p) for p in batch], return_tensors="pt", padding=True,
-                  add_special_tokens=not chat).to(self._device)
+        enc = tok([self._text(p) for p in batch], return_tensors="pt", padding=True, add_special_tokens=not chat,
+                  return_token_type_ids=False).to(self._device)
         kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_tokens, "num_return_sequences": sequences,
                                   "pad_token_id": tok.pad_token_id}
-        if sampling.stop:
+        if sampling.stop and self._stop_strings:
             # each sequence stops at its first stop string, the batch when all have: every row still
             # draws its token at every step, so the kept text is the same as without (only shorter runs)
             kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
