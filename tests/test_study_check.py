@@ -197,3 +197,20 @@ def test_study_start_runs_the_preflight_quietly_when_all_load(tmp_path: Path) ->
     spec = parse_spec('name = "s"\n[[model]]\nname = "f"\nbackend = "fake"\n', tmp_path / "s.toml")
     result = check_spec(spec)
     assert [m.status for m in result.models] == ["ok"] and not result.failed
+
+
+def test_the_visible_gpu_is_read_without_a_cuda_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvidia-smi, for the first device of CUDA_VISIBLE_DEVICES; no GPU, no figure."""
+    from testgen.study.check import visible_gpu_bytes
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\necho 81559\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert visible_gpu_bytes() == 81559 * 1024**2
+    assert (tmp_path / "args").read_text().split()[:2] == ["-i", "3"]
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert visible_gpu_bytes() is None

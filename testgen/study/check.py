@@ -17,9 +17,9 @@ config on PyTorch's meta device) x bytes per parameter (bf16 and fp16: 2); KV ca
 attention; an encoder-decoder adds, per sequence, the decoder's cross-attention KV and the
 encoder's states over the prompt). ``hf``: weights + the largest forward batch of the study
 (sequences = min(batch_size x samples per prompt, max_sequences), each of prompt + new tokens),
-its last-position logits (sequences x vocab x 4 bytes x 2) and, for a model whose attention is
-eager (no SDPA: XGLM, remote code; T5's position bias), one layer's attention scores over the prompt (sequences x
-heads x prompt^2 x 4 bytes); ``vllm``: weights + one sequence of ``max_model_len`` tokens (vLLM
+its last-position logits (sequences x vocab x 4 bytes x 2) and, for a model that materialises its
+attention scores (no SDPA: XGLM, remote code; T5's position bias), one layer's scores over the
+prompt (sequences x heads x prompt^2 x 4 bytes); ``vllm``: weights + one sequence of ``max_model_len`` tokens (vLLM
 fills the rest of ``gpu_memory_utilization`` with KV cache and batches as many sequences as fit).
 Both add 1 GiB for the CUDA context and activations. Prompts are bounded by :data:`PROMPT_TOKENS`
 (the longest HumanEval+/MBPP prompt text is 1,181 characters: a HumanEval+ code prompt; an
@@ -34,8 +34,8 @@ with) is said, model by model, and does not fail it.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -364,14 +364,24 @@ def chat_template_check(m: ModelSpec, options: Any, checkpoint: str) -> tuple[St
 
 
 def visible_gpu_bytes() -> int | None:
-    """Memory of the first CUDA device, where torch sees one (without importing torch otherwise)."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    import torch
+    """Memory of the first GPU this process may use (``CUDA_VISIBLE_DEVICES``), read with
+    ``nvidia-smi``: asking torch would create a CUDA context in the study's own process, holding
+    GPU memory the steps need for as long as the study runs. None without an NVIDIA GPU."""
+    import shutil
+    import subprocess
 
-    if not torch.cuda.is_available():
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
         return None
-    return int(torch.cuda.get_device_properties(0).total_memory)
+    first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    if not first or first == "-1":
+        return None
+    try:
+        out = subprocess.run([smi, "-i", first, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        return int(float(out.strip().splitlines()[0]) * 1024**2)  # MiB
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 def check_spec(spec: StudySpec, *, models: Collection[str] | None = None, gpu_gib: float | None = None) -> StudyCheck:
