@@ -59,6 +59,8 @@ class VLLMOptions:
     """Seed of the engine itself (``--seed`` sets the sampling seeds)."""
     chat: Literal["auto", "true", "false"] = "auto"
     """Chat model? ``auto``: yes when the tokenizer has a chat template."""
+    chat_template: str = ""
+    """A Jinja chat template (a file, or the template itself) for a tokenizer that has none."""
     batch_hint: int = 4096
     """Prompts per ``generate`` call the pipeline sends (saved after each call)."""
 
@@ -91,7 +93,12 @@ def _engine(model: str, o: VLLMOptions) -> Any:
     }
     if o.max_model_len is not None:
         kwargs["max_model_len"] = o.max_model_len
-    return LLM(**kwargs)
+    llm = LLM(**kwargs)
+    if o.chat_template:
+        from testgen.backends.chat_templates import read_chat_template
+
+        llm.get_tokenizer().chat_template = read_chat_template(o.chat_template)
+    return llm
 
 
 def _has_chat_template(llm: Any) -> bool:

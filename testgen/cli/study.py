@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_INT
+from evaluation.cli_common import POSITIVE_FLOAT, POSITIVE_INT
 
 __all__ = ["study", "open_study", "STUDY_FILE"]
 
@@ -47,6 +47,20 @@ def _describe(step: Any) -> str:
     return f"{step.id}{extra}"
 
 
+def _preflight(spec: Any, plan: Any, gpu_memory: float | None, *, show: bool) -> None:
+    """:mod:`testgen.study.check` on the plan's models: printed when asked (``--check``) or when a
+    model cannot load, which stops the study before any step runs (exit 2)."""
+    from evaluation.errors import TestgenError
+    from testgen.study.check import check_spec, format_check
+
+    result = check_spec(spec, models={s.model for s in plan.steps if s.model}, gpu_gib=gpu_memory)
+    if show or result.failed:
+        click.echo(format_check(result), err=not show)
+    if result.failed:
+        names = ", ".join(f"{m.name} ({m.notes[-1] if m.notes else 'cannot load'})" for m in result.failed)
+        raise TestgenError(f"{spec.path}: {len(result.failed)} model(s) cannot load, nothing was run: {names}")
+
+
 @click.command(name="study")
 @click.argument("spec_file", metavar="SPEC.toml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -57,8 +71,13 @@ def _describe(step: Any) -> str:
 @click.option("--jobs", "-j", type=POSITIVE_INT, default=1, show_default=True,
               help="Steps run side by side (e.g. several API models at once).")
 @click.option("--progress/--no-progress", default=None, help="Live progress view [default: on a terminal].")
+@click.option("--check", "check_only", is_flag=True,
+              help="Only the preflight (also run before every study): each model's architecture, whether its backend "
+                   "loads it, the GPU memory it needs; exit 2 if one cannot load.")
+@click.option("--gpu-memory", type=POSITIVE_FLOAT, default=None, metavar="GIB",
+              help="GPU memory the preflight checks against [default: the visible GPU, else 80 GiB, not failing].")
 def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jobs: int,
-          progress: bool | None) -> None:
+          progress: bool | None, check_only: bool, gpu_memory: float | None) -> None:
     """Run the paper's whole study from SPEC.toml: sample, run (4 settings), eval, evaluate, rerank, report.
 
     Steps already done (keyed by their configuration) are skipped; a killed study resumes.
@@ -77,6 +96,10 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
         plan = plan.only(only)
     out = out or Path("runs") / spec_file.stem
     console = Console(stderr=True, highlight=False)
+    if check_only or not dry_run:
+        _preflight(spec, plan, gpu_memory, show=check_only)
+        if check_only:
+            return
     if dry_run:
         counts: dict[str, int] = {}
         for step in plan.steps:
