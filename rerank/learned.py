@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -64,6 +64,7 @@ __all__ = [
     "save_model",
     "default_model_path",
     "training_fingerprint",
+    "model_shape_warnings",
     "MODEL_FORMAT",
 ]
 
@@ -339,18 +340,30 @@ def fit(
     c: float = DEFAULT_C,
     label: str = "",
     inputs: Mapping[str, Any] | None = None,
+    shapes: Mapping[str, Any] | None = None,
+    source: Sequence[TaskMatrix] | None = None,
 ) -> LinearModel:
-    """Train a savable model on whole pools (every task given is a training task)."""
+    """Train a savable model on whole pools (every task given is a training task).
+
+    ``matrices`` may hold several pools of the same tasks (subsamples of many shapes, see
+    :mod:`rerank.shape_cv`): then ``shapes`` describes them (``{"shapes": [labels], "seeds":
+    [...], "range": rerank.shapes.shape_range(pools)}``) and ``source`` is the pool they were
+    drawn from (its fingerprints are what ``rerank`` compares to detect in-sample tasks).
+    Without ``shapes`` the model records the shape of ``matrices`` as one pool."""
+    from rerank.shapes import shape_range
+
     if kind == "boosting":
         raise TestgenError("a 'boosting' model cannot be saved (no public export); use it under cross-validation")
     tables = [pool_features(m, features) for m in matrices]
     _, model = fit_scorer(tables, matrices, verdicts, kind=kind, c=c)
     assert model is not None
-    prints = {m.task_id: training_fingerprint(m) for m in matrices}
-    data_hash = hashlib.sha256(
-        json.dumps({"fingerprints": prints, "verdicts": {v.task_id: np.packbits(v.correct).tobytes().hex()
-                                                          for v in verdicts}}, sort_keys=True).encode()
-    ).hexdigest()[:16]
+    origin = list(source) if source is not None else list(matrices)
+    prints = {m.task_id: training_fingerprint(m) for m in origin}
+    shape_info = dict(shapes) if shapes is not None else {"shapes": [], "range": shape_range([origin])}
+    data_hash = hashlib.sha256(json.dumps({
+        "fingerprints": [training_fingerprint(m) for m in matrices],
+        "verdicts": [f"{v.task_id}:{np.packbits(v.correct).tobytes().hex()}" for v in verdicts],
+    }).encode()).hexdigest()[:16]
     return LinearModel(
         kind=kind,
         features=tuple(features),
@@ -361,12 +374,14 @@ def fit(
         options={"label": label, **({"step": DIRECT_STEP} if kind == "direct" else {"C": c})},
         training={
             "data_hash": data_hash,
-            "tasks": len(matrices),
+            "tasks": len(prints),
+            "pools": len(matrices) // max(len(prints), 1),
             "programs": int(sum(m.n_solutions for m in matrices)),
             "samples": int(sum(int(m.solution_counts.sum()) for m in matrices)),
             "correct_programs": int(sum(int(v.correct.sum()) for v in verdicts)),
             "task_fingerprints": prints,
             "inputs": dict(inputs or {}),
+            "shapes": shape_info,
         },
         versions=library_versions(),
     )
@@ -413,6 +428,16 @@ def load_model(path: str | os.PathLike[str]) -> LinearModel:
         versions=dict(raw.get("versions") or {}),
         cv=raw.get("cv"),
     )
+
+
+def model_shape_warnings(model: LinearModel, matrices: Iterable[TaskMatrix]) -> list[str]:
+    """Where the pool's shape (samples, test generations, tests per generation per task) is far
+    outside the shapes the model was trained on (:func:`rerank.shapes.shape_warnings`); nothing
+    for a model that does not record them."""
+    from rerank.shapes import shape_warnings
+
+    trained = (model.training.get("shapes") or {}).get("range")
+    return shape_warnings(trained, matrices) if isinstance(trained, dict) else []
 
 
 def default_model_path() -> Path:
