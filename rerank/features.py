@@ -33,6 +33,7 @@ from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, b4, codet, codet_rw
 
 __all__ = ["FeatureSpec", "FEATURES", "FEATURE_NAMES", "DEFAULT_FEATURES", "LOG_OF", "SCORE_FEATURES", "FEATURE_SETS",
+           "SHAPE_FEATURES", "SG_FEATURES", "SG_SET",
            "pool_features",
            "with_pool_info", "MissingFeatureInput"]
 
@@ -149,6 +150,9 @@ _BASE_FEATURES: tuple[FeatureSpec, ...] = (
                 doc="-(best B4 log score of the task - this pattern's) / (distinct tests + 1): B4's log "
                     "posterior gap per test, so that it does not grow with the number of tests; "
                     "0 for B4's pick."),
+    FeatureSpec(name="b4_log_gap_per_test", needs="matrix", source="B4 (ASE 2024)",
+                doc="-log(1 + (best B4 log score of the task - this pattern's) / (distinct tests + 1)): "
+                    "b4_log_gap with the gap taken per test; 0 for B4's pick."),
     # Self-generated tests (SG; Xiong, Guo, Chen, arXiv 2310.05727, Section 7): each generation
     # was written with one of the pool's samples in the prompt.
     FeatureSpec(name="sg_own_tests_passed", needs="authors", source="SG (arXiv 2310.05727)",
@@ -200,7 +204,20 @@ SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_fun
 score, SRank's functional overlap and MBR-exec's class size (a linear score over these
 logs is a weighted product of the four)."""
 
-FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES}
+SHAPE_FEATURES: tuple[str, ...] = ("b4_gap_per_test", "codet_score_rel", "functional_overlap_rel",
+                                   "behaviour_share_rel")
+"""The published rerankers' scores in forms that mean the same on any pool shape (issue 31):
+B4's log-posterior gap to the task's best per test, CodeT's score and SRank's functional
+overlap relative to the task's best, the MBR-exec class relative to the largest. The shipped
+model's features (``docs/rerankers.md``)."""
+
+SG_SET: tuple[str, ...] = ("b4_gap_per_test", "codet_score_rel", "functional_overlap_rel", "sg_own_tests_support",
+                           "sg_others_tests_passed")
+"""For self-generated tests: :data:`SHAPE_FEATURES` with the MBR-exec class swapped for two SG
+features (the ``direct`` kind takes at most 5)."""
+
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES,
+                                            "shapes": SHAPE_FEATURES, "sg": SG_SET}
 """Named feature sets (``rerank train --features``)."""
 
 _SPEC = {f.name: f for f in FEATURES}
@@ -380,7 +397,7 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
         cols["rw_pct"] = _percentile(score, wl)
         best = float(np.nanmax(score)) if np.isfinite(score).any() else 0.0
         cols["rw_score_rel"] = np.where(np.isnan(score), 0.0, _safe_div(np.nan_to_num(score), best))
-    if want & {"b4_posterior", "b4_top", "b4_rank", "b4_log_gap", "b4_pct", "b4_gap_per_test"}:
+    if want & {"b4_posterior", "b4_top", "b4_rank", "b4_log_gap", "b4_pct", "b4_gap_per_test", "b4_log_gap_per_test"}:
         ranking = b4(matrix)
         score, group = _per_program(ranking, n)
         gap = np.nanmax(score) - score if ranking.groups else np.full(n, np.nan)
@@ -389,6 +406,7 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
         per_test = -gap / (m + 1)
         floor = float(np.nanmin(per_test)) if np.isfinite(per_test).any() else 0.0
         cols["b4_gap_per_test"] = np.where(np.isnan(per_test), floor, per_test)
+        cols["b4_log_gap_per_test"] = -np.log1p(-cols["b4_gap_per_test"])
         post = np.zeros(n)
         if ranking.groups:
             # normalise over distinct patterns: each consensus set counted once

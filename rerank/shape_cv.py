@@ -38,7 +38,7 @@ from rerank.scoring import expected_pass_at_k
 from rerank.shapes import FullTask, PoolShape, subsample
 
 __all__ = ["ShapePools", "ShapeCVResult", "draw_shape_pools", "cross_validate_shapes", "shape_markdown",
-           "mean_over_shapes", "SHAPE_BASELINES", "BEST_RULE"]
+           "mean_over_shapes", "select_in_folds", "Candidate", "SHAPE_BASELINES", "BEST_RULE"]
 
 SHAPE_BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("codet", "codet", {}),
@@ -299,3 +299,80 @@ def shape_markdown(result: ShapeCVResult, summary: Mapping[str, Any], *, main: s
                          f"{_pct(first['codet-rw']['mean'])} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """One configuration the nested selection may choose: features, kind and training shapes."""
+
+    name: str
+    """Name in reports."""
+    config: CVConfig
+    """Features, kind, C and label (its ``folds``/``seeds`` are not used)."""
+    shapes: tuple[PoolShape, ...]
+    """Training shapes (their subsamples of the training tasks)."""
+
+
+def _fit_candidate(pools: ShapePools, cand: Candidate, tables: Mapping[tuple[PoolShape, int], Any],
+                   tasks: Sequence[int], seed: int) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
+    keys = [(sh, sd) for sh in cand.shapes for sd in pools.seeds]
+    scorer, _ = fit_scorer([tables[k][i] for k in keys for i in tasks], [pools.matrices[k][i] for k in keys for i in tasks],
+                           [pools.verdicts[k][cand.config.label][i] for k in keys for i in tasks],
+                           kind=cand.config.kind, c=cand.config.c, seed=seed)
+    return scorer
+
+
+def select_in_folds(
+    pools: ShapePools,
+    candidates: Sequence[Candidate],
+    target: PoolShape,
+    *,
+    folds: int = 5,
+    seeds: Sequence[int] = (0, 1, 2),
+    inner_folds: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """The honest figure of the whole procedure on ``target`` (e.g. the full pool): in every outer
+    fold the configuration is chosen by an inner task-level CV on the outer training tasks only
+    (mean pass@1 on ``target`` with the chosen verdict kind), then fitted on all outer training
+    tasks and scored on the held-out tasks, beside the baselines. Returns per task the
+    out-of-fold pass@1 (averaged over ``seeds`` and the subsampling seeds) of ``learned`` and
+    the baselines per verdict kind, and which candidate each fold chose."""
+    from sklearn.model_selection import KFold
+
+    n = len(pools.task_ids)
+    kinds = list(pools.verdicts[(target, pools.seeds[0])])
+    tables = {c.name: {k: [pool_features(m, c.config.features) for m in pools.matrices[k]]
+                       for k in pools.matrices if k[0] in (*c.shapes, target)} for c in candidates}
+    learned = {k: np.zeros((len(pools.seeds), n)) for k in kinds}
+    chosen: list[str] = []
+    steps, done = len(seeds) * folds, 0
+    for seed in seeds:
+        for train, test in KFold(folds, shuffle=True, random_state=seed).split(np.arange(n)):
+            inner: dict[str, list[float]] = {c.name: [] for c in candidates}
+            for itr, ite in KFold(inner_folds, shuffle=True, random_state=10_000 + seed).split(train):
+                for c in candidates:
+                    scorer = _fit_candidate(pools, c, tables[c.name], train[itr].tolist(), seed)
+                    for sd in pools.seeds:
+                        key = (target, sd)
+                        for i in train[ite].tolist():
+                            m = pools.matrices[key][i]
+                            inner[c.name].append(_task_pass1(ranking_from_scores(scorer(tables[c.name][key][i]), m),
+                                                             m, pools.verdicts[key][c.config.label][i]))
+            best = max(candidates, key=lambda c: statistics.fmean(inner[c.name]))  # ties: the first listed
+            chosen.append(best.name)
+            scorer = _fit_candidate(pools, best, tables[best.name], train.tolist(), seed)
+            for s, sd in enumerate(pools.seeds):
+                key = (target, sd)
+                for i in test.tolist():
+                    m = pools.matrices[key][i]
+                    ranking = ranking_from_scores(scorer(tables[best.name][key][i]), m)
+                    for k in kinds:
+                        learned[k][s, i] += _task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(seeds)
+            done += 1
+            if progress:
+                progress(done, steps)
+    base = _baselines(pools, [target], kinds)[target.label]
+    return {"task_ids": list(pools.task_ids), "chosen": chosen,
+            "pass1": {LEARNED: {k: v.mean(axis=0).tolist() for k, v in learned.items()},
+                      **{m: {k: v.mean(axis=0).tolist() for k, v in per.items()} for m, per in base.items()}}}
