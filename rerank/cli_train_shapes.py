@@ -73,8 +73,13 @@ def train_on_shapes(
             "seconds": result.seconds, "summary": summary,
             "fold_weights": result.extra.get("fold_weights"),
         }, indent=1) + "\n")
-        (outdir / "cv-shapes.md").write_text(shape_markdown(result, summary, main=ALL), encoding="utf-8")
+        selection = _select(pools, config, shapes, factory)
+        (outdir / "cv-shapes.json").write_text(json.dumps({
+            **json.loads((outdir / "cv-shapes.json").read_text()), "selection": selection}, indent=1) + "\n")
+        (outdir / "cv-shapes.md").write_text(shape_markdown(result, summary, main=ALL) + _selection_markdown(selection),
+                                             encoding="utf-8")
         cv_compact = compact_shape_cv(summary, config, seeds)
+        cv_compact["selection"] = {k: selection[k] for k in ("target", "chosen", "summary")}
     keys = [(s, sd) for s in shapes for sd in seeds]
     matrices = [m for k in keys for m in pools.matrices[k]]
     truth = [v for k in keys for v in pools.verdicts[k][config.label]]
@@ -87,6 +92,53 @@ def train_on_shapes(
     save_model(model, outdir / "model.json")
     if cv_compact is not None:
         _print(cv_compact, config.label)
+
+
+def _select(pools: Any, config: CVConfig, shapes: Sequence[PoolShape],
+            factory: Callable[[str], Callable[[int, int], None]]) -> dict[str, Any]:
+    """The honest figure on the largest shape (the full pool): the configuration is chosen inside
+    each fold among this run's features trained on every shape or on that shape alone, and the
+    first model's log scores on that shape alone (:func:`rerank.shape_cv.select_in_folds`)."""
+    from evaluation.stats import bootstrap_ci, paired_test
+    from rerank.features import SCORE_FEATURES
+    from rerank.shape_cv import Candidate, select_in_folds
+
+    target = max(shapes, key=lambda s: (s.samples, s.generations, s.tests_per_generation))
+    menu = [Candidate(name=f"{'+'.join(config.features)} on all shapes", config=config, shapes=tuple(shapes)),
+            Candidate(name=f"{'+'.join(config.features)} on {target.label}", config=config, shapes=(target,)),
+            Candidate(name=f"{'+'.join(SCORE_FEATURES)} on {target.label}", config=replace(
+                config, features=SCORE_FEATURES, kind="direct"), shapes=(target,))]
+    menu = list({c.name: c for c in menu}.values())
+    res = select_in_folds(pools, menu, target, folds=config.folds, seeds=config.seeds,
+                          progress=factory(f"nested selection on {target.label}"))
+    ids = res["task_ids"]
+    summary: dict[str, Any] = {}
+    for kind in res["pass1"][LEARNED]:
+        per = {m: dict(zip(ids, res["pass1"][m][kind])) for m in res["pass1"]}
+        ci = bootstrap_ci(list(per[LEARNED].values()))
+        summary[kind] = {"learned": ci.to_json(), **{
+            m: {"mean": sum(per[m].values()) / len(ids),
+                "learned_minus_this": paired_test(per[LEARNED], per[m]).to_json()}
+            for m in per if m != LEARNED}}
+    return {"target": target.label, "menu": [c.name for c in menu], "chosen": res["chosen"], "summary": summary,
+            "per_task": res["pass1"], "task_ids": ids}
+
+
+def _selection_markdown(selection: Mapping[str, Any]) -> str:
+    lines = ["", f"## Honest figure on `{selection['target']}`: configuration chosen inside the folds", "",
+             "Menu: " + "; ".join(f"`{m}`" for m in selection["menu"]) + ". Chosen per fold: "
+             + ", ".join(f"{selection['chosen'].count(m)}x `{m}`" for m in selection["menu"]) + ".", "",
+             "| verdicts | learned [95% CI] | " + " | ".join(
+                 f"{m} (Δ, p)" for m in next(iter(selection["summary"].values())) if m != LEARNED) + " |"]
+    kinds = selection["summary"]
+    lines.append("|---" * (2 + len(next(iter(kinds.values()))) - 1) + "|")
+    for kind, rows in kinds.items():
+        ci = rows[LEARNED]
+        cells = [f"{100 * r['mean']:.2f} ({100 * r['learned_minus_this']['difference']['estimate']:+.2f}, "
+                 f"p {r['learned_minus_this']['p_value']:.3f})" for m, r in rows.items() if m != LEARNED]
+        lines.append(f"| {kind} | {100 * ci['estimate']:.2f} [{100 * ci['low']:.2f}, {100 * ci['high']:.2f}] | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _print(compact: Mapping[str, Any], label: str) -> None:

@@ -274,6 +274,18 @@ def _simplex(dim: int, step: float) -> npt.NDArray[np.float64]:
     return np.asarray(pts, np.float64).T / n
 
 
+def _contenders(x: npt.NDArray[np.float64], y: npt.NDArray[np.bool_], w: npt.NDArray[np.float64]
+                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """The rows that can be in the top tie group for some non-negative weights summing to 1:
+    a row below another in *every* feature never is (it is strictly below it whatever the
+    weights), so dropping it changes no pick and no tie. Speeds up the grid search."""
+    if len(x) < 3:
+        return x, y, w
+    below = np.any(np.all(x[:, None, :] < x[None, :, :], axis=2), axis=1)
+    keep = ~below
+    return x[keep], y[keep], w[keep]
+
+
 def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray[np.float64], float]:
     """Maximise the training pass@1 itself over non-negative weights on a grid.
 
@@ -288,9 +300,10 @@ def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray
         raise TestgenError(f"the 'direct' model searches a grid: at most {DIRECT_MAX_FEATURES} features, got {dim}")
     grid = _simplex(dim, DIRECT_STEP)
     total = np.zeros(grid.shape[1])
-    for x, y, w in data:
-        if not y.any():
-            continue  # nothing to gain: every pick is wrong
+    for x_all, y_all, w_all in data:
+        if not y_all.any() or y_all.all():
+            continue  # nothing to gain or lose: every pick is wrong, or every pick is right
+        x, y, w = _contenders(x_all, y_all, w_all)
         s = np.round(x @ grid, 9)  # [programs, grid points]; rounding merges float noise into ties
         top = s == s.max(axis=0)
         total += (top * (w * y)[:, None]).sum(axis=0) / (top * w[:, None]).sum(axis=0)
