@@ -79,7 +79,7 @@ def train_on_shapes(
         (outdir / "cv-shapes.md").write_text(shape_markdown(result, summary, main=ALL) + _selection_markdown(selection),
                                              encoding="utf-8")
         cv_compact = compact_shape_cv(summary, config, seeds)
-        cv_compact["selection"] = {k: selection[k] for k in ("target", "chosen", "summary")}
+        cv_compact["selection"] = {k: selection[k] for k in ("target", "chosen", "summary", "limits")}
     keys = [(s, sd) for s in shapes for sd in seeds]
     matrices = [m for k in keys for m in pools.matrices[k]]
     truth = [v for k in keys for v in pools.verdicts[k][config.label]]
@@ -101,7 +101,7 @@ def _select(pools: Any, config: CVConfig, shapes: Sequence[PoolShape],
     first model's log scores on that shape alone (:func:`rerank.shape_cv.select_in_folds`)."""
     from evaluation.stats import bootstrap_ci, paired_test
     from rerank.features import SCORE_FEATURES
-    from rerank.shape_cv import Candidate, select_in_folds
+    from rerank.shape_cv import Candidate, consensus_limits, select_in_folds
 
     target = max(shapes, key=lambda s: (s.samples, s.generations, s.tests_per_generation))
     menu = [Candidate(name=f"{'+'.join(config.features)} on all shapes", config=config, shapes=tuple(shapes)),
@@ -120,8 +120,10 @@ def _select(pools: Any, config: CVConfig, shapes: Sequence[PoolShape],
             m: {"mean": sum(per[m].values()) / len(ids),
                 "learned_minus_this": paired_test(per[LEARNED], per[m]).to_json()}
             for m in per if m != LEARNED}}
+    key = (target, pools.seeds[0])
+    limits = {kind: consensus_limits(pools.matrices[key], pools.verdicts[key][kind]) for kind in pools.verdicts[key]}
     return {"target": target.label, "menu": [c.name for c in menu], "chosen": res["chosen"], "summary": summary,
-            "per_task": res["pass1"], "task_ids": ids}
+            "limits": limits, "per_task": res["pass1"], "task_ids": ids}
 
 
 def _selection_markdown(selection: Mapping[str, Any]) -> str:
@@ -138,6 +140,17 @@ def _selection_markdown(selection: Mapping[str, Any]) -> str:
                  f"p {r['learned_minus_this']['p_value']:.3f})" for m, r in rows.items() if m != LEARNED]
         lines.append(f"| {kind} | {100 * ci['estimate']:.2f} [{100 * ci['low']:.2f}, {100 * ci['high']:.2f}] | "
                      + " | ".join(cells) + " |")
+    lines += ["", f"## What limits it on `{selection['target']}`", "",
+              "pass@1 (%) a pick could reach: any correct loaded program (oracle), the best consensus set, the "
+              "best set no other set dominates (another set at least as large passes every test it passes and "
+              "more, yet has fewer correct: no score growing with tests passed and set size picks it).", "",
+              "| verdicts | learned | oracle | best set | best undominated set | tasks without a correct "
+              "loaded program | tasks whose best set is dominated (points) |", "|---|---|---|---|---|---|---|"]
+    for kind, lim in selection["limits"].items():
+        lines.append(f"| {kind} | {100 * selection['summary'][kind][LEARNED]['estimate']:.2f} | "
+                     f"{100 * lim['oracle_any']:.2f} | {100 * lim['oracle_set']:.2f} | "
+                     f"{100 * lim['oracle_undominated']:.2f} | {lim['no_correct_loaded']} of {lim['tasks']} | "
+                     f"{lim['dominated']} ({100 * lim['dominated_points']:.2f}) |")
     return "\n".join(lines) + "\n"
 
 

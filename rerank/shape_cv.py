@@ -38,7 +38,7 @@ from rerank.scoring import expected_pass_at_k
 from rerank.shapes import FullTask, PoolShape, subsample
 
 __all__ = ["ShapePools", "ShapeCVResult", "draw_shape_pools", "cross_validate_shapes", "shape_markdown",
-           "mean_over_shapes", "select_in_folds", "Candidate", "SHAPE_BASELINES", "BEST_RULE"]
+           "mean_over_shapes", "select_in_folds", "Candidate", "consensus_limits", "SHAPE_BASELINES", "BEST_RULE"]
 
 SHAPE_BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("codet", "codet", {}),
@@ -376,3 +376,47 @@ def select_in_folds(
     return {"task_ids": list(pools.task_ids), "chosen": chosen,
             "pass1": {LEARNED: {k: v.mean(axis=0).tolist() for k, v in learned.items()},
                       **{m: {k: v.mean(axis=0).tolist() for k, v in per.items()} for m, per in base.items()}}}
+
+
+def _dominated(rows: Sequence[tuple[npt.NDArray[np.bool_], float, float]], k: int) -> bool:
+    """Set ``k`` of (passed tests, size, share correct) is dominated by a worse one (see below)."""
+    p, size, share = rows[k]
+    return any(bool((q >= p).all()) and sz >= size and (int(q.sum()) > int(p.sum()) or sz > size) and sh < share
+               for q, sz, sh in rows)
+
+
+def consensus_limits(matrices: Sequence[TaskMatrix], verdicts: Sequence[TaskVerdicts]) -> dict[str, Any]:
+    """What any consensus-based pick can reach on a pool (pass@1, shares of tasks).
+
+    * ``oracle_any``: tasks with a correct loaded program (a pick that knew the verdicts);
+    * ``oracle_set``: each task's best consensus set (loaded programs passing exactly the same
+      tests; its share of correct samples by occurrence): the most a reranker that scores
+      consensus sets can reach;
+    * ``dominated``: tasks whose best set is *dominated*: another set, at least as large (by
+      occurrence), passes every test it passes, and more tests or more samples, yet has fewer
+      correct; no score that grows with the tests passed and the set's size picks it there;
+      ``oracle_undominated``: the best among the sets no other set dominates."""
+    n = len(matrices)
+    out = {"tasks": n, "no_correct_loaded": 0, "oracle_any": 0.0, "oracle_set": 0.0, "oracle_undominated": 0.0,
+           "dominated": 0, "dominated_points": 0.0}
+    for m, v in zip(matrices, verdicts):
+        correct, w = v.correct & m.loaded, m.solution_counts.astype(np.float64)
+        if not correct.any():
+            out["no_correct_loaded"] += 1
+            continue
+        out["oracle_any"] += 1.0
+        sets: dict[bytes, list[int]] = {}
+        for i in np.flatnonzero(m.loaded).tolist():
+            sets.setdefault(np.packbits(m.passed[i]).tobytes(), []).append(i)
+        rows = [(m.passed[idx[0]], float(w[idx].sum()), float(w[idx][correct[idx]].sum() / w[idx].sum()))
+                for idx in (np.asarray(x) for x in sets.values())]
+        best = max(range(len(rows)), key=lambda k: rows[k][2])
+        out["oracle_set"] += rows[best][2]
+        undominated = [rows[k][2] for k in range(len(rows)) if not _dominated(rows, k)]
+        out["oracle_undominated"] += max(undominated, default=0.0)
+        if _dominated(rows, best):
+            out["dominated"] += 1
+            out["dominated_points"] += rows[best][2] - max(undominated, default=0.0)
+    for key in ("oracle_any", "oracle_set", "oracle_undominated", "dominated_points"):
+        out[key] /= n
+    return out

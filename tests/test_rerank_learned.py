@@ -45,7 +45,7 @@ from rerank.methods import b4, codet, mbr_exec
 SOLUTIONS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
 TESTS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
 MATRIX_ONLY = tuple(f.name for f in FEATURES if f.needs in ("matrix", "sizes"))
-INVARIANT = ("codet_pct", "b4_pct", "rw_pct", "rw_score_rel", "codet_score_rel", "b4_posterior", "pool_share",
+INVARIANT = ("codet_pct", "b4_pct", "rw_pct", "rw_score_rel", "codet_score_rel", "b4_posterior", "b4_gap_per_test", "pool_share",
              "agreement_share", "tests_passed_share", "soft_agreement")
 """Features that must not change when every sample and every test occurrence is doubled."""
 """Features the reference outcomes support (they carry no output values)."""
@@ -221,15 +221,25 @@ def test_model_file_round_trip_and_errors(reference_pool: LabelledPool, tmp_path
 
 
 def test_shipped_model_reports_its_cross_validated_figures() -> None:
+    """The shipped model was trained across the 40 shapes of CodeT's pool and carries its
+    cross-validated figures per held-out shape: never below the better of CodeT and B4."""
     model = load_model(default_model_path())
     assert set(model.features) <= set(FEATURE_NAMES)
     assert model.training["tasks"] == 164
+    shapes = model.training["shapes"]
+    assert len(shapes["shapes"]) == 40 and len(shapes["seeds"]) >= 3
+    assert shapes["range"]["samples"] == [5, 100] and shapes["range"]["tests_per_generation"][0] == 1
     cv = model.cv
-    assert cv is not None and cv["folds"] == 5 and len(cv["seeds"]) >= 3
-    figures = next(iter(cv["pass@1"].values()))
-    assert {"original", "base", "plus"} <= set(figures)
-    for kind in ("original", "base", "plus"):
-        assert {LEARNED, "codet", "b4", "mbr-exec", "random"} <= set(figures[kind])
+    assert cv is not None and cv["shapes"]["folds"] == 5 and len(cv["shapes"]["seeds"]) >= 3
+    figures = cv["shapes"]["pass@1"]
+    assert set(figures) == set(shapes["shapes"])
+    for per_kind in figures.values():
+        assert {"original", "base", "plus"} <= set(per_kind)
+        row = per_kind["original"]
+        assert {LEARNED, "codet", "b4", "codet-rw", "mbr-exec", "random"} <= set(row)
+        assert row[LEARNED] >= max(row["codet"], row["b4"])
+    selection = cv["shapes"]["selection"]
+    assert selection["target"] == "100x100x5" and len(selection["chosen"]) == 15
 
 
 @pytest.fixture(scope="module")

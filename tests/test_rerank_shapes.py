@@ -184,3 +184,24 @@ def test_shape_folds_never_split_a_task(reference: SimpleNamespace, monkeypatch:
     assert {LEARNED, "codet", "b4", "codet-rw", "random", shape_cv.BEST_RULE} <= set(row)
     assert len(row[LEARNED]["seed_means"]) == 2
     assert row[shape_cv.BEST_RULE]["mean"] == max(row["codet"]["mean"], row["b4"]["mean"])
+
+
+def test_consensus_limits_on_hand_made_pools() -> None:
+    """Task 0: the correct program (1 sample) passes t0 only; a wrong one (2 samples) passes t0
+    and t1: its set dominates the correct one. Task 1: nothing correct. Task 2: the correct set
+    is the larger one."""
+    mats = [
+        TaskMatrix.build(task_id="T/0", solution_keys=["ok", "bad"], solution_counts=[1, 2], loaded=[True, True],
+                         test_keys=["t0", "t1"], test_counts=[1, 1], passed=[[1, 0], [1, 1]]),
+        TaskMatrix.build(task_id="T/1", solution_keys=["a"], solution_counts=[3], loaded=[True],
+                         test_keys=["t0"], test_counts=[1], passed=[[1]]),
+        TaskMatrix.build(task_id="T/2", solution_keys=["ok", "bad"], solution_counts=[3, 1], loaded=[True, True],
+                         test_keys=["t0"], test_counts=[1], passed=[[1], [0]]),
+    ]
+    truth = [TaskVerdicts(task_id=m.task_id, correct=np.array(c)) for m, c in
+             zip(mats, ([True, False], [False], [True, False]))]
+    lim = shape_cv.consensus_limits(mats, truth)
+    assert lim["tasks"] == 3 and lim["no_correct_loaded"] == 1
+    assert lim["oracle_any"] == pytest.approx(2 / 3) and lim["oracle_set"] == pytest.approx(2 / 3)
+    assert lim["dominated"] == 1 and lim["dominated_points"] == pytest.approx(1 / 3)
+    assert lim["oracle_undominated"] == pytest.approx(1 / 3)
