@@ -63,6 +63,8 @@ __all__ = [
     "load_model",
     "save_model",
     "default_model_path",
+    "shipped_model_path",
+    "SHIPPED_MODELS",
     "training_fingerprint",
     "model_shape_warnings",
     "MODEL_FORMAT",
@@ -453,9 +455,26 @@ def model_shape_warnings(model: LinearModel, matrices: Iterable[TaskMatrix]) -> 
     return shape_warnings(trained, matrices) if isinstance(trained, dict) else []
 
 
+SHIPPED_MODELS: dict[str, str] = {
+    "shapes": "codegen16b-humaneval.json",
+    "full": "codegen16b-humaneval-full.json",
+}
+"""The models shipped with the package (``docs/rerankers.md``): ``shapes`` (the default), trained
+across 40 shapes subsampled from CodeT's CodeGen-Mono-16B HumanEval pool; ``full``, the first
+model's configuration for pools of about that pool's shape (100 samples, 10 generations with
+tests, 4-5 tests each)."""
+
+
+def shipped_model_path(name: str = "shapes") -> Path:
+    """Path of a shipped model (:data:`SHIPPED_MODELS`), e.g. for ``rerank --model``."""
+    if name not in SHIPPED_MODELS:
+        raise TestgenError(f"no shipped model {name!r} (known: {', '.join(SHIPPED_MODELS)})")
+    return Path(str(resources.files("rerank") / "models" / SHIPPED_MODELS[name]))
+
+
 def default_model_path() -> Path:
-    """The model shipped with the package (trained on CodeT's CodeGen-Mono-16B HumanEval data)."""
-    return Path(str(resources.files("rerank") / "models" / "codegen16b-humaneval.json"))
+    """The model ``rerank --method learned`` uses without ``--model`` (the ``shapes`` one)."""
+    return shipped_model_path("shapes")
 
 
 _LOADED: dict[tuple[str, int], LinearModel] = {}

@@ -38,6 +38,7 @@ from rerank.learned import (
     load_model,
     ranking_from_scores,
     save_model,
+    shipped_model_path,
 )
 from rerank.matrix import TaskMatrix
 from rerank.methods import b4, codet, mbr_exec
@@ -240,6 +241,14 @@ def test_shipped_model_reports_its_cross_validated_figures() -> None:
         assert row[LEARNED] >= max(row["codet"], row["b4"])
     selection = cv["shapes"]["selection"]
     assert selection["target"] == "100x100x5" and len(selection["chosen"]) == 15
+    assert selection["limits"]["original"]["oracle_set"] > selection["summary"]["original"][LEARNED]["estimate"]
+    # the first model's configuration, for pools of CodeT's shape, records that shape
+    full = load_model(shipped_model_path("full"))
+    assert full.features == ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap", "log_behaviour_share")
+    assert full.training["shapes"]["shapes"] == ["100x100x5"]
+    assert full.training["shapes"]["range"]["samples"] == [100, 100]
+    with pytest.raises(TestgenError, match="no shipped model"):
+        shipped_model_path("nope")
 
 
 @pytest.fixture(scope="module")
