@@ -53,7 +53,7 @@ __all__ = [
     "build_matrices",
     "matrices_from_codet_outcomes",
     "codet_packing_compiles",
-    "test_authors",
+    "sg_authors",
     "CACHE_VERSION",
 ]
 
@@ -138,7 +138,7 @@ def prepare_task(task_id: str, entry_point: str, solutions: list[Solution], test
     )
 
 
-def test_authors(task: TaskInputs, solutions: list[Solution], tests: list[TestCase]) -> tuple[tuple[int, ...], ...] | None:
+def sg_authors(task: TaskInputs, solutions: list[Solution], tests: list[TestCase]) -> tuple[tuple[int, ...], ...] | None:
     """Self-generated tests (SG): per distinct test of ``task``, one entry per occurrence (in
     the order of ``tests``, as :attr:`TaskInputs.test_positions`): the distinct program whose
     sample was in the prompt of the occurrence's generation (``TestCase.solution_id``, matched

@@ -45,7 +45,7 @@ from rerank.build import (
     build_matrices,
     codet_packing_compiles,
     prepare_task,
-    test_authors,
+    sg_authors,
 )
 from rerank.inputs import TestSet, read_samples, read_tests
 from rerank.matrix import TaskMatrix
@@ -346,7 +346,7 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_
         )
         for task in inputs.prepared[ts.label]:
             # SG: which solution each test was written for (None for placeholder tests)
-            authors = test_authors(task, inputs.samples[task.task_id], ts.tests.get(task.task_id, []))
+            authors = sg_authors(task, inputs.samples[task.task_id], ts.tests.get(task.task_id, []))
             matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task, authors)
     return matrices
 
