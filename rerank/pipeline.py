@@ -45,6 +45,7 @@ from rerank.build import (
     build_matrices,
     codet_packing_compiles,
     prepare_task,
+    sg_authors,
 )
 from rerank.inputs import TestSet, read_samples, read_tests
 from rerank.matrix import TaskMatrix
@@ -207,7 +208,7 @@ class LoadedRun:
 
 def _learned_overlap(spec: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]], notify: Notify) -> dict[str, int]:
     """How many scored tasks the learned model was trained on (its figures there are in-sample)."""
-    from rerank.learned import default_model_path, load_model, training_fingerprint
+    from rerank.learned import default_model_path, load_model, model_shape_warnings, training_fingerprint
 
     model = load_model(spec.options.get("model") or default_model_path())
     prints = model.training.get("task_fingerprints") or {}
@@ -221,16 +222,19 @@ def _learned_overlap(spec: MethodSpec, matrices: Mapping[str, Mapping[str, TaskM
             notify(f"warning: {spec.name}: its model was trained on {same_task} of these {len(by_task)} tasks "
                    f"({same_pool} with this very pool): its figures there are in-sample, not a measure of "
                    f"how it generalises; see its cross-validated figures ('cv' in the model file)")
+        for line in model_shape_warnings(model, by_task.values()):
+            notify(f"warning: {spec.name} [{label}]: {line}; its picks there are untested (docs/rerankers.md)")
     return out
 
 
-def _with_sizes(matrix: TaskMatrix, task: TaskInputs) -> TaskMatrix:
+def _with_sizes(matrix: TaskMatrix, task: TaskInputs, authors: tuple[tuple[int, ...], ...] | None = None) -> TaskMatrix:
     from rerank.features import with_pool_info
 
     return with_pool_info(
         matrix,
         sizes=[len(s.completion if s.completion is not None else s.code) for s in task.first_solution],
         logprobs=[s.logprob for s in task.first_solution],
+        authors=authors,
     )
 
 
@@ -341,7 +345,9 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_
             notify=_labelled(notify, ts.label) if several else notify,
         )
         for task in inputs.prepared[ts.label]:
-            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task)
+            # SG: which solution each test was written for (None for placeholder tests)
+            authors = sg_authors(task, inputs.samples[task.task_id], ts.tests.get(task.task_id, []))
+            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task, authors)
     return matrices
 
 
