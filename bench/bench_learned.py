@@ -80,7 +80,7 @@ def _write_pool(root: Path, samples: int, generations: int) -> tuple[Path, Path]
 
 def pools_main(pools: Path, cache_dir: str) -> None:
     """The ``--pools`` mode (see the module docstring)."""
-    from rerank.cli import method_specs
+    from rerank.reranker import expand_methods
     from rerank.pipeline import RerankConfig, run
 
     codet = _data_dir() / "codet"
@@ -90,7 +90,7 @@ def pools_main(pools: Path, cache_dir: str) -> None:
                   codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz",
                   {"shorten_timeouts_after": 0, "codet_packing": False,
                    "verdicts": str(codet / "codet_reference_humaneval_verdicts_codegen16B.jsonl.gz")}))
-    methods = method_specs(("learned", "codet", "b4"), rw_p=0.8, rw_combine="both", b4_beta0=1e5, b4_alpha=1e3)
+    methods = expand_methods(("learned", "codet", "b4"))  # each with its documented defaults
     print(f"cpus={os.cpu_count()}; load average at the start: {os.getloadavg()}")
     for name, samples, tests, extra in cases:
         config = RerankConfig(samples=str(samples), tests=(("t", str(tests)),), methods=methods,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     POSITIVE_FLOAT,
     POSITIVE_INT,
     FriendlyCommand,

@@ -27,7 +27,7 @@ from testgen.backends import create_backend  # noqa: E402
 from testgen.backends.base import ChatMessage, Prompt, Sampling, cut_at_stop  # noqa: E402
 from testgen.backends.hf_backend import ForwardBatch, answer_ids, forward_batches  # noqa: E402
 from testgen.cli import cli  # noqa: E402
-from testgen.extraction import extract_tests  # noqa: E402
+from evaluation.extraction import extract_tests  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_architectures import ARCHITECTURES, REMOTE_CODE, TinyArchitecture, build_tiny  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.cli_common import run_cli
+from commandline import run_cli
 from evaluation.datasets import load_dataset
 from evaluation.io import read_jsonl, write_jsonl
 from rerank.cli import main, rerank_cmd

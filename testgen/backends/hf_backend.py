@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evaluation.errors import TestgenError
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
 
 __all__ = ["HFBackend", "HFOptions", "ForwardBatch", "forward_batches", "architecture_support", "ArchitectureSupport"]
 
@@ -171,6 +171,9 @@ class HFBackend(Backend):
 
     name = "hf"
     Options = HFOptions
+    # seeded once per batch: a resumed run would sample other text than an uninterrupted one
+    capabilities = Capabilities(needs_model=True, batch=True, resumable=False, requires=("torch", "transformers"),
+                                weights="transformers")
     runtime_options = frozenset({"device", "batch_size"})
 
     def __init__(self, *, model: str, options: HFOptions) -> None:

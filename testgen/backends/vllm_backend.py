@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["VLLMBackend", "VLLMOptions"]
 
@@ -192,6 +192,7 @@ class VLLMBackend(Backend):
 
     name = "vllm"
     Options = VLLMOptions
+    capabilities = Capabilities(needs_model=True, batch=True, requires=("vllm",), weights="vllm")
     # data_parallel_size changes which copy of the same engine answers a prompt, not the model,
     # the sampling or the seeds (like batch_hint, which changes how prompts are batched)
     runtime_options = frozenset(

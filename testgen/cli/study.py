@@ -1,15 +1,14 @@
 """``testgen study SPEC.toml --out DIR``: the paper's whole study (many models, four settings, two
 datasets, Table 1 sampling and Table 5 reranking) from one spec file, then its tables.
 
-A thin layer over :mod:`testgen.study` (Xiong, Guo, Chen, arXiv 2310.05727): parse the spec
-(:func:`~testgen.study.spec.load_spec`), build the step graph (:func:`~testgen.study.plan.build_plan`),
-run what is not done (:func:`~testgen.study.runner.run_plan`), write the report
-(:func:`~testgen.study.report.write_study_report`). See ``docs/study.md``.
+A thin layer over :func:`testgen.commands.run_study.study` (Xiong, Guo, Chen, arXiv 2310.05727):
+``--dry-run`` lists the plan's steps, ``--check`` runs the preflight alone
+(:mod:`testgen.study.check`, also run before every study); otherwise the study runs with a live
+view of its steps. See ``docs/study.md``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -17,25 +16,9 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_FLOAT, POSITIVE_INT
+from commandline import POSITIVE_FLOAT, POSITIVE_INT
 
-__all__ = ["study", "open_study", "STUDY_FILE"]
-
-STUDY_FILE = "study.json"
-"""Written into the study folder: the spec's path and text, so ``testgen report DIR`` can re-plan it."""
-
-
-def open_study(out: Path) -> Any:
-    """The plan of the study in folder ``out`` (from its ``study.json``)."""
-    from evaluation.errors import TestgenError
-    from testgen.study.plan import build_plan
-    from testgen.study.spec import parse_spec
-
-    path = out / STUDY_FILE
-    if not path.is_file():
-        raise TestgenError(f"{out}: not a study folder (no {STUDY_FILE}; run 'testgen study SPEC --out {out}')")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return build_plan(parse_spec(data["text"], data["spec"]))
+__all__ = ["study"]
 
 
 def _describe(step: Any) -> str:
@@ -85,48 +68,59 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     """
     from rich.console import Console
 
-    from testgen.study.plan import build_plan
-    from testgen.study.report import write_study_report
-    from testgen.study.runner import run_plan, step_status
-    from testgen.study.spec import load_spec
+    from testgen.commands.run_study import plan_study
 
-    spec = load_spec(spec_file)
-    plan = build_plan(spec)
-    if only is not None:
-        plan = plan.only(only)
     out = out or Path("runs") / spec_file.stem
-    console = Console(stderr=True, highlight=False)
+    plan = plan_study(spec_file, only=only)
     if check_only or not dry_run:
-        _preflight(spec, plan, gpu_memory, show=check_only)
+        _preflight(plan.spec, plan, gpu_memory, show=check_only)
         if check_only:
             return
     if dry_run:
-        counts: dict[str, int] = {}
-        for step in plan.steps:
-            st = step_status(step, out)
-            counts[st.state] = counts.get(st.state, 0) + 1
-            detail = f"  [{step.blocked}]" if step.blocked else ""
-            click.echo(f"{st.state:8} {step.kind:9} {_describe(step)}{detail}")
-            if step.argv and step.kind not in ("report", "build"):
-                click.echo(f"{'':18}{' '.join(step.argv).replace('{dir}', step.dir)}")
-        click.echo(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" ({len(plan.steps)} steps, {out})")
+        _dry_run(plan, out)
         return
-    out.mkdir(parents=True, exist_ok=True)
-    (out / STUDY_FILE).write_text(json.dumps({"spec": str(spec_file.resolve()),
-                                              "text": spec_file.read_text(encoding="utf-8")}, indent=1) + "\n",
-                                  encoding="utf-8")
+    console = Console(stderr=True, highlight=False)
     show = sys.stderr.isatty() if progress is None else progress
-    total = len(plan.steps)
-    finished = 0
-    failed: list[str] = []
     t0 = time.perf_counter()
-    started: dict[str, float] = {}
+    run = _run_with_progress(spec_file, out, only, jobs, console, show)
+    result = run.result
+    blocked = sorted(set(result.blocked.values()))
+    click.echo(f"{out}: {len(result.ran)} steps ran, {len(result.skipped)} already done, "
+               f"{len(result.blocked)} not run, {len(result.failed)} failed ({time.perf_counter() - t0:.1f} s); "
+               f"report: {out / 'report' / 'index.html'}")
+    for reason in blocked:
+        click.echo(f"  {sum(1 for r in result.blocked.values() if r == reason)} step(s) {reason}", err=True)
+    if result.failed:
+        from evaluation.errors import RunFailure
 
-    def report(step: Any, folder: Path) -> None:
-        write_study_report(plan, folder, failed=failed)
+        raise RunFailure(f"{len(result.failed)} step(s) failed, e.g. {next(iter(result.failed.items()))[0]}: "
+                         f"{next(iter(result.failed.values()))}; run the same command to retry them")
 
+
+def _dry_run(plan: Any, out: Path) -> None:
+    """List the steps, which are done, and the command of each."""
+    from testgen.study.runner import step_status
+
+    counts: dict[str, int] = {}
+    for step in plan.steps:
+        st = step_status(step, out)
+        counts[st.state] = counts.get(st.state, 0) + 1
+        detail = f"  [{step.blocked}]" if step.blocked else ""
+        click.echo(f"{st.state:8} {step.kind:9} {_describe(step)}{detail}")
+        if step.argv and step.kind not in ("report", "build"):
+            click.echo(f"{'':18}{' '.join(step.argv).replace('{dir}', step.dir)}")
+    click.echo(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" ({len(plan.steps)} steps, {out})")
+
+
+def _run_with_progress(spec_file: Path, out: Path, only: str | None, jobs: int, console: Any, show: bool) -> Any:
+    """The study, run with a live view (a bar per running step) or one line per step."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from testgen.commands.run_study import plan_study, study as run_study
+
+    total = len(plan_study(spec_file, only=only).steps)
+    finished = 0
+    started: dict[str, float] = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, disable=not show, transient=False) as bar:
         overall = bar.add_task("study", total=total)
@@ -149,20 +143,8 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
             if event == "done":
                 console.print(f"[{finished}/{total}] done    {_describe(step)} ({secs:.1f} s)")
             elif event == "fail":
-                failed.append(step.id)
                 console.print(f"[{finished}/{total}] [red]FAILED[/red]  {_describe(step)}: {detail}")
             elif event == "blocked" and show:
                 bar.console.print(f"[{finished}/{total}] skip    {_describe(step)}: {detail}")
 
-        result = run_plan(plan, out, jobs=jobs, report=report, on_event=on_event)
-    blocked = sorted(set(result.blocked.values()))
-    click.echo(f"{out}: {len(result.ran)} steps ran, {len(result.skipped)} already done, "
-               f"{len(result.blocked)} not run, {len(result.failed)} failed ({time.perf_counter() - t0:.1f} s); "
-               f"report: {out / 'report' / 'index.html'}")
-    for reason in blocked:
-        click.echo(f"  {sum(1 for r in result.blocked.values() if r == reason)} step(s) {reason}", err=True)
-    if result.failed:
-        from evaluation.errors import RunFailure
-
-        raise RunFailure(f"{len(result.failed)} step(s) failed, e.g. {next(iter(result.failed.items()))[0]}: "
-                         f"{next(iter(result.failed.values()))}; run the same command to retry them")
+        return run_study(spec_file, out, only=only, jobs=jobs, on_event=on_event)

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluation.errors import TestgenError
+from testgen.backends.base import Capabilities
 from testgen.study.checkpoints import (
     Shape,
     architecture,
@@ -75,10 +76,27 @@ FORMULA = ("weights = parameters x dtype bytes; KV/token = 2 x layers x kv_heads
            "[+ sequences x heads x prompt^2 x 4 where attention scores are materialised] + 1 GiB; "
            "vllm: weights + max_model_len x KV/token + 1 GiB")
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
-_NO_WEIGHTS = {"openai": "served by an API: nothing to load here", "replay": "replays a file: nothing to load",
-               "human": "the datasets' own tests: nothing to load", "fake": "no model"}
-"""Built-in backends without weights. (Issue 30 moves what a backend can load into its declared
-capabilities; until then the two that load checkpoints are checked by :data:`_SUPPORT`.)"""
+
+
+def _no_weights(caps: Capabilities) -> str | None:
+    """Why a backend has nothing to load here (its declared capabilities), or ``None`` when it loads
+    a checkpoint, or does not say."""
+    if caps.weights != "none":
+        return None
+    if caps.needs_server:
+        return "served by an API: nothing to load here"
+    if caps.replays:
+        return "replays a file: nothing to load"
+    if caps.dataset_tests:
+        return "the datasets' own tests: nothing to load"
+    return "no model"
+
+
+def _capabilities(backend: str) -> Capabilities | None:
+    """What backend ``backend`` declares (``None`` for a name no backend has: its check says so)."""
+    from testgen.backends import BACKENDS, backend_capabilities
+
+    return backend_capabilities(backend) if backend in BACKENDS else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,7 +239,8 @@ def _vllm_fallback(arch: str, where: str) -> dict[str, Any]:
                                           "interface vLLM's Transformers backend needs: use the hf backend"}
 
 
-_SUPPORT: dict[str, Callable[[Mapping[str, Any], Any], Support]] = {"hf": hf_support, "vllm": vllm_support}
+_SUPPORT: dict[str, Callable[[Mapping[str, Any], Any], Support]] = {"transformers": hf_support, "vllm": vllm_support}
+"""Which library loads a backend's checkpoint (:attr:`~testgen.backends.base.Capabilities.weights`) -> its check."""
 
 
 # --- memory ------------------------------------------------------------------------------------
@@ -260,8 +279,8 @@ def vllm_memory(options: Any, s: Shape, params: int) -> tuple[int, int, str]:
             f"(KV/token {kv_bytes_per_token(s, dtype) / 1024:.0f} KiB; vLLM fills the rest with KV cache)")
 
 
-def _fits(need: int, options: Any, backend: str, gpu_bytes: int | None) -> tuple[Status, str]:
-    fraction = float(getattr(options, "gpu_memory_utilization", 1.0)) if backend == "vllm" else 1.0
+def _fits(need: int, options: Any, weights: str | None, gpu_bytes: int | None) -> tuple[Status, str]:
+    fraction = float(getattr(options, "gpu_memory_utilization", 1.0)) if weights == "vllm" else 1.0
     if gpu_bytes is not None:
         if need > fraction * gpu_bytes:
             return "cannot load", f"needs {_gib(need)}, more than {fraction:g} x this GPU's {_gib(gpu_bytes)}"
@@ -291,12 +310,13 @@ def check_model(spec: StudySpec, m: ModelSpec, *, gpu_bytes: int | None = None) 
         backend = BACKENDS.get(m.backend).create(model=checkpoint, options=dict(m.options))
     except (TestgenError, ValueError, TypeError) as exc:
         return ModelCheck(**base, status="cannot load", notes=(f"{exc}",))
-    if m.backend in _NO_WEIGHTS:
-        return ModelCheck(**base, status="ok", notes=(_NO_WEIGHTS[m.backend],))
+    caps = backend.capabilities
+    if _no_weights(caps) is not None:
+        return ModelCheck(**base, status="ok", notes=(str(_no_weights(caps)),))
     if m.build is not None and not Path(checkpoint).is_dir():
         return ModelCheck(**base, status="ok", architecture=m.build,
                           notes=(f"built by the study ({m.build}) into the study folder when absent",))
-    support_of = _SUPPORT.get(m.backend)
+    support_of = _SUPPORT.get(caps.weights or "")
     if support_of is None:
         return ModelCheck(**base, status="unverified", notes=(f"the {m.backend} backend declares no architecture check",))
     config, source, note = read_config(checkpoint)
@@ -315,12 +335,12 @@ def check_model(spec: StudySpec, m: ModelSpec, *, gpu_bytes: int | None = None) 
     if params is None or s is None:
         notes.append("memory not estimated (sizes missing from config.json)" if s is None else "memory not estimated")
         return ModelCheck(**base, **found, status=_worst(status, "unverified"), parameters=params, notes=tuple(notes))
-    if m.backend == "hf":
+    if caps.weights == "transformers":
         need, dtype, how = hf_memory(backend.options, s, params, calls(spec, m), eager=eager_attention(config))
     else:
         need, dtype, how = vllm_memory(backend.options, s, params)
-    on_cpu = m.backend == "hf" and backend.options.device == "cpu"
-    fit: tuple[Status, str] = ("ok", "") if on_cpu else _fits(need, backend.options, m.backend, gpu_bytes)
+    on_cpu = caps.weights == "transformers" and backend.options.device == "cpu"
+    fit: tuple[Status, str] = ("ok", "") if on_cpu else _fits(need, backend.options, caps.weights, gpu_bytes)
     fit_status, fit_note = fit
     if fit_note:
         notes.append(fit_note)
@@ -388,12 +408,13 @@ def check_spec(spec: StudySpec, *, models: Collection[str] | None = None, gpu_gi
     """The preflight of every model of ``spec`` (or of ``models``), compared with a GPU of
     ``gpu_gib`` GiB, else the visible one, else (not failing) an 80 GiB one."""
     chosen = [m for m in spec.models if models is None or m.name in models]
-    needs_gpu = any(m.backend in _SUPPORT for m in chosen)
+    weights = [(c.weights if c is not None else None) for c in map(_capabilities, (m.backend for m in chosen))]
+    needs_gpu = any(w in _SUPPORT for w in weights)
     gpu = int(gpu_gib * GIB) if gpu_gib is not None else (visible_gpu_bytes() if needs_gpu else None)
     env = []
     if offline():
         env.append("offline: no config.json is downloaded")
-    if needs_gpu and importlib.util.find_spec("vllm") is None and any(m.backend == "vllm" for m in chosen):
+    if needs_gpu and importlib.util.find_spec("vllm") is None and "vllm" in weights:
         env.append("vllm not installed: architectures checked against vLLM's registry as recorded in testgen")
     if needs_gpu:
         env.append(f"GPU: {_gib(gpu)}" + (" (--gpu-memory)" if gpu_gib is not None else " (visible)") if gpu is not None
