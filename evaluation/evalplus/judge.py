@@ -4,10 +4,11 @@ judged input by input in its worker by :class:`SplitJudge` (see :mod:`evaluation
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import pickle
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evaluation.datasets import Dataset
@@ -41,6 +42,13 @@ class Status(str, enum.Enum):
 
 
 _PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3  # Outcome indices of the executor's judge protocol
+
+
+def _time_limit_detail(limit: float) -> str:
+    """What a call past its limit is said to have done, however it was stopped (the judge on
+    the measured time, the wrapper's alarm, the executor's deadline): no measured time in it,
+    so that a record does not change from run to run."""
+    return f"time limit exceeded ({limit:.2f}s CPU)"
 
 
 def _has_special_oracle(kind: str, entry_point: str) -> bool:
@@ -90,10 +98,10 @@ class SplitJudge:
     def __call__(self, call_args: Sequence[Any], value: Any, duration: float, expected: Any) -> tuple[int, str]:
         limit, want = expected
         if duration > limit:
-            return _FAIL_CODE, f"timeout ({duration:.2f}s > {limit:.2f}s)"
+            return _FAIL_CODE, _time_limit_detail(limit)
         self.spent += duration
         if self.spent > self.cap:
-            return _TIMEOUT_CODE, f"split time {self.spent:.1f}s > cap {self.cap:.1f}s"
+            return _TIMEOUT_CODE, f"split time over its cap of {self.cap:.1f}s"
         inp = tuple(call_args[1:])
         got_digest = isinstance(value, tuple) and len(value) == 4 and value[0] == "#"
         if got_digest or isinstance(want, tuple):
@@ -138,6 +146,37 @@ class _SplitPlan:
     judge sees the measured time); the load may take up to the split cap."""
     cost: float
     """Reference seconds of the split (for scheduling the heaviest jobs first)."""
+    input_limits: tuple[float, ...]
+    """Each input's time limit, CPU seconds."""
+    cap: float
+    """The split cap (:meth:`TimeLimits.split_cap`)."""
+
+    def near_limit(self, res: Any, margin: float) -> bool:
+        """Whether a run of this split came within ``margin`` of a limit: a call that used at
+        least ``(1 - margin)`` of its limit or was stopped by a deadline, or a total within
+        ``margin`` of the split cap. Its verdict could then depend on the load beside it."""
+        if margin <= 0:
+            return False
+        spent = 0.0
+        for r, limit in zip(res.results, self.input_limits):
+            if r.outcome is Outcome.ERROR and r.detail.startswith("not run:"):
+                break
+            if r.outcome is Outcome.TIMEOUT or r.duration >= (1.0 - margin) * limit:
+                return True
+            spent += r.duration
+        return spent >= (1.0 - margin) * self.cap
+
+    def stretched(self, margin: float) -> _SplitPlan:
+        """The same split with every call allowed ``(1 + margin) x`` its limit by the wrapper's
+        alarm and the executor's deadline, so that the real CPU time of a call just past its
+        limit is measured; the judge still compares it with the limit itself."""
+        from evaluation.executor import CallTest
+
+        factor = 1.0 + margin
+        tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * factor, *t.args[1:]), expected=t.expected)
+                      for t in self.tests)
+        limits = replace(self.limits, timeout=max(self.input_limits, default=1.0) * factor + 0.25)
+        return replace(self, tests=tests, limits=limits)
 
 
 def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:
@@ -152,7 +191,7 @@ def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) 
     return _SplitPlan(tests=tests, judge_args=(kind, tt.entry_point, tt.atol, cap),
                       limits=Limits(timeout=max(limits, default=1.0) + 0.25, load_timeout=cap,
                                     memory_mb=cfg.memory_mb, value_bytes=64 * 1024 * 1024),
-                      cost=sum(times))
+                      cost=sum(times), input_limits=tuple(limits), cap=cap)
 
 
 @dataclass(kw_only=True)
@@ -169,7 +208,7 @@ class _Progress:
     """Call time per split that any input order must spend: all calls of a passing split,
     the failing call of a failed one (all calls past the split cap)."""
 
-    def absorb(self, split: str, res: Any) -> None:
+    def absorb(self, split: str, res: Any, input_limits: Sequence[float]) -> None:
         ran = [r for r in res.results if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))]
         self.seconds[split] = sum(r.duration for r in ran)
         if res.load_error:
@@ -181,7 +220,11 @@ class _Progress:
             if r.outcome is not Outcome.PASSED:
                 capped = r.outcome is Outcome.TIMEOUT
                 self.status[split] = Status.TIMEOUT if capped else Status.FAIL
-                self.detail[split] = f"{split} input {i}: {r.detail or r.outcome.value}"[:500]
+                limit = input_limits[i] if i < len(input_limits) else 0.0
+                why = r.detail or r.outcome.value
+                if not capped and r.outcome is not Outcome.FAILED and limit and r.duration >= limit:
+                    why = _time_limit_detail(limit)  # the wrapper's alarm, however the program took it
+                self.detail[split] = f"{split} input {i}: {why}"[:500]
                 self.decisive[split] = self.seconds[split] if capped else r.duration
                 return
         self.status[split] = Status.PASS
@@ -198,6 +241,7 @@ def evaluate_solutions(
     progress: Callable[[int, int], None] | None = None,
     engine: EngineChoice | None = None,
     propertyeval: PbtSuite | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
@@ -214,6 +258,9 @@ def evaluate_solutions(
     usable inputs passes it vacuously). ``extra["pbt"]`` is then the "+pbt" verdict: base, plus
     and the PropertyEval inputs all pass; ``extra["pbt_status"]`` the split's own status (``None``
     when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
+
+    A split whose run came near a time limit is run again alone and judged on that run
+    (``time_limits.recheck_margin``); ``notify`` hears how many were.
     """
     from evaluation.dedup import behaviour_key
 
@@ -225,14 +272,36 @@ def evaluate_solutions(
             continue
         by_program.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
     states = [_Progress(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
-    _run_splits(states, gt, cfg, propertyeval=propertyeval, engine=engine, workers=workers, progress=progress)
+    _run_splits(states, gt, cfg, propertyeval=propertyeval, engine=engine, workers=workers, progress=progress,
+                notify=notify)
     return _verdicts(states, list(by_program.values()), propertyeval)
 
 
+def _rechecked(executor: Any, jobs: list[Any], plan_of: Callable[[Any], _SplitPlan], margin: float,
+               near: list[Any]) -> Iterator[Any]:
+    """Each job's result, where a run near a time limit (:meth:`_SplitPlan.near_limit`) is
+    replaced by a second run of the job alone, allowed ``(1 + margin) x`` its limits.
+
+    The first runs go through the executor together; the second runs one at a time after
+    them, so no other program of this evaluation computes beside one (on a loaded machine a
+    program's measured CPU time grows with what runs beside it: caches, memory bandwidth,
+    the hypervisor). ``near`` receives the jobs run again, in order."""
+    for res in executor.run(jobs):
+        if plan_of(jobs[res.index]).near_limit(res, margin):
+            near.append(jobs[res.index])
+        else:
+            yield res
+    for job in near:
+        plan = plan_of(job).stretched(margin)
+        yield from executor.run([replace(job, tests=plan.tests, limits=plan.limits)])
+
+
 def _run_splits(states: list[_Progress], gt: GroundTruth, cfg: TimeLimits, *, propertyeval: PbtSuite | None,
-                engine: EngineChoice | None, workers: int | None, progress: Callable[[int, int], None] | None) -> None:
+                engine: EngineChoice | None, workers: int | None, progress: Callable[[int, int], None] | None,
+                notify: Callable[[str], None] | None = None) -> None:
     """Each distinct program's splits in the executor, base first, plus (and pbt) only for the
-    programs that pass base; each split of a program one job, judged input by input in the worker."""
+    programs that pass base; each split of a program one job, judged input by input in the worker;
+    a run near a time limit is decided by a second run alone (:func:`_rechecked`)."""
     from evaluation.executor import Job
     from evaluation.executor.engine import open_engine
 
@@ -253,6 +322,9 @@ def _run_splits(states: list[_Progress], gt: GroundTruth, cfg: TimeLimits, *, pr
             plans[(st.task_id, split)] = plan
         return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
                    judge_args=plan.judge_args, dedup="exact", tag=(index, split))  # deduplicated above
+
+    def plan_of(split: str, job: Any) -> _SplitPlan:
+        return plans[(states[job.tag[0]].task_id, split)]
 
     def has_pbt(task_id: str) -> bool:
         return propertyeval is not None and task_id in propertyeval.tasks and propertyeval.tasks[task_id].usable
@@ -277,13 +349,17 @@ def _run_splits(states: list[_Progress], gt: GroundTruth, cfg: TimeLimits, *, pr
             jobs = [job(i, split) for i in todo]
             # Heaviest first, so the last jobs of the round are short and both workers finish together.
             jobs.sort(key=lambda j: -plans[(states[j.tag[0]].task_id, split)].cost)
-            for res in executor.run(jobs):
+            near: list[Any] = []
+            for res in _rechecked(executor, jobs, functools.partial(plan_of, split), cfg.recheck_margin, near):
                 st = states[res.tag[0]]
-                st.absorb(split, res)
+                st.absorb(split, res, plans[(st.task_id, split)].input_limits)
                 if split == splits[-1] or (split == "base" and st.status[split] is not Status.PASS):
                     finished += 1
                     if progress:
                         progress(finished, total)
+            if near and notify:
+                notify(f"{split}: {len(near)} program(s) within {cfg.recheck_margin:.0%} of a time limit "
+                       f"run again alone, verdicts from that run")
 
 
 def _verdicts(states: Sequence[_Progress], groups: Sequence[list[Solution]], propertyeval: PbtSuite | None

@@ -244,7 +244,8 @@ def _judge_on_inputs(config: EvaluateConfig, dataset: Dataset, sols: Sequence[So
            f"ground truth of {len(truth.tasks):,} tasks: computed in {truth.seconds:.1f} s, cached in {truth.cache_file}")
     suite = _propertyeval(config, dataset, present, strategies, progress, notify) if strategies is not None else None
     return evaluate_solutions(dataset, sols, workers=config.workers, time_limits=config.time_limits, truth=truth,
-                              engine=config.engine, propertyeval=suite, progress=progress("distinct programs"))
+                              engine=config.engine, propertyeval=suite, progress=progress("distinct programs"),
+                              notify=notify)
 
 
 def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], strategies: Any,
