@@ -44,6 +44,10 @@ class Status(str, enum.Enum):
 _PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3  # Outcome indices of the executor's judge protocol
 
 
+_WRAPPER_ALARM = "TimeoutError: time limit"
+"""The detail of a call the wrapper's CPU-time alarm stopped (see :func:`_program_for`)."""
+
+
 def _time_limit_detail(limit: float) -> str:
     """What a call past its limit is said to have done, however it was stopped (the judge on
     the measured time, the wrapper's alarm, the executor's deadline): no measured time in it,
@@ -222,8 +226,12 @@ class _Progress:
                 self.status[split] = Status.TIMEOUT if capped else Status.FAIL
                 limit = input_limits[i] if i < len(input_limits) else 0.0
                 why = r.detail or r.outcome.value
-                if not capped and r.outcome is not Outcome.FAILED and limit and r.duration >= limit:
-                    why = _time_limit_detail(limit)  # the wrapper's alarm, however the program took it
+                alarm = r.outcome is Outcome.ERROR and r.detail == _WRAPPER_ALARM
+                if not capped and r.outcome is not Outcome.FAILED and limit and (alarm or r.duration >= limit):
+                    # The wrapper's alarm (the kernel fires it on its tick-sampled account of CPU
+                    # time: the measured time may be a little short of the limit), or a call that
+                    # ended otherwise past its limit (a program that caught the alarm's exception).
+                    why = _time_limit_detail(limit)
                 self.detail[split] = f"{split} input {i}: {why}"[:500]
                 self.decisive[split] = self.seconds[split] if capped else r.duration
                 return
