@@ -15,6 +15,7 @@ from commandline import (
     DatasetName,
     dataset_path_option,
     engine_options,
+    existing_path,
     notice,
     timeout_option,
     workers_option,
@@ -31,7 +32,7 @@ def _pct(x: Any) -> str:
 
 
 @click.command(name="eval")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_dir", type=existing_path(file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default RUN_DIR/eval).")
 @click.option("--tests-per-generation", "-k", type=NON_NEGATIVE_INT, default=None,
@@ -47,7 +48,7 @@ def _pct(x: Any) -> str:
 @click.option("--verdicts/--no-verdicts", "want_verdicts", default=None,
               help="Judge the prompt's code (HumanEval+/MBPP+ plus, MBPP's asserts) for the Table 4 split; "
                    "default on for self.")
-@click.option("--verdicts-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--verdicts-file", type=existing_path(dir_okay=False, path_type=Path), default=None,
               help="Verdicts JSONL (solution_id, plus; base where plus is null), e.g. from 'testgen evaluate', "
                    "instead of judging.")
 @click.option("--reference-dataset", type=DatasetName(), default=None,
@@ -63,7 +64,7 @@ def _pct(x: Any) -> str:
               help="CPU seconds per test on a mutant (running out of it kills the mutant).")
 @click.option("--mutation-shorten-after", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="After a mutant ran out of time on N tests, its other tests get 0.01 s (0: never).")
-@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--propertyeval", "propertyeval_path", type=existing_path(path_type=Path), default=None,
               help="With --mutation on HumanEval+: a PropertyEval snapshot (directory or tarball) whose inputs also "
                    "judge which mutants are equivalent (docs/mutation.md).")
 @click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
