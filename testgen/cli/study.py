@@ -73,6 +73,9 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     out = out or Path("runs") / spec_file.stem
     plan = plan_study(spec_file, only=only)
     if check_only or not dry_run:
+        from testgen.study.sources import check_sources
+
+        check_sources(plan, out)  # a bad replayed file: one line naming the spec's line and the file's
         _preflight(plan.spec, plan, gpu_memory, show=check_only)
         if check_only:
             return

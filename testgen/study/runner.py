@@ -194,7 +194,7 @@ Event = Callable[[str, Step, str], None]
 """``(event, step, detail)``: ``start``, ``done``, ``skip``, ``fail``, ``blocked``."""
 
 
-def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step, Path], None]) -> None:
+def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step, Path], bool]) -> None:
     folder = out / step.dir
     if step.kind == "build":
         from testgen.study.tiny import build_tiny_gpt2
@@ -202,8 +202,10 @@ def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step
         build_tiny_gpt2(folder)
         return
     if step.kind == "report":
-        report(step, out)
-        _write_atomic(folder / "done.json", {"key": step.key, "step": step.id})
+        if report(step, out):
+            _write_atomic(folder / "done.json", {"key": step.key, "step": step.id})
+        else:  # written marked incomplete: not done, so the next run writes it again
+            (folder / "done.json").unlink(missing_ok=True)
         return
     if step.restart and folder.exists():
         shutil.rmtree(folder)
@@ -231,12 +233,18 @@ class _StepFailed(Exception):
 
 
 def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
-             report: Callable[[Step, Path], None], on_event: Event | None = None) -> StudyResult:
+             report: Callable[[Step, Path], bool], on_event: Event | None = None) -> StudyResult:
     """Run every step of ``plan`` not yet done in ``out``, up to ``jobs`` at a time, dependencies first.
 
     A failed step is recorded and the steps that read it are not run; the others go on. The report
-    step always runs when anything else ran or its key changed.
+    step always runs when anything else ran or its key changed; ``report`` returns whether the
+    report is complete (only then is the report step done). Before the first other step starts,
+    a report already in ``out`` is marked out of date
+    (:func:`~testgen.study.report_state.mark_out_of_date`): a run stopped by a signal leaves no
+    report that passes for its own.
     """
+    from testgen.study.report_state import mark_out_of_date
+
     out_dir = Path(out).resolve()
     lock = _Lock(out_dir)
     emit = on_event or (lambda event, step, detail: None)
@@ -249,6 +257,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     pending = list(plan.steps)
     running: dict[Future[None], Step] = {}
     mutex = threading.Lock()
+    marked = False
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             while pending or running:
@@ -263,9 +272,11 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                         continue
                     pending.remove(step)
                     progressed = True
-                    bad = next((d for d in step.deps if state[d] == "failed"), None)
+                    # A step whose input failed or was not run is not run either (it would fail on
+                    # the missing file, or worse, read an old one).
+                    bad = next((d for d in step.deps if state[d] in ("failed", "blocked")), None)
                     if step.blocked or (bad is not None and step.kind != "report"):
-                        why = step.blocked or f"not run: {bad} failed"
+                        why = step.blocked or f"not run: {bad} {'failed' if state[bad] == 'failed' else 'was not run'}"
                         state[step.id] = "blocked"
                         result.blocked[step.id] = why
                         emit("blocked", step, why)
@@ -280,6 +291,9 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                         pending.insert(0, step)
                         progressed = False
                         break
+                    if not marked and step.kind != "report":
+                        mark_out_of_date(out_dir)
+                        marked = True
                     emit("start", step, "")
                     running[pool.submit(_run_step, step, out_dir, env, report)] = step
                 if running and not progressed:
