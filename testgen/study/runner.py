@@ -276,7 +276,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                     # the missing file, or worse, read an old one).
                     bad = next((d for d in step.deps if state[d] in ("failed", "blocked")), None)
                     if step.blocked or (bad is not None and step.kind != "report"):
-                        why = step.blocked or f"not run: {bad} {'failed' if state[bad] == 'failed' else 'was not run'}"
+                        how = "failed" if bad is not None and state[bad] == "failed" else "was not run"
+                        why = step.blocked or f"not run: {bad} {how}"
                         state[step.id] = "blocked"
                         result.blocked[step.id] = why
                         emit("blocked", step, why)
