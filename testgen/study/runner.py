@@ -232,16 +232,25 @@ class _StepFailed(Exception):
     pass
 
 
+def _not_run(step: Step, state: dict[str, str]) -> str | None:
+    """Why ``step`` is not run: its plan says so, or (the report aside) a step it reads failed or
+    was not run (it would fail on the missing file, or worse, read an old one)."""
+    if step.blocked:
+        return step.blocked
+    bad = next((d for d in step.deps if state[d] in ("failed", "blocked")), None)
+    if bad is None or step.kind == "report":
+        return None
+    return f"not run: {bad} {'failed' if state[bad] == 'failed' else 'was not run'}"
+
+
 def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
              report: Callable[[Step, Path], bool], on_event: Event | None = None) -> StudyResult:
     """Run every step of ``plan`` not yet done in ``out``, up to ``jobs`` at a time, dependencies first.
 
     A failed step is recorded and the steps that read it are not run; the others go on. The report
-    step always runs when anything else ran or its key changed; ``report`` returns whether the
-    report is complete (only then is the report step done). Before the first other step starts,
-    a report already in ``out`` is marked out of date
-    (:func:`~testgen.study.report_state.mark_out_of_date`): a run stopped by a signal leaves no
-    report that passes for its own.
+    step always runs when anything else ran or its key changed; ``report`` says whether it is
+    complete (only then is it done). A report already in ``out`` is first marked out of date when
+    other steps are to run (:mod:`testgen.study.report_state`).
     """
     from testgen.study.report_state import mark_out_of_date
 
@@ -257,7 +266,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     pending = list(plan.steps)
     running: dict[Future[None], Step] = {}
     mutex = threading.Lock()
-    marked = False
+    if any(s.kind != "report" and s.blocked is None and step_status(s, out_dir).state != "done" for s in plan.steps):
+        mark_out_of_date(out_dir)  # steps will run: until the report is written again, it is not theirs
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             while pending or running:
@@ -272,12 +282,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                         continue
                     pending.remove(step)
                     progressed = True
-                    # A step whose input failed or was not run is not run either (it would fail on
-                    # the missing file, or worse, read an old one).
-                    bad = next((d for d in step.deps if state[d] in ("failed", "blocked")), None)
-                    if step.blocked or (bad is not None and step.kind != "report"):
-                        how = "failed" if bad is not None and state[bad] == "failed" else "was not run"
-                        why = step.blocked or f"not run: {bad} {how}"
+                    why = _not_run(step, state)
+                    if why is not None:
                         state[step.id] = "blocked"
                         result.blocked[step.id] = why
                         emit("blocked", step, why)
@@ -292,9 +298,6 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                         pending.insert(0, step)
                         progressed = False
                         break
-                    if not marked and step.kind != "report":
-                        mark_out_of_date(out_dir)
-                        marked = True
                     emit("start", step, "")
                     running[pool.submit(_run_step, step, out_dir, env, report)] = step
                 if running and not progressed:
