@@ -138,6 +138,12 @@ class SplitJudge:
         return (_PASS_CODE, "") if ok else (_FAIL_CODE, "wrong output")
 
 
+_RECHECK_DEADLINE = 4.0
+"""A split run again near a limit gets an executor deadline this many times its longest
+stretched limit (+1 s): CPU seconds, so a program the wrapper's alarm stops never reaches it,
+and a wall-clock backstop of 10 x that (at most 60 s more) for a program that blocks the alarm."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class _SplitPlan:
     """A task's split as the executor runs it; shared by every program of the task."""
@@ -172,14 +178,19 @@ class _SplitPlan:
 
     def stretched(self, margin: float) -> _SplitPlan:
         """The same split with every call allowed ``(1 + margin) x`` its limit by the wrapper's
-        alarm and the executor's deadline, so that the real CPU time of a call just past its
-        limit is measured; the judge still compares it with the limit itself."""
+        CPU alarm, so that the real CPU time of a call just past its limit is measured; the judge
+        still compares it with the limit itself. The executor's own deadline, a backstop behind
+        that alarm, is set far above it (:data:`_RECHECK_DEADLINE`): its wall-clock kill
+        (10 x the deadline) must not decide a verdict on a machine so loaded that a program gets
+        less than a tenth of a core (HumanEval/31 sample 88, 0.84 s of CPU, was killed so at a
+        load average of 55 on 2 cores)."""
         from evaluation.executor import CallTest
 
         factor = 1.0 + margin
         tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * factor, *t.args[1:]), expected=t.expected)
                       for t in self.tests)
-        limits = replace(self.limits, timeout=max(self.input_limits, default=1.0) * factor + 0.25)
+        longest = max(self.input_limits, default=1.0) * factor
+        limits = replace(self.limits, timeout=longest * _RECHECK_DEADLINE + 1.0)
         return replace(self, tests=tests, limits=limits)
 
 
