@@ -138,5 +138,7 @@ def test_recheck_off_runs_each_split_once(add: tuple[Dataset, Any], monkeypatch:
     heard: list[str] = []
     verdicts = evaluate_solutions(ds, sols, workers=1, truth=truth, notify=heard.append,
                                   time_limits=TimeLimits(min_time_limit=0.2, recheck_margin=0.0))
-    assert verdicts["loop"].base_detail == "base input 0: time limit exceeded (0.20s CPU)"
+    # (its detail may be the executor's wall-clock backstop's on a loaded machine: what the
+    # second run alone, with a deadline far behind the alarm, is for)
+    assert not verdicts["loop"].base and verdicts["loop"].base_detail.startswith("base input 0: ")
     assert heard == []
