@@ -6,9 +6,9 @@ from __future__ import annotations
 import enum
 import hashlib
 import pickle
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from evaluation.datasets import Dataset
 from evaluation.evalplus.oracles import (
@@ -21,12 +21,13 @@ from evaluation.evalplus.oracles import (
 )
 from evaluation.evalplus.truth import DIGEST_MIN_BYTES, GroundTruth, TaskTruth, TimeLimits, _load_output, _program_for, ground_truth
 from evaluation.executor.engine import EngineChoice
-from evaluation.records import Outcome, Solution, Verdict
+from evaluation.records import Outcome, Solution, Verdict, content_id
+from evaluation.store import Store, key, open_store
 
 if TYPE_CHECKING:
     from evaluation.evalplus.propertyeval import PbtSuite
 
-__all__ = ["Status", "SplitJudge", "evaluate_solutions"]
+__all__ = ["Status", "SplitJudge", "SuiteName", "SuiteResult", "evaluate_solutions", "judge_suite", "JUDGE_VERSION"]
 
 
 class Status(str, enum.Enum):
@@ -155,6 +156,15 @@ def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) 
                       cost=sum(times))
 
 
+JUDGE_VERSION = "evalplus-split/1"
+"""Part of a split's key in the result store: bump when how a split is judged changes
+(:class:`SplitJudge`, :func:`_plan_split`, what :class:`_Progress` keeps of a split)."""
+
+SuiteName = Literal["base", "plus", "pbt"]
+"""A suite of inputs a program is judged on: EvalPlus's ``base`` and ``plus`` inputs,
+PropertyEval's ``pbt`` inputs."""
+
+
 @dataclass(kw_only=True)
 class _Progress:
     """Evaluation state of one distinct program (internal)."""
@@ -187,6 +197,35 @@ class _Progress:
         self.status[split] = Status.PASS
         self.decisive[split] = self.seconds[split]
 
+    def record(self, split: str) -> dict[str, Any]:
+        """What the store keeps of a judged split (everything a verdict takes from it)."""
+        return {"s": self.status[split].value, "d": self.detail.get(split, ""), "t": self.seconds.get(split, 0.0),
+                "x": self.decisive.get(split, 0.0)}
+
+    def restore(self, split: str, rec: Mapping[str, Any]) -> bool:
+        """A split's result read from the store (False: not a record this version wrote)."""
+        try:
+            status = Status(rec["s"])
+            detail, seconds, decisive = str(rec["d"]), float(rec["t"]), float(rec["x"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        self.status[split], self.seconds[split], self.decisive[split] = status, seconds, decisive
+        if detail:
+            self.detail[split] = detail
+        return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteResult:
+    """One program's result on one suite (:func:`judge_suite`)."""
+
+    status: Status
+    """pass, fail or timeout (EvalPlus's status of the split)."""
+    detail: str = ""
+    """The first input that did not pass, and why ("" when it passed)."""
+    seconds: float = 0.0
+    """CPU seconds of the calls that ran."""
+
 
 def evaluate_solutions(
     dataset: Dataset,
@@ -198,6 +237,11 @@ def evaluate_solutions(
     progress: Callable[[int, int], None] | None = None,
     engine: EngineChoice | None = None,
     propertyeval: PbtSuite | None = None,
+    store: Store | None = None,
+    on_verdict: Callable[[Verdict], None] | None = None,
+    notify: Callable[[str], None] | None = None,
+    known: Collection[str] = frozenset(),
+    counts: dict[str, list[int]] | None = None,
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
@@ -209,109 +253,254 @@ def evaluate_solutions(
     called as distinct programs finish. ``engine``: where the programs run (default: this
     machine's executor); the ground truth (reference times) is measured here, not there.
 
+    Every split's result is kept in the result store (``store``, default :func:`open_store`)
+    as soon as it is judged, keyed by the program, the task's ground truth (its digest), the
+    suite and ``time_limits`` (:mod:`evaluation.store`); a split found there is not run again, by
+    this or any other command (``rerank``'s ground truth, the mutants' equivalence). ``notify``
+    gets one line per suite saying how many were reused. ``on_verdict`` gets each solution's
+    verdict as soon as its program's last split is known (for a caller that writes as it goes).
+    ``known``: solution ids whose verdicts the caller already has (a resumed run's): a program
+    all of whose solutions are known is not judged and its solutions get no verdict; the
+    programs are grouped over all the solutions all the same, so the others get exactly the
+    verdicts (``duplicates`` included) they get in a run without ``known``. ``counts``, when
+    given, gets per split ``[programs reused from the store, programs judged]`` added in.
+
     With ``propertyeval`` (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`), a third
     split, ``pbt``, runs for the programs that pass base, judged exactly as plus (a task without
     usable inputs passes it vacuously). ``extra["pbt"]`` is then the "+pbt" verdict: base, plus
     and the PropertyEval inputs all pass; ``extra["pbt_status"]`` the split's own status (``None``
     when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
     """
+    cfg = time_limits or TimeLimits()
+    kept = store if store is not None else open_store()
+    gt = truth or ground_truth(dataset, workers=workers, store=kept)
+    states, groups = _group(solutions, gt)
+    if known:
+        wanted = [i for i, sols in enumerate(groups) if not all(sol.solution_id in known for sol in sols)]
+        states, groups = [states[i] for i in wanted], [groups[i] for i in wanted]
+    runner = _SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
+                          counts=counts)
+    splits: tuple[SuiteName, ...] = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
+    total, finished = len(states), 0
+    if progress:
+        progress(0, total)
+
+    def finish(index: int) -> None:
+        nonlocal finished
+        finished += 1
+        if on_verdict is not None:
+            for sol in groups[index]:
+                on_verdict(_verdict(states[index], sol, len(groups[index]), propertyeval))
+        if progress:
+            progress(finished, total)
+
+    try:
+        for split in splits:
+            todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
+            if split == "pbt":
+                for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
+                    states[i].status["pbt"] = Status.PASS
+                    states[i].detail["pbt"] = "no usable PropertyEval input"
+                    finish(i)
+                todo = [i for i in todo if runner.has_pbt(states[i].task_id)]
+
+            def done(index: int, split: str = split) -> None:
+                if split == splits[-1] or (split == "base" and states[index].status[split] is not Status.PASS):
+                    finish(index)
+
+            runner.run(states, todo, split, done)
+    finally:
+        runner.close()
+    if notify is not None:
+        for line in runner.said(gt.dataset):
+            notify(line)
+    return {sol.solution_id: _verdict(st, sol, len(sols), propertyeval) for st, sols in zip(states, groups)
+            for sol in sols}
+
+
+def judge_suite(
+    dataset: Dataset,
+    solutions: Iterable[Solution],
+    suite: SuiteName,
+    *,
+    workers: int | None = None,
+    time_limits: TimeLimits | None = None,
+    truth: GroundTruth | None = None,
+    engine: EngineChoice | None = None,
+    propertyeval: PbtSuite | None = None,
+    store: Store | None = None,
+    notify: Callable[[str], None] | None = None,
+    counts: dict[str, list[int]] | None = None,
+) -> dict[str, SuiteResult]:
+    """One suite alone on a set of programs: each solution's result on ``suite`` whatever it does
+    on the others (:func:`evaluate_solutions` runs plus only where base passes). Judged, kept and
+    reused exactly as there (the same store keys), so a program judged on a suite by either function
+    is not run on it again. ``pbt`` needs ``propertyeval``; a task without usable PropertyEval
+    inputs passes it vacuously. E.g. the mutants that base and plus could not tell apart, on
+    PropertyEval's inputs only (:func:`evaluation.mutants.propertyeval_equivalence`). ``notify``
+    and ``counts``: as for :func:`evaluate_solutions`."""
+    if suite == "pbt" and propertyeval is None:
+        raise ValueError("judging on the pbt suite needs PropertyEval's inputs (propertyeval=)")
+    cfg = time_limits or TimeLimits()
+    kept = store if store is not None else open_store()
+    gt = truth or ground_truth(dataset, workers=workers, store=kept)
+    states, groups = _group(solutions, gt)
+    runner = _SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
+                          counts=counts)
+    todo = list(range(len(states)))
+    if suite == "pbt":
+        for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
+            states[i].status["pbt"] = Status.PASS
+            states[i].detail["pbt"] = "no usable PropertyEval input"
+        todo = [i for i in todo if runner.has_pbt(states[i].task_id)]
+    try:
+        runner.run(states, todo, suite, lambda index: None)
+    finally:
+        runner.close()
+    if notify is not None:
+        for line in runner.said(gt.dataset):
+            notify(line)
+    return {sol.solution_id: SuiteResult(status=st.status[suite], detail=st.detail.get(suite, ""),
+                                         seconds=st.seconds.get(suite, 0.0))
+            for st, sols in zip(states, groups) for sol in sols}
+
+
+def _group(solutions: Iterable[Solution], gt: GroundTruth) -> tuple[list[_Progress], list[list[Solution]]]:
+    """The distinct programs (one state each, the first solution's code) and each one's solutions;
+    solutions of tasks the truth does not have are left out."""
     from evaluation.dedup import behaviour_key
 
-    cfg = time_limits or TimeLimits()
-    gt = truth or ground_truth(dataset, workers=workers)
     by_program: dict[tuple[str, str], list[Solution]] = {}
     for sol in solutions:
         if sol.task_id not in gt.tasks:
             continue
         by_program.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
     states = [_Progress(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
-    _run_splits(states, gt, cfg, propertyeval=propertyeval, engine=engine, workers=workers, progress=progress)
-    return _verdicts(states, list(by_program.values()), propertyeval)
+    return states, list(by_program.values())
 
 
-def _run_splits(states: list[_Progress], gt: GroundTruth, cfg: TimeLimits, *, propertyeval: PbtSuite | None,
-                engine: EngineChoice | None, workers: int | None, progress: Callable[[int, int], None] | None) -> None:
-    """Each distinct program's splits in the executor, base first, plus (and pbt) only for the
-    programs that pass base; each split of a program one job, judged input by input in the worker."""
-    from evaluation.executor import Job
-    from evaluation.executor.engine import open_engine
+class _SplitRunner:
+    """Runs one split of some programs: each split's result read from the store, or run in the
+    executor (each split of a program one job, judged input by input in the worker) and kept."""
 
-    kind = gt.kind
-    plans: dict[tuple[str, str], _SplitPlan] = {}
+    def __init__(self, *, gt: GroundTruth, cfg: TimeLimits, propertyeval: PbtSuite | None, store: Store,
+                 engine: EngineChoice | None, workers: int | None, counts: dict[str, list[int]] | None) -> None:
+        self.gt, self.cfg, self.propertyeval, self.engine, self.workers = gt, cfg, propertyeval, engine, workers
+        self.store = store
+        self.shelf = store.shelf("verdicts", f"evalplus-{gt.dataset}")
+        self.plans: dict[tuple[str, str], _SplitPlan] = {}
+        self.programs: dict[int, tuple[str, str]] = {}
+        self.counts: dict[str, list[int]] = {}
+        """split -> [reused, judged] in this call."""
+        self.totals = counts
+        """The caller's counts, added to on :meth:`close`."""
+        self._engine: Any = None
 
-    def job(index: int, split: str) -> Any:
-        st = states[index]
-        tt = gt.tasks[st.task_id]
-        program, fn = _program_for(st.program, tt.entry_point, kind, reference=False)
-        plan = plans.get((st.task_id, split))
+    def has_pbt(self, task_id: str) -> bool:
+        pe = self.propertyeval
+        return pe is not None and task_id in pe.tasks and pe.tasks[task_id].usable
+
+    def _program(self, st: _Progress) -> tuple[str, str]:
+        found = self.programs.get(id(st))
+        if found is None:
+            found = self.programs[id(st)] = _program_for(st.program, self.gt.tasks[st.task_id].entry_point,
+                                                         self.gt.kind, reference=False)
+        return found
+
+    def key(self, st: _Progress, split: str) -> str | None:
+        """The split's key in the store; None where its truth has no digest (a truth made by hand)."""
+        if split == "pbt":
+            assert self.propertyeval is not None
+            digest = self.propertyeval.tasks[st.task_id].digest
+        else:
+            digest = self.gt.tasks[st.task_id].digest
+        if not digest:
+            return None
+        program, _ = self._program(st)
+        return key("verdict", JUDGE_VERSION, self.gt.kind, split, digest, asdict(self.cfg),
+                   content_id(program, length=32))
+
+    def job(self, index: int, st: _Progress, split: str, store_key: str | None) -> Any:
+        from evaluation.executor import Job
+
+        tt = self.gt.tasks[st.task_id]
+        program, fn = self._program(st)
+        plan = self.plans.get((st.task_id, split))
         if plan is None:
             if split == "pbt":  # PropertyEval's inputs, run and judged exactly as the plus split
-                assert propertyeval is not None
-                plan = _plan_split(kind, propertyeval.tasks[st.task_id].as_truth(tt), "plus", fn, cfg)
+                assert self.propertyeval is not None
+                plan = _plan_split(self.gt.kind, self.propertyeval.tasks[st.task_id].as_truth(tt), "plus", fn, self.cfg)
             else:
-                plan = _plan_split(kind, tt, split, fn, cfg)
-            plans[(st.task_id, split)] = plan
+                plan = _plan_split(self.gt.kind, tt, split, fn, self.cfg)
+            self.plans[(st.task_id, split)] = plan
         return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
-                   judge_args=plan.judge_args, dedup="exact", tag=(index, split))  # deduplicated above
+                   judge_args=plan.judge_args, dedup="exact", tag=(index, split, store_key))  # deduplicated above
 
-    def has_pbt(task_id: str) -> bool:
-        return propertyeval is not None and task_id in propertyeval.tasks and propertyeval.tasks[task_id].usable
+    def run(self, states: Sequence[_Progress], todo: Sequence[int], split: str, done: Callable[[int], None]) -> None:
+        """Judge ``split`` for the programs ``todo`` (indices into ``states``); ``done(index)`` as each is known."""
+        from evaluation.executor.engine import open_engine
 
-    splits = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
-    total = len(states)
-    finished = 0
-    if progress:
-        progress(finished, total)
-    with open_engine(engine, workers=workers) as executor:
-        for split in splits:
-            todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
-            if split == "pbt":
-                for i in todo:
-                    if not has_pbt(states[i].task_id):
-                        states[i].status["pbt"] = Status.PASS
-                        states[i].detail["pbt"] = "no usable PropertyEval input"
-                        finished += 1
-                        if progress:
-                            progress(finished, total)
-                todo = [i for i in todo if has_pbt(states[i].task_id)]
-            jobs = [job(i, split) for i in todo]
-            # Heaviest first, so the last jobs of the round are short and both workers finish together.
-            jobs.sort(key=lambda j: -plans[(states[j.tag[0]].task_id, split)].cost)
-            for res in executor.run(jobs):
-                st = states[res.tag[0]]
-                st.absorb(split, res)
-                if split == splits[-1] or (split == "base" and st.status[split] is not Status.PASS):
-                    finished += 1
-                    if progress:
-                        progress(finished, total)
+        counts = self.counts.setdefault(split, [0, 0])
+        jobs = []
+        for i in todo:
+            k = self.key(states[i], split)
+            rec = self.shelf.get(k) if k is not None else None
+            if rec is not None and states[i].restore(split, rec):
+                counts[0] += 1
+                done(i)
+            else:
+                jobs.append(self.job(i, states[i], split, k))
+        if not jobs:
+            return
+        # Heaviest first, so the last jobs of the round are short and both workers finish together.
+        jobs.sort(key=lambda j: -self.plans[(states[j.tag[0]].task_id, split)].cost)
+        if self._engine is None:
+            self._engine = open_engine(self.engine, workers=self.workers)
+        for res in self._engine.run(jobs):
+            index, _, k = res.tag
+            states[index].absorb(split, res)
+            if k is not None:
+                self.shelf.put(k, states[index].record(split))
+            counts[1] += 1
+            done(index)
+
+    def said(self, dataset: str) -> list[str]:
+        """One line per split: how many programs' results were reused and how many judged."""
+        return [f"{dataset} {split}: {reused + judged:,} distinct programs, {reused:,} reused from the store "
+                f"({self.store.root}), {judged:,} judged" for split, (reused, judged) in self.counts.items()]
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+        if self.totals is not None:
+            for split, (reused, judged) in self.counts.items():
+                total = self.totals.setdefault(split, [0, 0])
+                total[0] += reused
+                total[1] += judged
+            self.totals = None
 
 
-def _verdicts(states: Sequence[_Progress], groups: Sequence[list[Solution]], propertyeval: PbtSuite | None
-              ) -> dict[str, Verdict]:
-    """One verdict per solution from its program's splits (``groups[i]``: the solutions of ``states[i]``)."""
-    verdicts: dict[str, Verdict] = {}
-    for st, sols in zip(states, groups):
-        base_ok = st.status.get("base") is Status.PASS
-        plus_ok = base_ok and st.status.get("plus") is Status.PASS
-        if not base_ok:
-            st.status["plus"] = Status.FAIL
-            st.detail["plus"] = "base failed"
-        seconds = sum(st.seconds.values())
-        decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
-                                                   if base_ok else 0.0)
-        pbt_extra: dict[str, Any] = {}
-        if propertyeval is not None:
-            pbt_status = st.status.get("pbt") if base_ok else None
-            pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
-                         "pbt_status": pbt_status.value if pbt_status is not None else None,
-                         "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
-        for sol in sols:
-            verdicts[sol.solution_id] = Verdict(
-                task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
-                base_detail=st.detail.get("base", ""), plus_detail=st.detail.get("plus", ""),
-                extra={"base_status": st.status.get("base", Status.FAIL).value,
-                       "plus_status": st.status.get("plus", Status.FAIL).value,
-                       "duplicates": len(sols), "call_seconds": round(seconds, 6),
-                       "decisive_seconds": round(decisive, 6), **pbt_extra},
-            )
-    return verdicts
+def _verdict(st: _Progress, sol: Solution, duplicates: int, propertyeval: PbtSuite | None) -> Verdict:
+    """The verdict of one solution of the program ``st`` (``duplicates``: solutions sharing its run)."""
+    base_ok = st.status.get("base") is Status.PASS
+    plus_ok = base_ok and st.status.get("plus") is Status.PASS
+    plus_status, plus_detail = st.status.get("plus", Status.FAIL), st.detail.get("plus", "")
+    if not base_ok:
+        plus_status, plus_detail = Status.FAIL, "base failed"
+    seconds = sum(st.seconds.values())
+    decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
+                                               if base_ok else 0.0)
+    pbt_extra: dict[str, Any] = {}
+    if propertyeval is not None:
+        pbt_status = st.status.get("pbt") if base_ok else None
+        pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
+                     "pbt_status": pbt_status.value if pbt_status is not None else None,
+                     "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
+    return Verdict(
+        task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
+        base_detail=st.detail.get("base", ""), plus_detail=plus_detail,
+        extra={"base_status": st.status.get("base", Status.FAIL).value, "plus_status": plus_status.value,
+               "duplicates": duplicates, "call_seconds": round(seconds, 6),
+               "decisive_seconds": round(decisive, 6), **pbt_extra},
+    )
