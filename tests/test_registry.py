@@ -180,3 +180,13 @@ def test_backends_datasets_and_rerankers_share_one_registry_and_the_declared_gro
         for name in reg.names():  # built-ins are lazy "module:attr" paths, resolved by the registry
             assert ":" in reg.target(name), (kind, name)
     assert {reg.entry_point_group for reg in kinds.values()} == groups
+
+
+def test_a_task_id_names_the_datasets_whose_shape_it_has() -> None:
+    """A samples file of another dataset's tasks is refused saying which ``--dataset`` was meant,
+    from the specs' task-id shapes."""
+    from evaluation.solutions import datasets_hint
+
+    assert datasets_hint("Mbpp/2").endswith("of mbpp+ (--dataset)")
+    assert "humaneval, humaneval+" in datasets_hint("HumanEval/163")
+    assert datasets_hint("MbppEval/11").endswith("of mbpp (--dataset)") and datasets_hint("Other/1") == ""

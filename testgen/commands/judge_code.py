@@ -207,9 +207,10 @@ def _check(config: EvaluateConfig, spec: DatasetSpec) -> Any:
     if not (config.pbt or config.propertyeval is not None):
         return None
     if not spec.propertyeval or config.evaluator != "ours":
-        with_pbt = [n for n in DATASETS.names() if dataset_spec(n).propertyeval]
-        raise TestgenError(f"--pbt judges samples with our evaluator on a dataset PropertyEval has strategies for: "
-                           f"--dataset {' or '.join(with_pbt)} --evaluator ours")
+        with_pbt = [dataset_spec(n) for n in DATASETS.names() if dataset_spec(n).propertyeval]
+        raise TestgenError(f"--pbt judges samples with our evaluator on a dataset PropertyEval has strategies for "
+                           f"({', '.join(s.title for s in with_pbt)}): --dataset {' or '.join(s.name for s in with_pbt)} "
+                           "--evaluator ours")
     from evaluation.evalplus.propertyeval import load_strategies
 
     return load_strategies(config.propertyeval)
