@@ -15,7 +15,6 @@ kind                    keyed by                                               w
 ``verdicts``            program, the task's ground truth, suite, time limits   one split's status
 ``outcomes``            program, its task's ordered tests, limits              a matrix row
 ``executions``          program, test, timeout, coverage                       outcome and arcs
-``equivalence``         mutant, suite (and its ground truth), time limits      told apart by
 ``draws`` (blob)        strategy, limits file, seed, count, Hypothesis         PropertyEval's inputs
 ``propertyeval`` (blob) the task's draws, reference and contract               usable inputs
 ======================  =====================================================  ==================
@@ -29,10 +28,10 @@ Two shapes on disk, both safe with concurrent writers (a study's ``--jobs``, two
 once) and after SIGKILL:
 
 * :class:`Shelf`: small records, appended to ``<kind>/<scope>.jsonl`` as each result arrives
-  (one ``write`` per line under ``flock``, after repairing a torn last line, so a record is
-  never interleaved with another); read whole into a dict on first use. A line that does not
-  parse (a write cut short by a kill) is skipped wherever it is; the last record of a key wins
-  (a recomputation supersedes).
+  (under ``flock``, so a record is never interleaved with another; a torn last line, which only
+  a writer killed mid-write leaves, is cut off first); read whole into a dict on first use. A
+  line that does not parse is skipped wherever it is; the last record of a key wins (a
+  recomputation supersedes).
 * blobs: larger values (a task's ground truth or PropertyEval inputs), one pickle per key
   written to a temporary file and renamed into place, so a reader sees the whole file or none.
 
@@ -65,7 +64,7 @@ outcome (a new sandbox, another deadline rule, another comparison) bumps it, so 
 computed under the old meaning is reused. ``tests/test_store.py`` holds a fingerprint of the
 sources that decide results, so that such a change cannot go in without a decision on this."""
 
-KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "equivalence", "draws", "propertyeval")
+KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval")
 """The kinds of result the store keeps (the module docstring says what each is keyed by)."""
 
 _FORMAT = "v1"
@@ -146,7 +145,7 @@ class Shelf:
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a torn last line (a writer killed mid-line) ends here
+                _cut_torn_tail(fd, size)  # a writer killed mid-line: every writer holds the lock, so it is dead
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
@@ -165,6 +164,20 @@ class Shelf:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _cut_torn_tail(fd: int, size: int) -> None:
+    """Truncate the file after its last newline (the torn line a killed writer left)."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
 
 
 class Store:
