@@ -15,7 +15,7 @@ kept test on the reference:
    judges only that suite (``execution.equivalence_store`` in ``metrics.json`` counts both).
 3. The kill matrix: every distinct kept test that passed on the reference, run on every
    non-equivalent mutant in the executor (a mutant is just another program: no coverage, the
-   executor's deduplication, cached in ``EVAL/mutation/executions.jsonl`` like the other runs).
+   executor's deduplication, kept in the result store like the other runs).
    A test kills a mutant when it passes on the reference and does not pass on the mutant
    (fails, errors or runs out of time).
 4. Per generation: killed / non-equivalent mutants of its task; per task the mean over its
@@ -94,7 +94,7 @@ def mutation_metrics(
     notify: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The ``mutation`` block of ``metrics.json`` and, per generation id, the mutants its tests
-    kill (the steps of the module docstring). Writes ``out_dir/mutation/{mutants,equivalence,executions}.jsonl``."""
+    kill (the steps of the module docstring). Writes ``out_dir/mutation/mutants.jsonl``."""
     from evaluation.mutants import EQUIVALENCE_SUITES, mutants_of
 
     t0 = time.perf_counter()
@@ -167,15 +167,17 @@ def _kill_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str], l
         if passing.get(t):
             for m in live[t]:
                 wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
-    cache = ExecutionCache(mdir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache, with_arcs=False)
-    try:
-        stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
-                             workers=opts.workers, engine=opts.engine, measure_coverage=False, shorten_after=opts.shorten_after)
-    finally:
-        cache.close()
-    if cache.found and opts.use_cache:
+    from evaluation.store import open_store
+
+    store = open_store()
+    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,
+                           shorten_after=opts.shorten_after, scope="mutants")
+    stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
+                         workers=opts.workers, engine=opts.engine, measure_coverage=False,
+                         shorten_after=opts.shorten_after)
+    if opts.use_cache and stats["tests_wanted"] > stats["tests_run"]:
         say(f"mutants: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from "
-            f"the cache {cache.path}; {stats['tests_run']:,} to run")
+            f"the store {store.root}; {stats['tests_run']:,} to run")
 
     def kills(m: Mutant, test: str) -> bool:
         return cached_outcome(cache, "mut:" + content_id(m.program), test) is not Outcome.PASSED
