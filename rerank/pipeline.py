@@ -21,7 +21,7 @@
   their pass) and ``checked_child`` (run whole in the program's process), also in pairs.
 The outcome matrix and the verdicts are kept in the result store (:mod:`evaluation.store`), which a
 second run, another reranker's options or ``testgen evaluate`` on the same samples read instead of
-running the programs again; ``run.json`` says what was reused (``notify`` says it as it goes).
+running the programs again (``notify`` says how much was reused).
 """
 
 from __future__ import annotations

@@ -273,7 +273,8 @@ def evaluate_solutions(
     """
     cfg = time_limits or TimeLimits()
     kept = store if store is not None else open_store()
-    gt = truth or ground_truth(dataset, workers=workers, store=kept)
+    solutions = list(solutions)
+    gt = truth or ground_truth(_tasks_of(dataset, solutions), workers=workers, store=kept)
     states, groups = _group(solutions, gt)
     if known:
         wanted = [i for i, sols in enumerate(groups) if not all(sol.solution_id in known for sol in sols)]
@@ -343,7 +344,8 @@ def judge_suite(
         raise ValueError("judging on the pbt suite needs PropertyEval's inputs (propertyeval=)")
     cfg = time_limits or TimeLimits()
     kept = store if store is not None else open_store()
-    gt = truth or ground_truth(dataset, workers=workers, store=kept)
+    solutions = list(solutions)
+    gt = truth or ground_truth(_tasks_of(dataset, solutions), workers=workers, store=kept)
     states, groups = _group(solutions, gt)
     runner = _SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
                           counts=counts)
@@ -363,6 +365,15 @@ def judge_suite(
     return {sol.solution_id: SuiteResult(status=st.status[suite], detail=st.detail.get(suite, ""),
                                          seconds=st.seconds.get(suite, 0.0))
             for st, sols in zip(states, groups) for sol in sols}
+
+
+def _tasks_of(dataset: Dataset, solutions: Sequence[Solution]) -> Dataset:
+    """``dataset`` with only the tasks that have solutions (the ground truth is kept per task, so
+    the others need not be computed or read)."""
+    from dataclasses import replace
+
+    present = {s.task_id for s in solutions}
+    return replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
 
 
 def _group(solutions: Iterable[Solution], gt: GroundTruth) -> tuple[list[_Progress], list[list[Solution]]]:

@@ -266,7 +266,8 @@ def _judge_on_inputs(config: EvaluateConfig, dataset: Dataset, sols: Sequence[So
     from evaluation.evalplus import evaluate_solutions, ground_truth
 
     progress("ground truth")
-    truth = ground_truth(dataset, workers=config.workers)
+    truth = ground_truth(replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present}),
+                         workers=config.workers)
     notify(f"ground truth of {len(truth.tasks):,} tasks: from the store {truth.cache_file}" if truth.from_cache else
            f"ground truth of {len(truth.tasks):,} tasks: {truth.computed:,} computed in {truth.seconds:.1f} s, "
            f"kept in the store {truth.cache_file}")
