@@ -43,7 +43,7 @@ from evaluation.evalplus import TimeLimits
 from evaluation.executor.engine import EngineChoice
 from evaluation.human_tests import human_tests
 from evaluation.records import Outcome, Solution, Verdict, content_id
-from evaluation.store import Store, key, open_store
+from evaluation.result_store import Store, key, open_store
 
 __all__ = ["AssertSuite", "AssertTruth", "assert_truth", "evaluate_on_asserts", "ASSERTS_VERSION"]
 
@@ -139,12 +139,11 @@ def evaluate_on_asserts(
     Solutions of tasks the dataset does not have get no verdict (the caller reports them). A
     task whose every assert was skipped judges nothing: its solutions get no verdict either.
     Each program's result is kept in the result store (``store``, default
-    :func:`~evaluation.store.open_store`) keyed by the program, its task's asserts and their time
+    :func:`~evaluation.result_store.open_store`) keyed by the program, its task's asserts and their time
     limit, and read from there instead of run again. ``on_verdict`` and ``known``: as for
     :func:`evaluation.evalplus.evaluate_solutions`.
     """
     from evaluation.dedup import behaviour_key
-    from evaluation.executor import AssertTest, Job, Limits
     from evaluation.executor.engine import open_engine
 
     cfg = time_limits or TimeLimits()
@@ -182,17 +181,12 @@ def evaluate_on_asserts(
 
     jobs = []
     for index, sols in enumerate(members):
-        suite = gt.tasks[sols[0].task_id]
-        k = key("asserts-verdict", ASSERTS_VERSION, content_id(sols[0].code, length=32),
-                content_id("\0".join(suite.tests), length=32), suite.timeout, cfg.memory_mb)
+        job, k = _assert_job(index, sols[0].code, gt.tasks[sols[0].task_id], cfg)
         rec = shelf.get(k)
         if isinstance(rec, dict) and set(rec) >= {"ok", "status", "detail", "n", "passed", "t"}:
             finish(index, rec)
-            continue
-        jobs.append(Job(program=sols[0].code, tests=tuple(AssertTest(source=t) for t in suite.tests),
-                        limits=Limits(timeout=suite.timeout, load_timeout=max(5.0, suite.timeout),
-                                      memory_mb=cfg.memory_mb),
-                        dedup="exact", tag=(index, k)))
+        else:
+            jobs.append(job)
     if jobs:
         with open_engine(engine, workers=workers) as executor:
             for res in executor.run(jobs):
@@ -201,6 +195,17 @@ def evaluate_on_asserts(
                 shelf.put(k, rec)
                 finish(index, rec)
     return verdicts
+
+
+def _assert_job(index: int, program: str, suite: AssertSuite, cfg: TimeLimits) -> tuple[Any, str]:
+    """The job that runs ``program`` on its task's asserts, and its result's key in the store."""
+    from evaluation.executor import AssertTest, Job, Limits
+
+    k = key("asserts-verdict", ASSERTS_VERSION, content_id(program, length=32),
+            content_id("\0".join(suite.tests), length=32), suite.timeout, cfg.memory_mb)
+    return Job(program=program, tests=tuple(AssertTest(source=t) for t in suite.tests),
+               limits=Limits(timeout=suite.timeout, load_timeout=max(5.0, suite.timeout), memory_mb=cfg.memory_mb),
+               dedup="exact", tag=(index, k)), k
 
 
 def _assert_record(res: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from evaluation.datasets import Dataset
     from evaluation.evalplus import TimeLimits
     from evaluation.executor.engine import EngineChoice
-    from evaluation.store import Store
+    from evaluation.result_store import Store
 
 __all__ = ["has_plus_inputs", "judge_solutions"]
 
@@ -54,7 +54,7 @@ def judge_solutions(
 ) -> dict[str, Verdict]:
     """Verdict of each solution, by the judge the dataset's spec names (see the module
     docstring), its programs run on ``engine`` (default: this machine's executor); each program
-    judged once in the result store (``store``, default :func:`~evaluation.store.open_store`):
+    judged once in the result store (``store``, default :func:`~evaluation.result_store.open_store`):
     one judged by any command before is read from there (``notify`` says how many)."""
     if has_plus_inputs(dataset):
         from evaluation.evalplus import evaluate_solutions

@@ -12,7 +12,7 @@ A mutant is *equivalent* here when it agrees with the reference on every input o
 equivalence suite (:data:`EQUIVALENCE_SUITES`: HumanEval+/MBPP+ base and plus inputs), judged
 exactly as ``testgen evaluate`` judges a sample (:func:`evaluation.evalplus.evaluate_solutions`:
 the stored reference outputs, the trusted comparison, the per-input time limits), each suite's
-results kept per program in the result store (:mod:`evaluation.store`). Mutants only run in the
+results kept per program in the result store (:mod:`evaluation.result_store`). Mutants only run in the
 sandboxed executor.
 """
 
@@ -321,7 +321,7 @@ def judge_mutants(
     """For each mutant (keyed ``task_id#mutant_id``): ``""`` when no suite tells it apart from the
     reference (equivalent), else the name of the first suite input that does. Each suite judges
     the mutants the suites before it could not tell apart; every program's result on every suite
-    is kept in the result store as it is judged (:mod:`evaluation.store`), so an interrupted run
+    is kept in the result store as it is judged (:mod:`evaluation.result_store`), so an interrupted run
     resumes, and a run with one more suite judges only that suite (``counts``: per split, programs
     reused and judged)."""
     pending = [Solution(task_id=m.task_id, solution_id=f"{m.task_id}#{m.mutant_id}", code=m.program,

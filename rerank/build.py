@@ -22,7 +22,7 @@ and the task falls back to random. With ``codet_packing=True`` (the default, for
 such a task's solutions are marked not loaded, as in CodeT, without running them; with
 ``False`` the task is executed normally.
 
-Kept in the result store (:mod:`evaluation.store`, kind ``outcomes``): one record per
+Kept in the result store (:mod:`evaluation.result_store`, kind ``outcomes``): one record per
 (program, its task's ordered distinct tests, entry point, outputs flag, limits), appended as
 each job finishes, so a killed run resumes and another method, a second run or another
 ``rerank`` with other reranker options reads the matrix in seconds. The key holds the whole
@@ -48,7 +48,7 @@ import numpy.typing as npt
 from evaluation.executor.engine import EngineChoice
 from evaluation.io import read_jsonl
 from evaluation.records import Outcome, Solution, TestCase, content_id
-from evaluation.store import Shelf, Store, key, open_store
+from evaluation.result_store import Shelf, Store, key, open_store
 from rerank.matrix import TaskMatrix
 
 __all__ = [

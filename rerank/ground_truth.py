@@ -1,5 +1,5 @@
 """The ground truth of a ``rerank`` run, kept apart from the rerankers: HumanEval+/MBPP+
-verdicts of the distinct programs (kept in the result store, :mod:`evaluation.store`), a ``--verdicts`` file (e.g. CodeT's
+verdicts of the distinct programs (kept in the result store, :mod:`evaluation.result_store`), a ``--verdicts`` file (e.g. CodeT's
 verdicts on the original HumanEval tests) and the ``--baseline`` row (a ``testgen evaluate``
 verdicts file: Table 5's baseline of Xiong, Guo, Chen). Only the scoring reads them
 (:mod:`rerank.pipeline`); a reranker is never handed one.
@@ -13,7 +13,7 @@ from evaluation.datasets import Dataset
 from evaluation.errors import RecordError, TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.io import empty_file, read_jsonl
-from evaluation.store import Store
+from evaluation.result_store import Store
 from rerank.build import TaskInputs
 from rerank.scoring import TaskScore
 

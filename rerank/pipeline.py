@@ -19,7 +19,7 @@
   per test set, ``tests_dropped_rebinding`` (tests that rebind the entry point: vacuous) and
   where the distinct tests were checked: ``checked_trusted_code`` (the program cannot forge
   their pass) and ``checked_child`` (run whole in the program's process), also in pairs.
-The outcome matrix and the verdicts are kept in the result store (:mod:`evaluation.store`), which a
+The outcome matrix and the verdicts are kept in the result store (:mod:`evaluation.result_store`), which a
 second run, another reranker's options or ``testgen evaluate`` on the same samples read instead of
 running the programs again (``notify`` says how much was reused).
 """
@@ -41,7 +41,7 @@ from evaluation.executor.engine import EngineChoice
 from evaluation.executor.trusted import trusted_check
 from evaluation.io import write_jsonl
 from evaluation.records import Solution
-from evaluation.store import Store, open_store
+from evaluation.result_store import Store, open_store
 from rerank import __version__
 from rerank.build import (
     TaskInputs,
@@ -119,7 +119,7 @@ class RerankConfig:
     out: str = "rerank-out"
     """Output directory."""
     cache_dir: str | None = None
-    """A cache folder whose result store (``CACHE_DIR/store``, :mod:`evaluation.store`) keeps the
+    """A cache folder whose result store (``CACHE_DIR/store``, :mod:`evaluation.result_store`) keeps the
     matrices and verdicts (default: the shared store, ``$TESTGEN_CACHE/store``, which ``testgen
     evaluate`` and every other command read and write too)."""
 

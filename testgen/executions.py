@@ -1,5 +1,5 @@
 """Executions of ``testgen eval``: every distinct (program, test) pair run once in the sandboxed
-executor with coverage measured, and kept in the result store (:mod:`evaluation.store`, kind
+executor with coverage measured, and kept in the result store (:mod:`evaluation.result_store`, kind
 ``executions``: keyed by program, test, timeout, coverage and :data:`CACHE_VERSION`), so an
 interrupted eval resumes and another eval of the same tests on the same program reuses them;
 branch coverage of a set of tests computed from the stored arcs (:mod:`testgen.coverage`). Split out of
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from evaluation.errors import RunFailure
 from evaluation.records import Outcome, content_id
-from evaluation.store import Store, key
+from evaluation.result_store import Store, key
 from testgen.coverage import Arc, CoverageCounts, SourceCoverage
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ kept test on the reference:
    :data:`evaluation.mutants.EQUIVALENCE_SUITES` (HumanEval+ base and plus; PropertyEval's
    inputs after them with ``--propertyeval``), judged as ``testgen evaluate`` judges a sample;
    excluded from the score. Each mutant's result on each suite is kept in the result store
-   (:mod:`evaluation.store`) as it is judged: a later eval reuses it, and one with another suite
+   (:mod:`evaluation.result_store`) as it is judged: a later eval reuses it, and one with another suite
    judges only that suite (``execution.equivalence_store`` in ``metrics.json`` counts both).
 3. The kill matrix: every distinct kept test that passed on the reference, run on every
    non-equivalent mutant in the executor (a mutant is just another program: no coverage, the
@@ -167,7 +167,7 @@ def _kill_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str], l
         if passing.get(t):
             for m in live[t]:
                 wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
-    from evaluation.store import open_store
+    from evaluation.result_store import open_store
 
     store = open_store()
     cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,

@@ -8,7 +8,7 @@ so ``OUT`` is either absent, an earlier complete output, or this run's complete 
 cut one. Run again after a kill, the same command finds ``OUT.partial`` with its own digest,
 reuses its records (a torn last line is dropped) and appends the rest; a partial file of another
 configuration is started over (the result store still has every judged program:
-:mod:`evaluation.store`).
+:mod:`evaluation.result_store`).
 """
 
 from __future__ import annotations

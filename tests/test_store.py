@@ -1,4 +1,4 @@
-"""The result store (evaluation.store): keys, shelves written by several processes at once and
+"""The result store (evaluation.result_store): keys, shelves written by several processes at once and
 killed mid-write, blobs, the fingerprint of the code whose results it keeps, and ``testgen store``."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evaluation.store import KINDS, SEMANTICS, Shelf, Store, key, open_store, store_sizes
+from evaluation.result_store import KINDS, SEMANTICS, Shelf, Store, key, open_store, store_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def _executor_digest() -> str:
 def test_a_change_to_the_executor_comes_with_a_decision_on_the_stores_semantics() -> None:
     assert _executor_digest() == EXECUTOR_FINGERPRINT, (
         f"evaluation/executor/ changed (sha256 {_executor_digest()}): if a result can now differ, bump "
-        f"evaluation.store.SEMANTICS ({SEMANTICS!r}) so that no stored result is reused under the old meaning; "
+        f"evaluation.result_store.SEMANTICS ({SEMANTICS!r}) so that no stored result is reused under the old meaning; "
         "then set EXECUTOR_FINGERPRINT in tests/test_store.py to the new digest")
 
 
@@ -46,7 +46,7 @@ def test_keys_change_with_every_part_and_the_semantics(monkeypatch: pytest.Monke
     assert len({k, key("verdict", "plus", {"min_time_limit": 1.0}, "abc"),
                 key("verdict", "base", {"min_time_limit": 2.0}, "abc"), key("verdict", "base", {"min_time_limit": 1.0},
                                                                             "abd")}) == 4
-    monkeypatch.setattr("evaluation.store.SEMANTICS", "executor/999")
+    monkeypatch.setattr("evaluation.result_store.SEMANTICS", "executor/999")
     assert key("verdict", "base", {"min_time_limit": 1.0}, "abc") != k
 
 
@@ -94,7 +94,7 @@ def test_shelf_after_sigkill_of_a_writer(tmp_path: Path) -> None:
     """A writer killed with SIGKILL while appending as fast as it can: every record it finished is
     read back, and the next writer's records are whole."""
     path = tmp_path / "killed.jsonl"
-    code = ("import sys; from pathlib import Path; from evaluation.store import Shelf\n"
+    code = ("import sys; from pathlib import Path; from evaluation.result_store import Shelf\n"
             "s = Shelf(Path(sys.argv[1]))\n"
             "i = 0\n"
             "while True:\n"

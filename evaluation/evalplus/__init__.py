@@ -16,7 +16,7 @@ Ground truth
     ``output is not None``. An input on which the reference raises is
     skipped and listed; EvalPlus 0.3.1 would stop with an exception (its releases contain none).
     Kept per task in the result store under ``$TESTGEN_CACHE`` (default ``~/.cache/testgen``;
-    :mod:`evaluation.store`) keyed by the dataset file's sha256, so a second run, or another
+    :mod:`evaluation.result_store`) keyed by the dataset file's sha256, so a second run, or another
     command, reads it and every verdict is judged against the same reference times.
 
 Verdicts

@@ -24,7 +24,7 @@ from evaluation.evalplus.oracles import (
 )
 from evaluation.io import cache_dir as default_cache_dir, file_sha256
 from evaluation.records import Outcome, Problem, content_id
-from evaluation.store import Store, key, open_store
+from evaluation.result_store import Store, key, open_store
 
 __all__ = ["TimeLimits", "TaskTruth", "GroundTruth", "ground_truth", "GROUND_TRUTH_VERSION", "DIGEST_MIN_BYTES",
            "default_cache_dir"]
@@ -85,7 +85,7 @@ class TaskTruth:
     digest: str = ""
     """What the verdicts judged on this truth depend on: a SHA-256 over its store key, the
     reference's outputs (as the sandbox returned them) and times, and the skipped inputs; part of
-    every verdict's key (:mod:`evaluation.store`), so that a recomputed truth (other times, other
+    every verdict's key (:mod:`evaluation.result_store`), so that a recomputed truth (other times, other
     limits) is not mixed with verdicts judged on another."""
 
 
@@ -264,7 +264,7 @@ def ground_truth(
 
     The reference programs run in our executor (one job per task, every input a
     :class:`~evaluation.executor.CallTest`). Each task's truth is kept in the result store
-    (``store``, else the store of ``cache_dir``, else the default one: :mod:`evaluation.store`)
+    (``store``, else the store of ``cache_dir``, else the default one: :mod:`evaluation.result_store`)
     as soon as its reference has run, keyed by the dataset file's sha256, the task and
     :data:`GROUND_TRUTH_VERSION`; a later call (any subset of the tasks, any command) reads it
     instead of running the reference again, so every verdict is judged against the same times.

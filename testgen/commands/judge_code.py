@@ -27,7 +27,7 @@ from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec,
 from evaluation.errors import TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.records import Solution, Verdict
-from evaluation.store import key
+from evaluation.result_store import key
 from testgen.partial_output import PartialOutput, partial_path
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress
     Verdicts are written to ``OUT.partial`` as they are judged, and ``OUT`` whole at the end
     (:mod:`testgen.partial_output`): the same command run again after a kill reuses what the
     partial file holds and says so; every judged program is also kept in the result store
-    (:mod:`evaluation.store`), which any later run, or ``rerank``, reads instead of judging again."""
+    (:mod:`evaluation.result_store`), which any later run, or ``rerank``, reads instead of judging again."""
     t0 = time.perf_counter()
     spec = dataset_spec(config.dataset)
     strategies = _check(config, spec)

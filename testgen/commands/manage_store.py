@@ -1,7 +1,7 @@
 """``testgen store``: where the result store is, how large each kind of result in it is, and
 clearing it.
 
-The store (:mod:`evaluation.store`) keeps what the sandboxed executor computed, under a key of
+The store (:mod:`evaluation.result_store`) keeps what the sandboxed executor computed, under a key of
 everything the result depends on, for every command to reuse. It only grows: :func:`store`
 with ``clear`` removes all of it, or some kinds; nothing computed is lost that cannot be
 computed again (the next command that needs a result runs it and keeps it).
@@ -38,7 +38,7 @@ def store(*, clear: bool = False, kinds: Sequence[str] = (), root: str | os.Path
     """Sizes of the store at ``root`` (default: the one every command uses, ``$TESTGEN_CACHE/store``);
     with ``clear``, remove ``kinds`` (default: every kind) afterwards."""
     from evaluation.errors import TestgenError
-    from evaluation.store import KINDS, clear_store, open_store, store_sizes
+    from evaluation.result_store import KINDS, clear_store, open_store, store_sizes
 
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:

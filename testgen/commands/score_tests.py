@@ -20,7 +20,7 @@ Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models 
    and its tests' arcs, computed by coverage.py's own analysis (:mod:`testgen.coverage`).
 5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
 
-Execution results are kept in the result store (:mod:`evaluation.store`) keyed by (program, test,
+Execution results are kept in the result store (:mod:`evaluation.result_store`) keyed by (program, test,
 timeout) and :data:`testgen.executions.CACHE_VERSION` (:mod:`testgen.executions`), so re-running
 with other options (``--tests-per-generation``, ``--empty``, ...), into another ``--out``, or after
 an interruption executes only what is missing.
@@ -321,7 +321,7 @@ def _run_tests(plan: _Scoring, opts: EvalOptions, progress: ProgressFn | None, s
         prob = problems[g.task_id]
         ref_wanted.setdefault(plan.ref_pid[g.task_id], (prob.reference_code, [], prob.entry_point))[1].extend(
             plan.kept[g.generation_id])
-    from evaluation.store import open_store
+    from evaluation.result_store import open_store
 
     store = open_store()
     cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache)

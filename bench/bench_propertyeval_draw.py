@@ -1,0 +1,74 @@
+"""Time PropertyEval's first draw: 1,000 inputs for each of the 164 HumanEval tasks, from an empty
+result store, and compare the drawn inputs with another run's, byte for byte.
+
+PropertyEval (Pawagi 2025, DOI 10.5281/zenodo.15081893): one Hypothesis strategy per task, drawn
+in the sandboxed executor (:func:`evaluation.evalplus.strategies.draw_inputs`), one job per task on
+``--workers`` workers. Reported: wall, CPU seconds (user + sys of this process and every process
+under it, reaped when the executor stops), the tasks that could not be drawn.
+``--write FILE`` keeps each task's drawn inputs (``{task_id: pickle of the list of argument
+tuples}``, or the reason it failed); ``--compare FILE`` checks this run's against a file written
+so, e.g. by the same script on another version::
+
+    python bench/bench_propertyeval_draw.py --workers 2 --write new.pkl --compare old.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _cpu() -> float:
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--propertyeval", default=None, help="the snapshot (default: $TESTGEN_PROPERTYEVAL or the pinned one)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--examples", type=int, default=1000)
+    ap.add_argument("--write", type=Path, default=None)
+    ap.add_argument("--compare", type=Path, default=None)
+    args = ap.parse_args()
+
+    from evaluation.evalplus.propertyeval import DRAW_LIMIT, _hypothesis_version
+    from evaluation.evalplus.strategies import draw_inputs, load_strategies
+
+    strat = load_strategies(args.propertyeval)
+    tasks = {f"HumanEval/{n}": n for n in sorted(strat.strategies)}
+    os.environ["TESTGEN_CACHE"] = tempfile.mkdtemp(prefix="draw-bench-")  # nothing stored: a first draw
+    drawn: dict[str, bytes | str] = {}
+    cpu0 = _cpu()
+    t0 = time.perf_counter()
+    for task_id, got in draw_inputs(strat, tasks, examples=args.examples, workers=args.workers, executor=None,
+                                    draw_seconds=DRAW_LIMIT, hypothesis=_hypothesis_version()):
+        drawn[task_id] = got if isinstance(got, str) else pickle.dumps(got[0], 4)
+    wall = time.perf_counter() - t0
+    cpu = _cpu() - cpu0
+    failed = {t: why for t, why in drawn.items() if isinstance(why, str)}
+    print(f"| {len(tasks)} tasks, {args.examples} examples, {args.workers} workers | wall {wall:.1f} s | "
+          f"CPU {cpu:.1f} s | "
+          f"{len(tasks) - len(failed)} drawn | failed: {', '.join(f'{t} ({w[:60]})' for t, w in failed.items()) or '-'} |")
+    if args.write is not None:
+        args.write.write_bytes(pickle.dumps(drawn, 4))
+    if args.compare is not None:
+        other: dict[str, bytes | str] = pickle.loads(args.compare.read_bytes())
+        same = [t for t in tasks if isinstance(drawn.get(t), bytes) and drawn.get(t) == other.get(t)]
+        both_failed = [t for t in tasks if isinstance(drawn.get(t), str) and isinstance(other.get(t), str)]
+        differ = [t for t in tasks if t not in same and t not in both_failed]
+        print(f"compared with {args.compare}: {len(same)} tasks' inputs identical byte for byte, "
+              f"{len(both_failed)} failed in both, {len(differ)} differ{': ' + ', '.join(differ) if differ else ''}")
+        if differ:
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
