@@ -8,7 +8,10 @@ installed ``evalplus`` 0.3.1 to check ours against (:func:`evaluation.evalplus.e
 a dataset's own asserts (:func:`evaluation.asserts.evaluate_on_asserts`); with ``pbt``,
 PropertyEval's property-based inputs as a third suite
 (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`). It writes one verdict record per
-sample and returns pass@k (:func:`evaluation.passk.verdict_pass_at_k`). EvalPlus: Liu et al.,
+sample, each as soon as it is judged (to ``OUT.partial``, which a stopped run's same command
+resumes; ``OUT`` whole at the end: :mod:`testgen.partial_output`), and returns pass@k
+(:func:`evaluation.passk.verdict_pass_at_k`). Every program's result is read from, or kept in, the
+result store (:mod:`evaluation.result_store`) that ``rerank`` and the other commands share. EvalPlus: Liu et al.,
 NeurIPS 2023, arXiv 2305.01210. PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
 """
 
