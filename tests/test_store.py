@@ -26,18 +26,35 @@ decided. A change there may change what a stored result means: bump ``SEMANTICS`
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-def _executor_digest() -> str:
+JUDGE_FINGERPRINT = "5b5b39afdff22487a2e2f2b24252753d9643789a92d57c89f46846c69c949be3"
+"""sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
+``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
+limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""
+
+
+def _digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
-    for path in sorted((ROOT / "evaluation" / "executor").glob("*.py")):
+    for path in sorted(paths):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def test_a_change_to_the_executor_comes_with_a_decision_on_the_stores_semantics() -> None:
-    assert _executor_digest() == EXECUTOR_FINGERPRINT, (
-        f"evaluation/executor/ changed (sha256 {_executor_digest()}): if a result can now differ, bump "
+    found = _digest(list((ROOT / "evaluation" / "executor").glob("*.py")))
+    assert found == EXECUTOR_FINGERPRINT, (
+        f"evaluation/executor/ changed (sha256 {found}): if a result can now differ, bump "
         f"evaluation.result_store.SEMANTICS ({SEMANTICS!r}) so that no stored result is reused under the old meaning; "
         "then set EXECUTOR_FINGERPRINT in tests/test_store.py to the new digest")
+
+
+def test_a_change_to_the_judge_comes_with_a_decision_on_its_version() -> None:
+    from evaluation.evalplus.judge import JUDGE_VERSION
+
+    found = _digest([ROOT / "evaluation" / "evalplus" / f"{name}.py" for name in ("judge", "splits", "oracles")])
+    assert found == JUDGE_FINGERPRINT, (
+        f"the EvalPlus judge changed (sha256 {found}): if a verdict can now differ, bump "
+        f"evaluation.evalplus.splits.JUDGE_VERSION ({JUDGE_VERSION!r}) so that no stored verdict is reused; "
+        "then set JUDGE_FINGERPRINT in tests/test_store.py to the new digest")
 
 
 def test_keys_change_with_every_part_and_the_semantics(monkeypatch: pytest.MonkeyPatch) -> None:
