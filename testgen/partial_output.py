@@ -8,11 +8,13 @@ so ``OUT`` is either absent, an earlier complete output, or this run's complete 
 cut one. Run again after a kill, the same command finds ``OUT.partial`` with its own digest,
 reuses its records (a torn last line is dropped) and appends the rest; a partial file of another
 configuration is started over (the result store still has every judged program:
-:mod:`evaluation.result_store`).
+:mod:`evaluation.result_store`). The partial file is locked while a run writes it: a second run
+into the same ``OUT`` at the same time is refused.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import warnings
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import RecordError
+from evaluation.errors import RecordError, TestgenError
 from evaluation.io import JsonlAppender, TornLineWarning, read_jsonl
 
 __all__ = ["PartialOutput", "partial_path"]
@@ -46,10 +48,16 @@ class PartialOutput:
         """Records of the earlier run, by their id."""
         self.stale = False
         """A partial file was found but another configuration wrote it (started over)."""
-        if self.path.is_file():
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            raise TestgenError(f"{out}: another run is writing it ({self.path} is locked)") from None
+        if self.path.stat().st_size:
             self._read()
         if not self.reused:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps({_HEADER: 1, "digest": digest}) + "\n")
         self._app = JsonlAppender(self.path)
@@ -77,9 +85,12 @@ class PartialOutput:
 
     def finish(self) -> None:
         """The complete output is written: the partial file goes."""
-        self._app.close()
         self.path.unlink(missing_ok=True)
+        self.close()
 
     def close(self) -> None:
-        """Stop writing (the partial file stays, for the next run to resume)."""
+        """Stop writing (the partial file stays, for the next run to resume) and release the lock."""
         self._app.close()
+        if self._lock >= 0:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = -1

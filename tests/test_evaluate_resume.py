@@ -139,3 +139,19 @@ def test_rerank_reuses_the_verdicts_evaluate_judged(inputs: tuple[Path, Path, Pa
     assert f"matrix: {rows} of {rows} programs' rows reused from the store" in second.stderr
     summary = json.loads((tmp_path / "rerank" / "summary.json").read_text())
     assert summary["codet"]["plus"]["pass@1"] >= summary["random"]["plus"]["pass@1"]
+
+
+def test_a_second_run_into_the_same_out_is_refused_while_one_writes(tmp_path: Path) -> None:
+    from evaluation.errors import TestgenError
+    from testgen.partial_output import PartialOutput
+
+    out = tmp_path / "v.jsonl"
+    first = PartialOutput(out, "d1", id_field="solution_id")
+    first.write({"solution_id": "a", "base": True})
+    with pytest.raises(TestgenError, match="another run is writing it"):
+        PartialOutput(out, "d1", id_field="solution_id")
+    first.close()
+    again = PartialOutput(out, "d1", id_field="solution_id")  # the lock went with the first run
+    assert again.reused == {"a": {"solution_id": "a", "base": True}}
+    again.finish()
+    assert not Path(str(out) + ".partial").exists()
