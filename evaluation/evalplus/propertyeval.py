@@ -16,8 +16,12 @@ What is done with it, per task:
    strategy is untrusted code from a download: the strategy module and a small drawing function
    are the program of a :class:`~evaluation.executor.CallTest` job in our sandboxed executor, and
    only plain data (pickled, rebuilt by the plain-data unpickler of the ground truth) comes back.
-   The same inputs on every run and machine for a given Hypothesis version (recorded in the cache
-   key with the snapshot's content digest). Identical inputs are kept once.
+   The same inputs on every run and machine for a given Hypothesis and Python version (part of
+   the draws' key in the store, with the task's strategy): Hypothesis also mixes into what it
+   draws the literals of every loaded module outside the standard library and site-packages (its
+   "local constants"), which would make the inputs depend on the harness's own source (and on
+   whether testgen is installed in place); the drawer hides those modules while it draws.
+   Identical inputs are kept once.
 2. **Reference**: the task's EvalPlus reference with its contract asserts put back at the top of
    the body (:func:`reference_with_contract`; the release keeps them in ``contract``, apart from
    the canonical solution) runs on the drawn inputs in the executor, as the plus ground truth does

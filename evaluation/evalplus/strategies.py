@@ -186,9 +186,14 @@ DRAWER_SOURCE = f'''
 
 def {_DRAW_FUNCTION}(n):
     """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically;
-    returned pickled with the Hypothesis and Python versions that drew them."""
+    returned pickled with the Hypothesis and Python versions that drew them. Hypothesis mixes the
+    literals of every loaded module outside the standard library and site-packages into what it
+    draws; those modules (the harness's own, when it is installed in place) are out of sys.modules
+    while it draws, so that the inputs depend on the strategy alone."""
+    import os
     import pickle
     import sys
+    import sysconfig
     import hypothesis
     from hypothesis import HealthCheck, Phase, given, seed, settings, strategies
 
@@ -202,7 +207,17 @@ def {_DRAW_FUNCTION}(n):
     def collect(args):
         drawn.append(args)
 
-    collect()
+    paths = sysconfig.get_paths()
+    roots = tuple(os.path.join(os.path.realpath(paths[k]), "") for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    local = {{name: module for name, module in list(sys.modules.items())
+             if isinstance(getattr(module, "__file__", None), str)
+             and not os.path.realpath(module.__file__).startswith(roots)}}
+    for name in local:
+        del sys.modules[name]
+    try:
+        collect()
+    finally:
+        sys.modules.update(local)
     return pickle.dumps((hypothesis.__version__, "%d.%d" % sys.version_info[:2], drawn), 4)
 '''
 """The drawing function the sandboxed program ends with (its text is part of the draws' key in the store)."""
