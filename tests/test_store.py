@@ -20,27 +20,28 @@ from evaluation.result_store import KINDS, SEMANTICS, Shelf, Store, key, open_st
 
 ROOT = Path(__file__).resolve().parent.parent
 
-EXECUTOR_FINGERPRINT = "f251f5767bacd1c0a7fb0f5320392ed347fd60703dc5cba060b32acdda3c740e"
-"""sha256 of the executor's sources (``evaluation/executor/*.py``) when :data:`SEMANTICS` was last
+EXECUTOR_FINGERPRINT = "13b4322e2e74ff809dc5c13e362f7e94f5009b2260e0cba9e52e4ec15748248b"
+"""sha256 of the executor's sources (every ``.py`` under ``evaluation/executor/``) when :data:`SEMANTICS` was last
 decided. A change there may change what a stored result means: bump ``SEMANTICS`` if it can
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "5b5b39afdff22487a2e2f2b24252753d9643789a92d57c89f46846c69c949be3"
+JUDGE_FINGERPRINT = "9e09bd38fcbc2f842cd2fb3246becd16405d26fb82f40fbc24b56ce1893c3896"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""
 
 
 def _digest(paths: list[Path]) -> str:
+    """One sha256 over the files' paths (relative to the repository) and contents."""
     h = hashlib.sha256()
     for path in sorted(paths):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def test_a_change_to_the_executor_comes_with_a_decision_on_the_stores_semantics() -> None:
-    found = _digest(list((ROOT / "evaluation" / "executor").glob("*.py")))
+    found = _digest(list((ROOT / "evaluation" / "executor").rglob("*.py")))  # subpackages too
     assert found == EXECUTOR_FINGERPRINT, (
         f"evaluation/executor/ changed (sha256 {found}): if a result can now differ, bump "
         f"evaluation.result_store.SEMANTICS ({SEMANTICS!r}) so that no stored result is reused under the old meaning; "
