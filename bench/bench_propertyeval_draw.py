@@ -7,8 +7,11 @@ in the sandboxed executor (:func:`evaluation.evalplus.strategies.draw_inputs`), 
 under it, reaped when the executor stops), the tasks that could not be drawn.
 ``--write FILE`` keeps each task's drawn inputs (``{task_id: pickle of the list of argument
 tuples}``, or the reason it failed); ``--compare FILE`` checks this run's against a file written
-so, e.g. by the same script on another version::
+so, e.g. by the same script on another version. On a version without
+``evaluation.evalplus.strategies.draw_inputs`` (before the result store) it draws as that
+version's ``propertyeval_suite`` did: the same sandboxed jobs, on its pool of ``--workers``::
 
+    python bench/bench_propertyeval_draw.py --workers 2 --write old.pkl    # in a checkout of the old version
     python bench/bench_propertyeval_draw.py --workers 2 --write new.pkl --compare old.pkl
 """
 
@@ -20,7 +23,9 @@ import pickle
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def _cpu() -> float:
@@ -28,6 +33,50 @@ def _cpu() -> float:
 
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _draw_as_before(strat: Any, tasks: dict[str, int], examples: int, workers: int
+                    ) -> Iterator[tuple[str, tuple[list[Any], int] | str]]:
+    """The drawing step of ``propertyeval_suite`` before ``draw_inputs`` existed: one sandboxed
+    job per task on a pool of ``workers``, the same limits, the same reasons for a failure."""
+    from evaluation.evalplus.propertyeval import _DRAW_FUNCTION, DRAW_LIMIT, _draw_program  # type: ignore[attr-defined]
+    from evaluation.evalplus.truth import _execute, _load_output
+    from evaluation.executor import CallTest, Job, Limits
+    from evaluation.records import Outcome
+
+    limits = Limits(timeout=DRAW_LIMIT, load_timeout=min(60.0, DRAW_LIMIT), memory_mb=4096, value_bytes=64 * 1024 * 1024)
+    jobs = [Job(program=_draw_program(strat.limits, strat.strategies[n]),
+                tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=limits,
+                want_values=True, dedup="exact", tag=task_id) for task_id, n in tasks.items()]
+    for res in _execute(jobs, workers=workers):
+        r = res.results[0]
+        if res.load_error:
+            yield res.tag, f"strategy does not load: {res.load_error}"[:300]
+            continue
+        if r.outcome is not Outcome.PASSED:
+            yield res.tag, f"drawing failed: {r.outcome.value}: {r.detail}"[:300]
+            continue
+        values = _load_output(r.value)
+        seen: set[bytes] = set()
+        distinct: list[Any] = []
+        for v in values:
+            blob = pickle.dumps(v, 4)
+            if blob not in seen:
+                seen.add(blob)
+                distinct.append(v)
+        yield res.tag, (distinct, len(values))
+
+
+def _draw(strat: Any, tasks: dict[str, int], examples: int, workers: int
+          ) -> Iterator[tuple[str, tuple[list[Any], int] | str]]:
+    try:
+        from evaluation.evalplus.strategies import draw_inputs
+    except ImportError:
+        return _draw_as_before(strat, tasks, examples, workers)
+    from evaluation.evalplus.propertyeval import DRAW_LIMIT, _hypothesis_version
+
+    return draw_inputs(strat, tasks, examples=examples, workers=workers, executor=None, draw_seconds=DRAW_LIMIT,
+                       hypothesis=_hypothesis_version())
 
 
 def main() -> None:
@@ -39,8 +88,7 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, default=None)
     args = ap.parse_args()
 
-    from evaluation.evalplus.propertyeval import DRAW_LIMIT, _hypothesis_version
-    from evaluation.evalplus.strategies import draw_inputs, load_strategies
+    from evaluation.evalplus.strategies import load_strategies
 
     strat = load_strategies(args.propertyeval)
     tasks = {f"HumanEval/{n}": n for n in sorted(strat.strategies)}
@@ -48,8 +96,7 @@ def main() -> None:
     drawn: dict[str, bytes | str] = {}
     cpu0 = _cpu()
     t0 = time.perf_counter()
-    for task_id, got in draw_inputs(strat, tasks, examples=args.examples, workers=args.workers, executor=None,
-                                    draw_seconds=DRAW_LIMIT, hypothesis=_hypothesis_version()):
+    for task_id, got in _draw(strat, tasks, args.examples, args.workers):
         drawn[task_id] = got if isinstance(got, str) else pickle.dumps(got[0], 4)
     wall = time.perf_counter() - t0
     cpu = _cpu() - cpu0
