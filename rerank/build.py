@@ -57,6 +57,7 @@ __all__ = [
     "build_matrices",
     "matrices_from_codet_outcomes",
     "codet_packing_compiles",
+    "sg_authors",
     "CACHE_VERSION",
 ]
 
@@ -139,6 +140,23 @@ def prepare_task(task_id: str, entry_point: str, solutions: list[Solution], test
         test_counts=tuple(tcounts),
         test_positions=tuple(tuple(p) for p in positions),
     )
+
+
+def sg_authors(task: TaskInputs, solutions: list[Solution], tests: list[TestCase]) -> tuple[tuple[int, ...], ...] | None:
+    """Self-generated tests (SG): per distinct test of ``task``, one entry per occurrence (in
+    the order of ``tests``, as :attr:`TaskInputs.test_positions`): the distinct program whose
+    sample was in the prompt of the occurrence's generation (``TestCase.solution_id``, matched
+    to ``solutions``' ids; -1 when the generation names none or a solution not among them).
+    ``None`` when no test names a solution (placeholder tests)."""
+    if not any(t.solution_id for t in tests):
+        return None
+    prog = {code: i for i, code in enumerate(task.programs)}
+    by_id = {s.solution_id: prog[s.code] for s in solutions if s.code in prog}
+    col = {src: j for j, src in enumerate(task.tests)}
+    out: list[list[int]] = [[] for _ in task.tests]
+    for t in tests:
+        out[col[t.source]].append(by_id.get(t.solution_id or "", -1))
+    return tuple(tuple(a) for a in out)
 
 
 def codet_packing_compiles(tests: tuple[str, ...] | list[str], timeout: float = 0.1) -> bool:

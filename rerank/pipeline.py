@@ -48,6 +48,7 @@ from rerank.build import (
     build_matrices,
     codet_packing_compiles,
     prepare_task,
+    sg_authors,
 )
 from rerank.ground_truth import (
     baseline_scores,
@@ -187,13 +188,14 @@ class LoadedRun:
     """Seconds: read, matrix, verdicts."""
 
 
-def _with_sizes(matrix: TaskMatrix, task: TaskInputs) -> TaskMatrix:
+def _with_sizes(matrix: TaskMatrix, task: TaskInputs, authors: tuple[tuple[int, ...], ...] | None = None) -> TaskMatrix:
     from rerank.features import with_pool_info
 
     return with_pool_info(
         matrix,
         sizes=[len(s.completion if s.completion is not None else s.code) for s in task.first_solution],
         logprobs=[s.logprob for s in task.first_solution],
+        authors=authors,
     )
 
 
@@ -303,7 +305,9 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, store: Store, *, need
             notify=_labelled(notify, ts.label) if several else notify,
         )
         for task in inputs.prepared[ts.label]:
-            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task)
+            # SG: which solution each test was written for (None for placeholder tests)
+            authors = sg_authors(task, inputs.samples[task.task_id], ts.tests.get(task.task_id, []))
+            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task, authors)
     return matrices
 
 

@@ -54,6 +54,9 @@ def _third_party_imports() -> dict[str, str]:
                 elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "files" and node.args
                       and isinstance(node.args[0], ast.Constant)):  # importlib.resources.files("pkg")
                     names = [str(node.args[0].value)]
+                elif (isinstance(node, ast.keyword) and node.arg == "package_data"
+                      and isinstance(node.value, ast.Constant)):  # DatasetFile(package_data="pkg/...")
+                    names = [str(node.value.value).split("/")[0]]
                 for name in names:
                     top = name.split(".")[0]
                     if top not in sys.stdlib_module_names and top not in PACKAGES:

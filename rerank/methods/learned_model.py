@@ -19,8 +19,9 @@ __all__ = ["SPEC", "training_overlap"]
 def training_overlap(method: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]],
                      notify: Callable[[str], None]) -> dict[str, int]:
     """How many scored tasks the learned model was trained on (its figures there are in-sample),
-    per test set; a warning through ``notify`` where it was."""
-    from rerank.learned import default_model_path, load_model, training_fingerprint
+    per test set; a warning through ``notify`` where it was, and where the pools' shapes lie far
+    outside the shapes it was trained on."""
+    from rerank.learned import default_model_path, load_model, model_shape_warnings, training_fingerprint
 
     model = load_model(method.options.get("model") or default_model_path())
     prints = model.training.get("task_fingerprints") or {}
@@ -34,6 +35,8 @@ def training_overlap(method: MethodSpec, matrices: Mapping[str, Mapping[str, Tas
             notify(f"warning: {method.name}: its model was trained on {same_task} of these {len(by_task)} tasks "
                    f"({same_pool} with this very pool): its figures there are in-sample, not a measure of "
                    f"how it generalises; see its cross-validated figures ('cv' in the model file)")
+        for line in model_shape_warnings(model, by_task.values()):
+            notify(f"warning: {method.name} [{label}]: {line}; its picks there are untested (docs/rerankers.md)")
     return out
 
 

@@ -179,6 +179,10 @@ class Capabilities:
     requires: tuple[str, ...] = ()
     """Python packages (import names) it needs; a study step whose backend lacks one is reported
     "not run: X not installed" instead of failing."""
+    weights: Literal["none", "transformers", "vllm"] | None = None
+    """What it loads: ``"none"`` (no model weights here: a server's, files, the dataset's tests), or
+    a checkpoint read by that library, whose architecture and GPU memory the study's preflight
+    checks (:mod:`testgen.study.check`); ``None``: not declared (the preflight says it cannot check)."""
 
 
 class Backend:

@@ -44,7 +44,7 @@ class HumanBackend(Backend):
 
     name = "human"
     Options = HumanOptions
-    capabilities = Capabilities(writes_code=False, dataset_tests=True)
+    capabilities = Capabilities(writes_code=False, dataset_tests=True, weights="none")
     fixed_samples = 1
 
     def generate(

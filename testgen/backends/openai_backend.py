@@ -192,7 +192,7 @@ class OpenAIBackend(Backend):
 
     name = "openai"
     Options = OpenAIOptions
-    capabilities = Capabilities(needs_model=True, needs_server=True, requires=("openai",))
+    capabilities = Capabilities(needs_model=True, needs_server=True, requires=("openai",), weights="none")
     runtime_options = frozenset(
         {"base_url", "base_url_file", "api_key_env", "concurrency", "max_retries", "timeout", "backoff_base",
          "backoff_max", "rest_after", "rest_seconds", "batch_hint"}

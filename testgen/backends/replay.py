@@ -119,7 +119,7 @@ class ReplayBackend(Backend):
 
     name = "replay"
     Options = ReplayOptions
-    capabilities = Capabilities(replays=True)
+    capabilities = Capabilities(replays=True, weights="none")
 
     def code_unavailable(self) -> str | None:
         """Code is replayed from ``-o code_file=PATH``: without it there is none to sample."""

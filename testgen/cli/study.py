@@ -2,8 +2,9 @@
 datasets, Table 1 sampling and Table 5 reranking) from one spec file, then its tables.
 
 A thin layer over :func:`testgen.commands.run_study.study` (Xiong, Guo, Chen, arXiv 2310.05727):
-``--dry-run`` lists the plan's steps, otherwise the study runs with a live view of its steps. See
-``docs/study.md``.
+``--dry-run`` lists the plan's steps, ``--check`` runs the preflight alone
+(:mod:`testgen.study.check`, also run before every study); otherwise the study runs with a live
+view of its steps. See ``docs/study.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import click
 
-from commandline import POSITIVE_INT
+from commandline import POSITIVE_FLOAT, POSITIVE_INT
 
 __all__ = ["study"]
 
@@ -29,6 +30,20 @@ def _describe(step: Any) -> str:
     return f"{step.id}{extra}"
 
 
+def _preflight(spec: Any, plan: Any, gpu_memory: float | None, *, show: bool) -> None:
+    """:mod:`testgen.study.check` on the plan's models: printed when asked (``--check``) or when a
+    model cannot load, which stops the study before any step runs (exit 2)."""
+    from evaluation.errors import TestgenError
+    from testgen.study.check import check_spec, format_check
+
+    result = check_spec(spec, models={s.model for s in plan.steps if s.model}, gpu_gib=gpu_memory)
+    if show or result.failed:
+        click.echo(format_check(result), err=not show)
+    if result.failed:
+        names = ", ".join(f"{m.name} ({m.notes[-1] if m.notes else 'cannot load'})" for m in result.failed)
+        raise TestgenError(f"{spec.path}: {len(result.failed)} model(s) cannot load, nothing was run: {names}")
+
+
 @click.command(name="study")
 @click.argument("spec_file", metavar="SPEC.toml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -39,8 +54,13 @@ def _describe(step: Any) -> str:
 @click.option("--jobs", "-j", type=POSITIVE_INT, default=1, show_default=True,
               help="Steps run side by side (e.g. several API models at once).")
 @click.option("--progress/--no-progress", default=None, help="Live progress view [default: on a terminal].")
+@click.option("--check", "check_only", is_flag=True,
+              help="Only the preflight (also run before every study): each model's architecture, whether its backend "
+                   "loads it, the GPU memory it needs; exit 2 if one cannot load.")
+@click.option("--gpu-memory", type=POSITIVE_FLOAT, default=None, metavar="GIB",
+              help="GPU memory the preflight checks against [default: the visible GPU, else 80 GiB, not failing].")
 def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jobs: int,
-          progress: bool | None) -> None:
+          progress: bool | None, check_only: bool, gpu_memory: float | None) -> None:
     """Run the paper's whole study from SPEC.toml: sample, run (4 settings), eval, evaluate, rerank, report.
 
     Steps already done (keyed by their configuration) are skipped; a killed study resumes.
@@ -51,8 +71,13 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     from testgen.commands.run_study import plan_study
 
     out = out or Path("runs") / spec_file.stem
+    plan = plan_study(spec_file, only=only)
+    if check_only or not dry_run:
+        _preflight(plan.spec, plan, gpu_memory, show=check_only)
+        if check_only:
+            return
     if dry_run:
-        _dry_run(plan_study(spec_file, only=only), out)
+        _dry_run(plan, out)
         return
     console = Console(stderr=True, highlight=False)
     show = sys.stderr.isatty() if progress is None else progress

@@ -39,6 +39,17 @@ COINCIDENCES: dict[tuple[str, str], str] = {
     ("rerank/crossval.py", "mbr-exec"): "the learned reranker's cross-validation baselines (issue 31 rewrites it)",
     ("rerank/crossval.py", "random"): "the learned reranker's cross-validation baselines (issue 31 rewrites it)",
     ("rerank/crossval.py", "learned"): "the learned reranker's own name in its cross-validation (issue 31)",
+    ("rerank/shape_cv.py", "codet"): "the learned reranker's evaluation across pool shapes, against these baselines",
+    ("rerank/shape_cv.py", "codet-rw"): "the learned reranker's evaluation across pool shapes, against these baselines",
+    ("rerank/shape_cv.py", "b4"): "the learned reranker's evaluation across pool shapes, against these baselines",
+    ("rerank/shape_cv.py", "mbr-exec"): "the learned reranker's evaluation across pool shapes, against these baselines",
+    ("rerank/shape_cv.py", "random"): "the learned reranker's evaluation across pool shapes, against these baselines",
+    ("rerank/cli_train_shapes.py", "codet"): "rerank train --shapes' table of the same baselines",
+    ("rerank/cli_train_shapes.py", "codet-rw"): "rerank train --shapes' table of the same baselines",
+    ("rerank/cli_train_shapes.py", "b4"): "rerank train --shapes' table of the same baselines",
+    ("rerank/cli_train_shapes.py", "learned"): "rerank train --shapes' table: the learned reranker itself",
+    ("rerank/features.py", "codet"): "codet-rw's combine option value (CodeT's combination), a learned feature",
+    ("testgen/study/check.py", "vllm"): "the vLLM library, a checkpoint loader (Capabilities.weights), not the backend",
 }
 
 
