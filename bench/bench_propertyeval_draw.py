@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--propertyeval", default=None, help="the snapshot (default: $TESTGEN_PROPERTYEVAL or the pinned one)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--examples", type=int, default=1000)
+    ap.add_argument("--tasks", default=None, help="only these task numbers, e.g. 0,22,38 (default: all 164)")
     ap.add_argument("--write", type=Path, default=None)
     ap.add_argument("--compare", type=Path, default=None)
     args = ap.parse_args()
@@ -91,7 +92,8 @@ def main() -> None:
     from evaluation.evalplus.strategies import load_strategies
 
     strat = load_strategies(args.propertyeval)
-    tasks = {f"HumanEval/{n}": n for n in sorted(strat.strategies)}
+    numbers = sorted(strat.strategies) if args.tasks is None else [int(n) for n in args.tasks.split(",")]
+    tasks = {f"HumanEval/{n}": n for n in numbers}
     os.environ["TESTGEN_CACHE"] = tempfile.mkdtemp(prefix="draw-bench-")  # nothing stored: a first draw
     drawn: dict[str, bytes | str] = {}
     cpu0 = _cpu()
