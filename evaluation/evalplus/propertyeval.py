@@ -253,10 +253,11 @@ class _Build:
             self.suite_keys[task_id] = _suite_key(self.draw_keys[task_id], self.dataset_sha, task_id, program)
         return self.draw_keys[task_id], self.suite_keys[task_id]
 
-    def finish(self, task: PbtTask) -> None:
-        """``task`` is done: kept in the store as soon as it is, and counted."""
+    def finish(self, task: PbtTask, *, keep: bool = True) -> None:
+        """``task`` is done: kept in the store as soon as it is (unless ``keep`` is false), and counted."""
         self.done[task.task_id] = task
-        self.store.put_blob("propertyeval", self.keys(task.task_id)[1], task)
+        if keep:
+            self.store.put_blob("propertyeval", self.keys(task.task_id)[1], task)
         self.finished += 1
         if self.progress:
             self.progress(self.finished, self.total)
@@ -369,8 +370,13 @@ def _draw(build: _Build, to_draw: Sequence[str], *, workers: int | None, executo
                                     workers=workers, executor=executor, engine=engine, draw_seconds=draw_seconds,
                                     hypothesis=build.hypothesis):
         if isinstance(got, str):
-            build.store.put_blob("draws", build.keys(task_id)[0], {"error": got})
-            build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=got))
+            # A timeout is not kept: the child may have been stopped by the wall-clock backstop
+            # of a loaded machine (HumanEval/115 needs close to its CPU limit), so the next run
+            # draws again; a strategy that does not load or raises fails the same way every time.
+            lasting = not got.startswith("drawing failed: timeout")
+            if lasting:
+                build.store.put_blob("draws", build.keys(task_id)[0], {"error": got})
+            build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=got), keep=lasting)
             continue
         drawn[task_id] = got
         build.store.put_blob("draws", build.keys(task_id)[0], {"inputs": got[0], "drawn": got[1]})
