@@ -165,11 +165,18 @@ def test_evaluate_cli_reports_pbt_and_writes_it_per_sample(
     suite: PbtSuite, sliced: Dataset, snapshot: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TESTGEN_CACHE", str(cache))
+    import math
+
     prob = sliced["HumanEval/0"]
-    nan_blind = ("    for i in range(len(numbers)):\n        for j in range(len(numbers)):\n"
-                 "            if i < j and abs(numbers[i] - numbers[j]) < threshold:\n"
-                 "                return True\n    return False\n")  # CodeT's sample 0: passes plus
-    rows = [{"task_id": "HumanEval/0", "solution": prob.reference_code}, {"task_id": "HumanEval/0", "completion": nan_blind},
+    # A program wrong on one PropertyEval input that base and plus lack (a finite one, so that its
+    # repr is Python): it passes plus, and only the pbt split can catch it.
+    task = suite.tasks["HumanEval/0"]
+    known = {repr(tuple(a)) for a in (*prob.base_inputs, *prob.plus_inputs)}
+    odd, want = next((a, e) for a, e in zip(task.inputs, task.expected, strict=True)
+                     if repr(tuple(a)) not in known and all(math.isfinite(x) for x in [*a[0], a[1]]))
+    wrong_once = (f"    if (numbers, threshold) == {tuple(odd)!r}:\n        return {not want!r}\n"
+                  + prob.canonical_solution)
+    rows = [{"task_id": "HumanEval/0", "solution": prob.reference_code}, {"task_id": "HumanEval/0", "completion": wrong_once},
             {"task_id": "HumanEval/53", "completion": "    return x - y\n"}]
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
