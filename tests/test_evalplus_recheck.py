@@ -13,7 +13,8 @@ import pytest
 import evaluation.executor as ex
 from evaluation.datasets import Dataset, load_dataset
 from evaluation.evalplus import TimeLimits, evaluate_solutions, ground_truth
-from evaluation.evalplus.judge import _plan_split
+from evaluation.evalplus.splits import _plan_split
+from evaluation.result_store import open_store
 from evaluation.records import Outcome, Solution
 
 TASK = "HumanEval/53"  # add(x, y): every reference call is far below the 1 s floor
@@ -81,7 +82,7 @@ def add(x: int, y: int):
 """
 
 
-def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset, Any],
+def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset, Any], tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A program that uses 60 % of its limit on one call, and one that loops, are each run again
     alone (one job per executor call, after the round, allowed 1.5x the limit), and judged on it:
@@ -114,7 +115,8 @@ def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset,
             Solution(task_id=TASK, solution_id="loop", code="def add(x, y):\n    while True:\n        pass\n"),
             Solution(task_id=TASK, solution_id="fast", code="def add(x, y):\n    return x + y\n")]
     heard: list[str] = []
-    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth, time_limits=limits, notify=heard.append)
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth, time_limits=limits, notify=heard.append,
+                                  store=open_store(tmp_path / "store"))
     assert verdicts["slow"].base and verdicts["slow"].plus, verdicts["slow"]
     assert verdicts["fast"].base and verdicts["fast"].plus
     loop = verdicts["loop"]
@@ -128,17 +130,19 @@ def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset,
     first = {j.tag: j for c in calls if len(c) > 1 for j in c}
     for job in again:
         assert [t.args[0] for t in job.tests] == [1.5 * t.args[0] for t in first[job.tag].tests]
-    assert heard == ["base: 2 program(s) within 50% of a time limit run again alone, verdicts from that run",
-                     "plus: 1 program(s) within 50% of a time limit run again alone, verdicts from that run"]
+    assert [line.split(": ", 1)[0] for line in heard] == ["humaneval+ base", "humaneval+ plus"]
+    assert heard[0].endswith(", 3 judged (2 within 50% of a time limit run again alone, verdicts from that run)")
+    assert heard[1].endswith(", 2 judged (1 within 50% of a time limit run again alone, verdicts from that run)")
 
 
-def test_recheck_off_runs_each_split_once(add: tuple[Dataset, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recheck_off_runs_each_split_once(add: tuple[Dataset, Any], tmp_path: Path) -> None:
     ds, truth = add
     sols = [Solution(task_id=TASK, solution_id="loop", code="def add(x, y):\n    while True:\n        pass\n")]
     heard: list[str] = []
     verdicts = evaluate_solutions(ds, sols, workers=1, truth=truth, notify=heard.append,
-                                  time_limits=TimeLimits(min_time_limit=0.2, recheck_margin=0.0))
+                                  time_limits=TimeLimits(min_time_limit=0.2, recheck_margin=0.0),
+                                  store=open_store(tmp_path / "store"))
     # (its detail may be the executor's wall-clock backstop's on a loaded machine: what the
     # second run alone, with a deadline far behind the alarm, is for)
     assert not verdicts["loop"].base and verdicts["loop"].base_detail.startswith("base input 0: ")
-    assert heard == []
+    assert len(heard) == 1 and "run again alone" not in heard[0]
