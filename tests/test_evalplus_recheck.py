@@ -104,6 +104,9 @@ def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset,
         def __exit__(self, *exc: object) -> None:
             self.inner.__exit__(*exc)
 
+        def close(self) -> None:
+            self.inner.close()
+
         def run(self, jobs: Any) -> Any:
             jobs = list(jobs)
             calls.append(jobs)
@@ -145,4 +148,4 @@ def test_recheck_off_runs_each_split_once(add: tuple[Dataset, Any], tmp_path: Pa
     # (its detail may be the executor's wall-clock backstop's on a loaded machine: what the
     # second run alone, with a deadline far behind the alarm, is for)
     assert not verdicts["loop"].base and verdicts["loop"].base_detail.startswith("base input 0: ")
-    assert len(heard) == 1 and "run again alone" not in heard[0]
+    assert heard and not any("run again alone" in line for line in heard)
