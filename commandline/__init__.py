@@ -339,8 +339,10 @@ class ExistingPath(click.Path):
         from evaluation.errors import MissingFile
 
         if not os.path.exists(os.fsdecode(value)):
+            # an option by its flag, an argument by its name in --help (RUN_DIR, SPEC.toml)
             option = param is not None and param.param_type_name == "option" and bool(param.opts)
-            given_as = param.opts[0] if option and param is not None else None
+            given_as = param.opts[0] if option and param is not None else (
+                param.human_readable_name if param is not None else None)
             raise MissingFile(value, given_as=given_as, folder=not self.file_okay)
         return super().convert(value, param, ctx)
 

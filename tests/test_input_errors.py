@@ -92,8 +92,8 @@ MISSING = "/nonexistent-testgen/x"
 
 @pytest.mark.parametrize(("argv", "expected"), [
     (["evaluate", "--samples", MISSING], f"--samples {MISSING}: file not found"),
-    (["eval", MISSING], f"{MISSING}: folder not found"),
-    (["study", MISSING + ".toml"], f"{MISSING}.toml: file not found"),
+    (["eval", MISSING], f"RUN_DIR {MISSING}: folder not found"),
+    (["study", MISSING + ".toml"], f"SPEC.toml {MISSING}.toml: file not found"),
     (["run", "--backend", "replay", "-o", f"file={MISSING}", "--setting", "placeholder", "-n", "1", "--limit", "1"],
      f"{MISSING}: file not found"),
     (["run", "--backend", "fake", "--prompt-template", MISSING + ".txt", "--setting", "placeholder", "-n", "1",

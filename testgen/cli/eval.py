@@ -32,7 +32,9 @@ def _snapshot(path: str | None) -> Path | None:
     if not path:
         return None
     if not Path(path).exists():
-        raise click.BadParameter(f"{path}: no such file or directory", param_hint="'--propertyeval'")
+        from evaluation.errors import MissingFile
+
+        raise MissingFile(path, given_as="--propertyeval")
     return Path(path)
 
 
