@@ -139,9 +139,6 @@ def test_quick_starts_run(page: str, shared_data: Path, tmp_path: Path) -> None:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # testgen, rerank
     env["TESTGEN_DATA"] = str(shared_data)
     env["TESTGEN_OFFLINE"] = "1"
-    env.setdefault("HUMANEVAL_OVERRIDE_PATH", str(shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz"))
-    env.setdefault("MBPP_OVERRIDE_PATH", str(shared_data / "mbppplus/MbppPlus-v0.2.0.jsonl.gz"))
-    env.setdefault("TESTGEN_MBPP_PATH", str(shared_data / "codet/mbpp_sanitized_for_code_generation.jsonl.gz"))
     env.setdefault("TESTGEN_CACHE", str(tmp_path / "cache"))  # CI's cache when set: ground truth reused
     work = tmp_path / "work"
     work.mkdir()

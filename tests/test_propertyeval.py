@@ -94,6 +94,7 @@ def test_the_snapshot_is_read_from_the_tarball_a_directory_or_githubs_archive(sn
 def test_without_a_path_offline_it_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TESTGEN_OFFLINE", "1")
     monkeypatch.delenv("TESTGEN_PROPERTYEVAL", raising=False)
+    monkeypatch.setenv("TESTGEN_DATA", str(tmp_path / "no-data-folder"))
     with pytest.raises(TestgenError) as exc:
         load_strategies(cache_dir=tmp_path)
     assert "TESTGEN_OFFLINE" in str(exc.value) and "\n" not in str(exc.value)
