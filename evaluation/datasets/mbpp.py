@@ -233,6 +233,7 @@ SPEC = DatasetSpec(
     title="MBPP (sanitized)",
     family="MBPP",
     version=f"sanitized, CodeT {CODET_COMMIT[:7]}",
+    release_name=f"MBPP sanitized (CodeT {CODET_COMMIT[:7]})",
     citation="Austin et al., Program Synthesis with LLMs, 2021 (sanitized split); "
              "as converted by CodeT, Chen et al., ICLR 2023",
     license="CC-BY-4.0 (MBPP); CodeT's conversion MIT",

@@ -28,6 +28,7 @@ interruption executes only what is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -150,19 +151,21 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
                           field="dataset")
     name = opts.reference_dataset
     path: Path | str | None = opts.dataset_path
+    found_by = None
     if name is None:
         name = run_ds
         judged_as = dataset_spec(run_ds).judged_as
         if judged_as is not None:
             try:
-                path = locate_dataset(judged_as, path, allow_download=False).path
-                name = judged_as
+                located = locate_dataset(judged_as, path, allow_download=False)
+                path, name, found_by = located.path, judged_as, located.found_by
             except DatasetNotFound:
                 path = None
         elif path is None and run.config.get("dataset_path"):
             cand = Path(str(run.config["dataset_path"]))
             path = cand if cand.is_file() else None
-    return name, load_dataset(name, path=path)
+    dataset = load_dataset(name, path=path)
+    return name, (dataclasses.replace(dataset, found_by=found_by) if found_by is not None else dataset)
 
 
 def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
@@ -424,7 +427,9 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     metrics["options"] = {
         "tests_per_generation": k, "dedup": opts.dedup.value, "empty": opts.empty.value,
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
-        "reference_dataset": plan.ref_name, "reference_source": plan.ref_ds.source,
+        "reference_dataset": plan.ref_name, "reference_release": _release(plan.ref_name),
+        "reference_source": plan.ref_ds.source,
+        "reference_found_by": plan.ref_ds.found_by.value if plan.ref_ds.found_by else None,
         "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts),
     }
     metrics["checks"] = _check_sites(plan)
@@ -440,6 +445,13 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     if warnings:
         metrics["warnings"] = warnings
     return metrics
+
+
+def _release(name: str) -> str:
+    """The reference dataset's release as outputs name it (``HumanEval+ v0.1.10``)."""
+    from evaluation.datasets import dataset_spec
+
+    return dataset_spec(name).release
 
 
 def _check_sites(plan: _Scoring) -> dict[str, dict[str, int]]:
