@@ -411,6 +411,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     """Step 5: the content of ``metrics.json``: the metrics (:func:`testgen.metrics.summarize`), code
     pass@1 of the prompts' code, the run and options, where the tests were checked, the execution's
     figures, M, and warnings."""
+    from evaluation.datasets import dataset_spec
+
     run, k = plan.run, plan.k
     positions = k if k is not None else max((r.n for r in results), default=0)
     metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
@@ -427,9 +429,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     metrics["options"] = {
         "tests_per_generation": k, "dedup": opts.dedup.value, "empty": opts.empty.value,
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
-        "reference_dataset": plan.ref_name, "reference_release": _release(plan.ref_name),
-        "reference_source": plan.ref_ds.source,
-        "reference_found_by": plan.ref_ds.found_by.value if plan.ref_ds.found_by else None,
+        "reference_dataset": plan.ref_name, "reference_release": dataset_spec(plan.ref_name).release,
+        "reference_source": plan.ref_ds.source, "reference_found_by": getattr(plan.ref_ds.found_by, "value", None),
         "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts),
     }
     metrics["checks"] = _check_sites(plan)
@@ -445,13 +446,6 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     if warnings:
         metrics["warnings"] = warnings
     return metrics
-
-
-def _release(name: str) -> str:
-    """The reference dataset's release as outputs name it (``HumanEval+ v0.1.10``)."""
-    from evaluation.datasets import dataset_spec
-
-    return dataset_spec(name).release
 
 
 def _check_sites(plan: _Scoring) -> dict[str, dict[str, int]]:
