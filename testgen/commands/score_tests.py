@@ -28,6 +28,7 @@ an interruption executes only what is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -154,19 +155,21 @@ def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
                           field="dataset")
     name = opts.reference_dataset
     path: Path | str | None = opts.dataset_path
+    found_by = None
     if name is None:
         name = run_ds
         judged_as = dataset_spec(run_ds).judged_as
         if judged_as is not None:
             try:
-                path = locate_dataset(judged_as, path, allow_download=False).path
-                name = judged_as
+                located = locate_dataset(judged_as, path, allow_download=False)
+                path, name, found_by = located.path, judged_as, located.found_by
             except DatasetNotFound:
                 path = None
         elif path is None and run.config.get("dataset_path"):
             cand = Path(str(run.config["dataset_path"]))
             path = cand if cand.is_file() else None
-    return name, load_dataset(name, path=path)
+    dataset = load_dataset(name, path=path)
+    return name, (dataclasses.replace(dataset, found_by=found_by) if found_by is not None else dataset)
 
 
 def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
@@ -415,6 +418,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     """Step 5: the content of ``metrics.json``: the metrics (:func:`testgen.metrics.summarize`), code
     pass@1 of the prompts' code, the run and options, where the tests were checked, the execution's
     figures, M, and warnings."""
+    from evaluation.datasets import dataset_spec
+
     run, k = plan.run, plan.k
     positions = k if k is not None else max((r.n for r in results), default=0)
     metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
@@ -431,7 +436,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     metrics["options"] = {
         "tests_per_generation": k, "dedup": opts.dedup.value, "empty": opts.empty.value,
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
-        "reference_dataset": plan.ref_name, "reference_source": plan.ref_ds.source,
+        "reference_dataset": plan.ref_name, "reference_release": dataset_spec(plan.ref_name).release,
+        "reference_source": plan.ref_ds.source, "reference_found_by": getattr(plan.ref_ds.found_by, "value", None),
         "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts),
     }
     metrics["checks"] = _check_sites(plan)

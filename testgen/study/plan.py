@@ -48,6 +48,9 @@ REPORT_VERSION = "2"
 re-writes its report (2: the mutation score M)."""
 
 _BUILD_REQUIRES: dict[str, tuple[str, ...]] = {"tiny-gpt2": ("torch", "transformers", "tokenizers")}
+_NOT_INSTALLED = "not run: {} not installed"
+"""The reason of a step blocked by missing packages (made only by :func:`_missing`; read back by
+:attr:`Step.missing`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +86,17 @@ class Step:
     failure does not block it): a ``rerank`` waits for the ``evaluate`` of its pool, so that with
     ``--jobs`` above 1 it reads that step's verdicts from the result store instead of judging the
     same programs beside it."""
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The Python packages whose absence keeps this step (or a step it reads) from running
+        here: it could run once they are installed. Empty when it runs, or is blocked by the spec
+        itself (a model that writes no code, a setting left out)."""
+        prefix, suffix = _NOT_INSTALLED.split("{}")
+        reason = self.blocked or ""
+        if reason.startswith(prefix) and reason.endswith(suffix):
+            return tuple(reason[len(prefix):len(reason) - len(suffix)].split(", "))
+        return ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +149,8 @@ def measures_mutation(dataset: str) -> bool:
 
 def _missing(modules: Sequence[str]) -> str | None:
     absent = [m for m in modules if importlib.util.find_spec(m) is None]
-    return f"not run: {', '.join(absent)} not installed" if absent else None
+    return _NOT_INSTALLED.format(", ".join(absent)) if absent else None
+
 
 
 def _fmt_t(t: float) -> str:

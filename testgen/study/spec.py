@@ -244,8 +244,11 @@ def _known_datasets() -> list[str]:
 
 
 def _expand(value: str, spec_dir: Path) -> str:
-    data = os.environ.get("TESTGEN_DATA") or "../shared/data"
-    return value.replace("${TESTGEN_DATA}", str(Path(data).resolve())).replace("${STUDY_DIR}", str(spec_dir))
+    from evaluation.data_folder import DEFAULT_RELATIVE, data_folder
+
+    folder = data_folder()
+    data = folder.path if folder is not None else DEFAULT_RELATIVE.resolve()
+    return value.replace("${TESTGEN_DATA}", str(data)).replace("${STUDY_DIR}", str(spec_dir))
 
 
 def _propertyeval(r: Reader, d: Mapping[str, Any], spec_dir: Path) -> bool | str:
