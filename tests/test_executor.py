@@ -385,6 +385,8 @@ def scavenge(prefix):
         frame = frame.f_back
     gc.unfreeze()  # the worker freezes its objects before forking: make them visible again
     for obj in gc.get_objects():  # every container in memory (shallow: there are many)
+        if obj is seen:  # it grows as we look
+            continue
         if isinstance(obj, (list, tuple, dict)):
             for item in (obj.values() if isinstance(obj, dict) else obj):
                 if isinstance(item, (str, bytes)):

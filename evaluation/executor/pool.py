@@ -346,9 +346,9 @@ class Executor:
             self._sel.close()
             self._sel = None
         if self._scratch_root:
-            import shutil
+            from evaluation.executor.scratch import remove_tree
 
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            remove_tree(self._scratch_root)  # iterative: a program's deep tree cannot make it fail
             self._scratch_root = ""
 
     def __enter__(self) -> Executor:
