@@ -177,9 +177,12 @@ class _WorkerProc:
             yield marshal.loads(payload)  # from our own worker: plain data it validated
 
     def stop(self) -> None:
-        """Close the pipes (the worker then reaps its own helpers and exits) and wait for it;
-        kill it if it has not exited within 10 s (a loaded machine can take seconds)."""
+        """Close the pipes (the worker then stops its fork servers and exits) and wait for it;
+        kill it if it has not exited within 10 s (a loaded machine can take seconds), or at
+        once if it is still running a unit (an interrupted run: nobody waits for the result;
+        every process it started dies with it, see :mod:`evaluation.executor.forkserver`)."""
         self.alive = False
+        busy = bool(self.inflight)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:
@@ -187,7 +190,7 @@ class _WorkerProc:
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=0 if busy else 10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

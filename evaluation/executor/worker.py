@@ -622,9 +622,11 @@ class _ChildRun:
         os.set_blocking(unit_w, False)
         outbuf = bytearray(head)
         _write_some(unit_w, outbuf)
-        t_spawn = time.monotonic()
         try:
             self.proc = server.spawn("run", [unit_r, res_w], {"coverage": bool(self.unit["coverage"])})
+            # The child exists from here (a template may first have finished its own imports):
+            # its load is timed from now, from nothing used (a new process).
+            t_spawn = time.monotonic()
         except OSError:
             for fd in (unit_r, unit_w, res_r, res_w):
                 os.close(fd)
