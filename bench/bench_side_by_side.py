@@ -33,15 +33,22 @@ _RUN = re.compile(r"^run \d+: wall ([\d.]+) s, cpu ([\d.]+) s.*?(?:agreement ([\
 
 def run_once(checkout: Path, argv: list[str]) -> tuple[float, float, str]:
     """(wall, cpu) of one run of ``argv`` (a script path relative to the checkout, and its
-    arguments) in ``checkout``; and the run's line."""
+    arguments) in ``checkout``; and the run's line (with the agreement on CodeT's result pairs,
+    where the benchmark prints it)."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
     out = subprocess.run([sys.executable, str(checkout / argv[0]), *argv[1:]], cwd=checkout, env=env,
                          capture_output=True, text=True, check=True).stdout
+    found = None
+    extra = ""
     for line in out.splitlines():
         m = _RUN.match(line.strip())
         if m:
-            return float(m.group(1)), float(m.group(2)), line.strip()
-    raise RuntimeError(f"no 'run N: wall ... cpu ...' line in the output of {argv[0]}:\n{out[-2000:]}")
+            found = (float(m.group(1)), float(m.group(2)), line.strip())
+        elif "agreement on the pairs CodeT has a `result` for" in line:
+            extra = "; on result pairs " + line.split("|")[2].strip()
+    if found is None:
+        raise RuntimeError(f"no 'run N: wall ... cpu ...' line in the output of {argv[0]}:\n{out[-2000:]}")
+    return found[0], found[1], found[2] + extra
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -78,6 +78,8 @@ class Checker:
             proc.kill()
             if self.template is not None:
                 self.template.reap(proc)
+            else:
+                proc.close()
 
     def _spawn(self, fds: list[int]) -> Spawned:
         """A fresh checker from the template (started, or started again, as needed)."""

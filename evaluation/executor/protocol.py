@@ -66,10 +66,12 @@ MAX_DETAIL_BYTES = 4096
 """Longest detail (UTF-8 bytes) a message may carry (the worker keeps 300 characters)."""
 
 _T = struct.Struct("<cIBd")  # tag, test index, status, CPU seconds
+_T_HEAD = struct.Struct("<cIBdI")  # the same, and the detail's length
 _L = struct.Struct("<cB")  # tag, loaded
 _U32 = struct.Struct("<I")
 _NONE = 0xFFFFFFFF
 _GAP = 0xFFFFFFFE
+_NONE_BYTES = struct.pack("<I", _NONE)
 """Arc counts meaning "no arcs" (not a coverage unit) and "the tracer recorded nothing"
 (a coverage gap: the function certainly ran)."""
 
@@ -182,26 +184,38 @@ def decode(payload: bytes, *, max_value: int, max_text: int) -> tuple[Any, ...]:
     if not payload:
         raise ProtocolViolation("empty message")
     tag = payload[:1]
-    if tag == b"T":
-        if len(payload) < _T.size:
+    if tag == b"T":  # the common message: read in a straight line
+        size = len(payload)
+        if size < _T_HEAD.size:
             raise ProtocolViolation("truncated message")
-        _, index, status, seconds = _T.unpack_from(payload, 0)
-        r = _Reader(payload)
-        r.pos = _T.size
+        _, index, status, seconds, n = _T_HEAD.unpack_from(payload, 0)
         if not (math.isfinite(seconds) and seconds >= 0.0):
             raise ProtocolViolation("a test's seconds must be a finite number >= 0")
-        detail = r.text(MAX_DETAIL_BYTES)
-        n = r.u32()
+        if n > MAX_DETAIL_BYTES:
+            raise ProtocolViolation("text longer than allowed")
+        pos = _T_HEAD.size + n
+        if pos + 4 > size:
+            raise ProtocolViolation("truncated message")
+        detail = payload[_T_HEAD.size:pos].decode("utf-8", "replace") if n else ""
+        (n,) = _U32.unpack_from(payload, pos)
+        pos += 4
         value = None
         if n != _NONE:
             if n > max_value:
                 raise ProtocolViolation("value larger than the cap")
-            value = r.raw(n)
+            if pos + n > size:
+                raise ProtocolViolation("truncated message")
+            value = payload[pos:pos + n]
+            pos += n
         if (value is not None) != (status in _WITH_VALUE):
             raise ProtocolViolation("a value where none belongs, or none where one does")
+        if pos + 4 == size and payload[pos:] == _NONE_BYTES:
+            return ("T", index, status, seconds, detail, value, None)
+        r = _Reader(payload)
+        r.pos = pos
         arcs = r.arcs()
         r.end()
-        return ("T", int(index), int(status), float(seconds), detail, value, arcs)
+        return ("T", index, status, seconds, detail, value, arcs)
     if tag == b"L":
         if len(payload) < _L.size:
             raise ProtocolViolation("truncated message")

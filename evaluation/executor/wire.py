@@ -673,6 +673,7 @@ class _BoundedRepr(reprlib.Repr):
 
 _BOUNDED = _BoundedRepr()
 _LONG_TEXT = 1 << 16
+_SHORT_REPR = frozenset({type(None), bool, int, float, complex})
 
 
 def short_repr(value: Any, limit: int = 200) -> str:
@@ -682,6 +683,12 @@ def short_repr(value: Any, limit: int = 200) -> str:
     costs ``limit`` characters, not its size); elsewhere, where ``repr`` fails (an int of more
     than 4,300 digits, nesting deeper than the recursion limit, a hostile ``__repr__``), a
     bounded description instead (:mod:`reprlib`)."""
+    tp = type(value)
+    if tp in _SHORT_REPR or ((tp is list or tp is tuple) and len(value) <= 64 and set(map(type, value)) <= _SHORT_REPR):
+        try:  # the common case, at C speed: a number, or a short flat list of numbers
+            return repr(value)[:limit]
+        except ValueError:  # an int of more than 4,300 digits
+            pass
     out: list[str] = []
     try:
         _emit(value, out, [limit], 0)

@@ -259,7 +259,8 @@ class _Worker:
         self.ensure_zygote()
         if unit["coverage"] or not _HEAVY_IMPORT.search(unit["program"]):
             return self.zygote
-        if self.template is not None and not self.template.alive:
+        if self.template is not None and self.template.exited():
+            self.template.close()
             self.template = None
         if self.template is None and self.template_failures < 3:
             try:
@@ -611,28 +612,31 @@ class _ChildRun:
         except OSError:
             os.makedirs(w.scratch, mode=0o700, exist_ok=True)
         head, rest = self._payloads()
-        server = w.server_for(self.unit)
-        unit_r, unit_w = os.pipe2(os.O_CLOEXEC)
-        res_r, res_w = os.pipe2(os.O_CLOEXEC)
-        for fd in (unit_w, res_w):
+        for attempt in range(2):  # a fork server killed from outside is started again, once
+            server = w.server_for(self.unit)
+            unit_r, unit_w = os.pipe2(os.O_CLOEXEC)
+            res_r, res_w = os.pipe2(os.O_CLOEXEC)
+            for fd in (unit_w, res_w):
+                try:
+                    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+                except OSError:
+                    pass
+            os.set_blocking(unit_w, False)
+            outbuf = bytearray(head)
+            _write_some(unit_w, outbuf)
             try:
-                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+                self.proc = server.spawn("run", [unit_r, res_w], {"coverage": bool(self.unit["coverage"])})
+                break
             except OSError:
-                pass
-        os.set_blocking(unit_w, False)
-        outbuf = bytearray(head)
-        _write_some(unit_w, outbuf)
-        try:
-            self.proc = server.spawn("run", [unit_r, res_w], {"coverage": bool(self.unit["coverage"])})
-            # The child exists from here (a template may first have finished its own imports):
-            # its load is timed from now, from nothing used (a new process).
-            t_spawn = time.monotonic()
-        except OSError:
-            for fd in (unit_r, unit_w, res_r, res_w):
-                os.close(fd)
-            w.ensure_zygote()
-            self.out.load_error = "child died while loading the program (the executor could not fork it)"
-            return self.out
+                for fd in (unit_r, unit_w, res_r, res_w):
+                    os.close(fd)
+                if attempt:
+                    raise
+        # The child exists from here (a template may first have finished its own imports): its
+        # load is timed from now, from nothing used (a new process).
+        t_spawn = time.monotonic()
+        proc = self.proc
+        assert proc is not None
         os.close(unit_r)
         os.close(res_w)
         if self.judged and w.expected is None:
@@ -646,8 +650,8 @@ class _ChildRun:
             os.close(res_r)
             os.close(unit_w)
             if not self.session.done or self.killed_for or self.stopped or self.violation:
-                self.proc.kill()
-            status = server.reap(self.proc)
+                proc.kill()
+            status = server.reap(proc)
             if self.stat is not None:
                 self.stat.close()
         return self._outcome(status)
