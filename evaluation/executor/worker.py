@@ -47,13 +47,9 @@ from typing import Any
 
 from evaluation.executor import sandbox, trusted
 from evaluation.executor.checker import Checker
-from evaluation.executor.child import (
-    PROGRAM_MODULE as PROGRAM_MODULE,  # re-exported: public here before the split
-    SOURCE_KINDS,
-    _analyze_assert,
-    _analyze_trusted,
-)
+from evaluation.executor.child import PROGRAM_MODULE as PROGRAM_MODULE  # re-exported: public here before the split
 from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, start_zygote
+from evaluation.executor.prepare import _analyze_assert, _analyze_trusted
 from evaluation.executor.protocol import (
     K_BAD,
     K_CALL,
@@ -72,6 +68,7 @@ from evaluation.executor.protocol import (
     S_RECORD,
     S_TIMEOUT,
     S_VALUE,
+    SOURCE_KINDS,
     ProtocolViolation,
     Session,
     decode,
