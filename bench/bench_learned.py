@@ -1,6 +1,6 @@
 """Benchmark: the learned reranker's features, training and cross-validation on a cached pool.
 
-Reads the matrix and verdicts that a ``rerank`` run cached (CodeT's CodeGen-Mono-16B
+Reads the matrix and verdicts that a ``rerank`` run kept in the result store (CodeT's CodeGen-Mono-16B
 HumanEval data: 164 tasks, 12,408 distinct programs, 8,331 distinct tests), then times, as
 the median of ``--repeats`` runs in this process:
 
@@ -19,9 +19,9 @@ scoring and the statistics), the process's CPU seconds, and the shape warnings `
 
 Usage (the exact commands of the figures in ``docs/rerankers.md``)::
 
-    rerank --samples ... --tests ... --verdicts ... --out RUN      # once: fills RUN/cache
-    .venv/bin/python bench/bench_learned.py --cache-dir RUN/cache --repeats 3
-    .venv/bin/python bench/bench_learned.py --pools runs/pools --cache-dir RUN/cache
+    rerank --samples ... --tests ... --verdicts ... --out RUN      # once: fills the result store
+    .venv/bin/python bench/bench_learned.py --cache-dir RUN --repeats 3
+    .venv/bin/python bench/bench_learned.py --pools runs/pools --cache-dir RUN
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def pools_main(pools: Path, cache_dir: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cache-dir", required=True, help="a rerank run's cache (OUT/cache)")
+    ap.add_argument("--cache-dir", required=True,
+                    help="a rerank run's output folder (the matrices and verdicts come from the result store in "
+                         "$TESTGEN_CACHE, or from CACHE_DIR/store where the run was given --cache-dir CACHE_DIR)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pools", type=Path, help="time rerank --method learned on pools of other shapes (written here)")
     args = ap.parse_args()
@@ -130,7 +132,7 @@ def main() -> None:
         samples=str(codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"),
         tests=(("placeholder", str(codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz")),),
         verdicts=str(codet / "codet_reference_humaneval_verdicts_codegen16B.jsonl.gz"),
-        out=str(Path(args.cache_dir).parent), cache_dir=args.cache_dir, methods=(),
+        out=args.cache_dir, cache_dir=args.cache_dir if (Path(args.cache_dir) / "store").is_dir() else None, methods=(),
     )
     t_load, loaded = _timed(lambda: load(config, need_outputs=True), 1)
     pool = pools_from_run(loaded)[0]

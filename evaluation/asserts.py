@@ -33,17 +33,22 @@ How a solution is judged:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
 from evaluation.evalplus import TimeLimits
 from evaluation.executor.engine import EngineChoice
 from evaluation.human_tests import human_tests
-from evaluation.records import Outcome, Solution, Verdict
+from evaluation.records import Outcome, Solution, Verdict, content_id
+from evaluation.result_store import Store, key, open_store
 
-__all__ = ["AssertSuite", "AssertTruth", "assert_truth", "evaluate_on_asserts"]
+__all__ = ["AssertSuite", "AssertTruth", "assert_truth", "evaluate_on_asserts", "ASSERTS_VERSION"]
+
+ASSERTS_VERSION = "asserts/1"
+"""Part of a program's key in the result store: bump when how a program is judged on its asserts changes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,15 +129,21 @@ def evaluate_on_asserts(
     truth: AssertTruth | None = None,
     progress: Callable[[int, int], None] | None = None,
     engine: EngineChoice | None = None,
+    store: Store | None = None,
+    on_verdict: Callable[[Verdict], None] | None = None,
+    known: Collection[str] = frozenset(),
 ) -> dict[str, Verdict]:
     """Verdict of every solution on its task's asserts, keyed by ``solution_id``, run on
     ``engine`` (default: this machine's executor; the references' times are measured here).
 
     Solutions of tasks the dataset does not have get no verdict (the caller reports them). A
     task whose every assert was skipped judges nothing: its solutions get no verdict either.
+    Each program's result is kept in the result store (``store``, default
+    :func:`~evaluation.result_store.open_store`) keyed by the program, its task's asserts and their time
+    limit, and read from there instead of run again. ``on_verdict`` and ``known``: as for
+    :func:`evaluation.evalplus.evaluate_solutions`.
     """
     from evaluation.dedup import behaviour_key
-    from evaluation.executor import AssertTest, Job, Limits
     from evaluation.executor.engine import open_engine
 
     cfg = time_limits or TimeLimits()
@@ -150,40 +161,74 @@ def evaluate_on_asserts(
         if suite is None or not suite.tests:
             continue
         groups.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
-    jobs = []
-    for index, ((task_id, _), sols) in enumerate(groups.items()):
-        suite = gt.tasks[task_id]
-        jobs.append(Job(program=sols[0].code, tests=tuple(AssertTest(source=t) for t in suite.tests),
-                        limits=Limits(timeout=suite.timeout, load_timeout=max(5.0, suite.timeout),
-                                      memory_mb=cfg.memory_mb),
-                        dedup="exact", tag=index))
-    members = list(groups.values())
+    members = [sols for sols in groups.values() if not all(sol.solution_id in known for sol in sols)]
+    shelf = (store if store is not None else open_store()).shelf("verdicts", f"asserts-{dataset.name}")
     verdicts: dict[str, Verdict] = {}
     done = 0
     if progress:
-        progress(0, len(jobs))
-    with open_engine(engine, workers=workers) as executor:
-        for res in executor.run(jobs):
-            sols = members[res.tag]
-            passed = sum(r.outcome is Outcome.PASSED for r in res.results)
-            ok = not res.load_error and passed == len(res.results)
-            if res.load_error:
-                detail = f"load error: {res.load_error}"
-            else:
-                first = next((i for i, r in enumerate(res.results) if r.outcome is not Outcome.PASSED), None)
-                detail = "" if first is None else (
-                    f"assert {first}: {res.results[first].outcome.value}: {res.results[first].detail or '-'}")
-            timed_out = any(r.outcome is Outcome.TIMEOUT for r in res.results)
-            status = "pass" if ok else ("timeout" if timed_out else "fail")
-            seconds = sum(r.duration for r in res.results)
-            for sol in sols:
-                verdicts[sol.solution_id] = Verdict(
-                    task_id=sol.task_id, solution_id=sol.solution_id, base=ok, plus=ok,
-                    base_detail=detail[:500], plus_detail="" if ok else "no plus inputs; base failed",
-                    extra={"base_status": status, "plus_status": None, "asserts": len(res.results),
-                           "asserts_passed": passed, "duplicates": len(sols), "call_seconds": round(seconds, 6)},
-                )
-            done += 1
-            if progress:
-                progress(done, len(jobs))
+        progress(0, len(members))
+
+    def finish(index: int, rec: Mapping[str, Any]) -> None:
+        nonlocal done
+        for sol in members[index]:
+            v = _assert_verdict(sol, rec, len(members[index]))
+            verdicts[sol.solution_id] = v
+            if on_verdict is not None:
+                on_verdict(v)
+        done += 1
+        if progress:
+            progress(done, len(members))
+
+    jobs = []
+    for index, sols in enumerate(members):
+        job, k = _assert_job(index, sols[0].code, gt.tasks[sols[0].task_id], cfg)
+        rec = shelf.get(k)
+        if isinstance(rec, dict) and set(rec) >= {"ok", "status", "detail", "n", "passed", "t"}:
+            finish(index, rec)
+        else:
+            jobs.append(job)
+    if jobs:
+        with open_engine(engine, workers=workers) as executor:
+            for res in executor.run(jobs):
+                index, k = res.tag
+                rec = _assert_record(res)
+                shelf.put(k, rec)
+                finish(index, rec)
     return verdicts
+
+
+def _assert_job(index: int, program: str, suite: AssertSuite, cfg: TimeLimits) -> tuple[Any, str]:
+    """The job that runs ``program`` on its task's asserts, and its result's key in the store."""
+    from evaluation.executor import AssertTest, Job, Limits
+
+    k = key("asserts-verdict", ASSERTS_VERSION, content_id(program, length=32),
+            content_id("\0".join(suite.tests), length=32), suite.timeout, cfg.memory_mb)
+    return Job(program=program, tests=tuple(AssertTest(source=t) for t in suite.tests),
+               limits=Limits(timeout=suite.timeout, load_timeout=max(5.0, suite.timeout), memory_mb=cfg.memory_mb),
+               dedup="exact", tag=(index, k)), k
+
+
+def _assert_record(res: Any) -> dict[str, Any]:
+    """What the store keeps of a program's run on its task's asserts."""
+    passed = sum(r.outcome is Outcome.PASSED for r in res.results)
+    ok = not res.load_error and passed == len(res.results)
+    if res.load_error:
+        detail = f"load error: {res.load_error}"
+    else:
+        first = next((i for i, r in enumerate(res.results) if r.outcome is not Outcome.PASSED), None)
+        detail = "" if first is None else (
+            f"assert {first}: {res.results[first].outcome.value}: {res.results[first].detail or '-'}")
+    timed_out = any(r.outcome is Outcome.TIMEOUT for r in res.results)
+    return {"ok": ok, "status": "pass" if ok else ("timeout" if timed_out else "fail"), "detail": detail[:500],
+            "n": len(res.results), "passed": passed, "t": sum(r.duration for r in res.results)}
+
+
+def _assert_verdict(sol: Solution, rec: Mapping[str, Any], duplicates: int) -> Verdict:
+    """A solution's verdict from its program's record (:func:`_assert_record`)."""
+    ok = bool(rec["ok"])
+    return Verdict(
+        task_id=sol.task_id, solution_id=sol.solution_id, base=ok, plus=ok,
+        base_detail=str(rec["detail"]), plus_detail="" if ok else "no plus inputs; base failed",
+        extra={"base_status": rec["status"], "plus_status": None, "asserts": rec["n"],
+               "asserts_passed": rec["passed"], "duplicates": duplicates, "call_seconds": round(float(rec["t"]), 6)},
+    )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from evaluation.datasets import Dataset
     from evaluation.evalplus import TimeLimits
     from evaluation.executor.engine import EngineChoice
+    from evaluation.result_store import Store
 
 __all__ = ["has_plus_inputs", "judge_solutions"]
 
@@ -48,17 +49,21 @@ def judge_solutions(
     time_limits: TimeLimits | None = None,
     progress: Callable[[int, int], None] | None = None,
     engine: EngineChoice | None = None,
+    store: Store | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> dict[str, Verdict]:
     """Verdict of each solution, by the judge the dataset's spec names (see the module
-    docstring), its programs run on ``engine`` (default: this machine's executor)."""
+    docstring), its programs run on ``engine`` (default: this machine's executor); each program
+    judged once in the result store (``store``, default :func:`~evaluation.result_store.open_store`):
+    one judged by any command before is read from there (``notify`` says how many)."""
     if has_plus_inputs(dataset):
         from evaluation.evalplus import evaluate_solutions
 
         return evaluate_solutions(dataset, solutions, workers=workers, time_limits=time_limits, progress=progress,
-                                  engine=engine)
+                                  engine=engine, store=store, notify=notify)
     if all(p.test.strip() or p.assertion.strip() for p in dataset):
         from evaluation.asserts import evaluate_on_asserts
 
         return evaluate_on_asserts(dataset, solutions, workers=workers, time_limits=time_limits, progress=progress,
-                                  engine=engine)
+                                  engine=engine, store=store)
     raise TestgenError(f"dataset {dataset.name} has neither base/plus inputs nor its own tests for every task")

@@ -11,8 +11,9 @@ mutmut or cosmic-ray, are in docs/mutation.md.
 A mutant is *equivalent* here when it agrees with the reference on every input of every
 equivalence suite (:data:`EQUIVALENCE_SUITES`: HumanEval+/MBPP+ base and plus inputs), judged
 exactly as ``testgen evaluate`` judges a sample (:func:`evaluation.evalplus.evaluate_solutions`:
-the cached reference outputs, the trusted comparison, the per-input time limits). Mutants only
-run in the sandboxed executor.
+the stored reference outputs, the trusted comparison, the per-input time limits), each suite's
+results kept per program in the result store (:mod:`evaluation.result_store`). Mutants only run in the
+sandboxed executor.
 """
 
 from __future__ import annotations
@@ -240,18 +241,23 @@ def mutants_of(program: str, entry_point: str, *, task_id: str = "") -> MutantSe
 
 class EquivalenceSuite(Protocol):
     """A judge of code on a suite of inputs: for each solution, ``""`` when it agrees with the
-    reference on every input, else the name of the (sub)suite whose input told it apart."""
+    reference on every input, else the name of the (sub)suite whose input told it apart.
+    ``notify`` gets its one-line notices (what it reused from the result store, what it could not
+    use); ``counts``, per split, ``[programs reused from the store, programs judged]``."""
 
     def __call__(self, dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
-                 engine: EngineChoice | None = None) -> Mapping[str, str]:
+                 engine: EngineChoice | None = None, notify: Callable[[str], None] | None = None,
+                 counts: dict[str, list[int]] | None = None) -> Mapping[str, str]:
         ...
 
 
 def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
-                   engine: EngineChoice | None = None) -> Mapping[str, str]:
+                   engine: EngineChoice | None = None, notify: Callable[[str], None] | None = None,
+                   counts: dict[str, list[int]] | None = None) -> Mapping[str, str]:
     """HumanEval+/MBPP+ base and plus inputs, judged by :func:`evaluation.evalplus.evaluate_solutions`
-    (its cached ground truth, trusted comparison and per-input time limits): ``"base"`` when a
-    base input tells the mutant apart, ``"plus"`` when only a plus input does."""
+    (its stored ground truth, trusted comparison and per-input time limits; each program's base and
+    plus results kept in the result store, so a mutant is judged on them once, by any eval):
+    ``"base"`` when a base input tells the mutant apart, ``"plus"`` when only a plus input does."""
     from evaluation.correctness import has_plus_inputs
 
     if not has_plus_inputs(dataset):
@@ -259,27 +265,37 @@ def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: 
                            "(judge against HumanEval+ or MBPP+: --reference-dataset)")
     from evaluation.evalplus import evaluate_solutions
 
-    verdicts = evaluate_solutions(dataset, solutions, workers=workers, engine=engine)
+    verdicts = evaluate_solutions(dataset, solutions, workers=workers, engine=engine, notify=notify, counts=counts)
     return {sid: "" if v.plus else ("plus" if v.base else "base") for sid, v in verdicts.items()}
 
 
 def propertyeval_equivalence(strategies: Strategies) -> EquivalenceSuite:
-    """PropertyEval's property-based inputs (HumanEval+ only) as one more suite: a mutant that
-    base and plus could not tell apart is judged on the task's usable PropertyEval inputs exactly
-    as ``testgen evaluate --pbt`` judges a sample (:func:`evaluation.evalplus.propertyeval_suite`,
-    drawn in the sandbox and cached); ``"pbt"`` when one of them tells it apart. The suite's
-    name carries the snapshot's digest, so the equivalence cache of another snapshot is not reused."""
+    """PropertyEval's property-based inputs (HumanEval+ only) as one more suite, run after
+    :func:`evalplus_suite` on the mutants it could not tell apart: each is judged on its task's
+    usable PropertyEval inputs alone (:func:`evaluation.evalplus.judge_suite`; base and plus are
+    not run again), exactly as ``testgen evaluate --pbt`` judges a sample on them (drawn in the
+    sandbox, on the engine's workers, and kept in the result store); ``"pbt"`` when one of them
+    tells it apart. The suite's name carries the snapshot's digest. ``notify`` is told which tasks
+    have no usable input (no strategy, a strategy that fails, a contract that rejects every input)."""
 
     def suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
-              engine: EngineChoice | None = None) -> Mapping[str, str]:
-        from evaluation.evalplus import evaluate_solutions
+              engine: EngineChoice | None = None, notify: Callable[[str], None] | None = None,
+              counts: dict[str, list[int]] | None = None) -> Mapping[str, str]:
+        from evaluation.evalplus import judge_suite
+        from evaluation.evalplus.judge import Status
         from evaluation.evalplus.propertyeval import propertyeval_suite
 
         tasks = sorted({s.task_id for s in solutions}, key=list(dataset.problems).index)
-        pbt = propertyeval_suite(dataset, strategies=strategies, tasks=tasks, workers=workers)
-        verdicts = evaluate_solutions(dataset, solutions, workers=workers, engine=engine, propertyeval=pbt)
-        return {sid: "" if v.extra.get("pbt") else ("pbt" if v.plus else ("plus" if v.base else "base"))
-                for sid, v in verdicts.items()}
+        pbt = propertyeval_suite(dataset, strategies=strategies, tasks=tasks, workers=workers, engine=engine)
+        problems = pbt.problems()
+        if notify is not None and problems:
+            notify(f"PropertyEval: {len(problems)} task(s) whose strategy or contract made inputs unusable "
+                   "(their mutants are judged on the usable ones, or on none):")
+            for task_id, why in problems:
+                notify(f"  {task_id}: {why}")
+        results = judge_suite(dataset, solutions, "pbt", workers=workers, engine=engine, propertyeval=pbt,
+                              notify=notify, counts=counts)
+        return {sid: "" if r.status is Status.PASS else "pbt" for sid, r in results.items()}
 
     suite.__name__ = f"propertyeval_suite:{strategies.content_sha256[:12]}"
     return suite
@@ -289,7 +305,7 @@ EQUIVALENCE_SUITES: tuple[EquivalenceSuite, ...] = (evalplus_suite,)
 """The suites a mutant must agree with the reference on to count as equivalent, run in order
 (each on the mutants the earlier ones could not tell apart). PropertyEval's inputs, where
 present, are one more entry (:func:`propertyeval_equivalence`; ``testgen eval --mutation
---propertyeval PATH``)."""
+--propertyeval``)."""
 
 
 def judge_mutants(
@@ -299,32 +315,23 @@ def judge_mutants(
     suites: Sequence[EquivalenceSuite] = EQUIVALENCE_SUITES,
     workers: int | None = None,
     engine: EngineChoice | None = None,
-    on_batch: Callable[[Mapping[str, str]], None] | None = None,
-    tasks_per_batch: int = 16,
+    notify: Callable[[str], None] | None = None,
+    counts: dict[str, list[int]] | None = None,
 ) -> dict[str, str]:
     """For each mutant (keyed ``task_id#mutant_id``): ``""`` when no suite tells it apart from the
-    reference (equivalent), else the name of the first suite input that does. Tasks are judged
-    in batches of ``tasks_per_batch`` (each suite sees the whole ``dataset``, so its cached
-    reference outputs are those of one task set); ``on_batch`` gets each batch's results as it
-    finishes (for a resumable cache)."""
-    by_task: dict[str, list[Mutant]] = {}
-    for m in mutants:
-        by_task.setdefault(m.task_id, []).append(m)
-    tasks = list(by_task)
+    reference (equivalent), else the name of the first suite input that does. Each suite judges
+    the mutants the suites before it could not tell apart; every program's result on every suite
+    is kept in the result store as it is judged (:mod:`evaluation.result_store`), so an interrupted run
+    resumes, and a run with one more suite judges only that suite (``counts``: per split, programs
+    reused and judged)."""
+    pending = [Solution(task_id=m.task_id, solution_id=f"{m.task_id}#{m.mutant_id}", code=m.program,
+                        model="mutant") for m in mutants]
     out: dict[str, str] = {}
-    for start in range(0, len(tasks), tasks_per_batch):
-        batch = tasks[start:start + tasks_per_batch]
-        pending = [Solution(task_id=m.task_id, solution_id=f"{m.task_id}#{m.mutant_id}", code=m.program,
-                            model="mutant") for t in batch for m in by_task[t]]
-        found: dict[str, str] = {}
-        for suite in suites:
-            if not pending:
-                break
-            verdicts = suite(dataset, pending, workers=workers, engine=engine)
-            for s in pending:
-                found[s.solution_id] = verdicts.get(s.solution_id, "unjudged")
-            pending = [s for s in pending if found[s.solution_id] == ""]
-        out.update(found)
-        if on_batch is not None:
-            on_batch(found)
+    for suite in suites:
+        if not pending:
+            break
+        verdicts = suite(dataset, pending, workers=workers, engine=engine, notify=notify, counts=counts)
+        for s in pending:
+            out[s.solution_id] = verdicts.get(s.solution_id, "unjudged")
+        pending = [s for s in pending if out[s.solution_id] == ""]
     return out

@@ -22,16 +22,19 @@ and the task falls back to random. With ``codet_packing=True`` (the default, for
 such a task's solutions are marked not loaded, as in CodeT, without running them; with
 ``False`` the task is executed normally.
 
-Cache: ``CACHE/matrix-<hash of the execution settings>.jsonl``, one line per (task,
-program, test set, outputs flag), appended as each job finishes, so a killed run resumes
-and another method or a second run reads the matrix in seconds. Also
+Kept in the result store (:mod:`evaluation.result_store`, kind ``outcomes``): one record per
+(program, its task's ordered distinct tests, entry point, outputs flag, limits), appended as
+each job finishes, so a killed run resumes and another method, a second run or another
+``rerank`` with other reranker options reads the matrix in seconds. The key holds the whole
+ordered test set, not each test apart: a test's outcome can depend on the tests run before it
+in the same child (state a program keeps between calls; the shortened deadline after
+``shorten_after`` timeouts). Also
 :func:`matrices_from_codet_outcomes` builds matrices from the outcomes CodeT's own code
 computed (a check of the scoring independent of our executor).
 """
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,8 +46,9 @@ import numpy as np
 import numpy.typing as npt
 
 from evaluation.executor.engine import EngineChoice
-from evaluation.io import JsonlAppender, read_jsonl
+from evaluation.io import read_jsonl
 from evaluation.records import Outcome, Solution, TestCase, content_id
+from evaluation.result_store import Shelf, Store, key, open_store
 from rerank.matrix import TaskMatrix
 
 __all__ = [
@@ -57,9 +61,9 @@ __all__ = [
     "CACHE_VERSION",
 ]
 
-CACHE_VERSION = 4
-"""Bumped when the meaning of cached lines changes (3: tests checked in trusted code; 4: deadlines
-in CPU time)."""
+CACHE_VERSION = 5
+"""Part of a row's key in the store: bumped when the meaning of a row changes (3: tests checked
+in trusted code; 4: deadlines in CPU time; 5: kept in the result store)."""
 
 _CODE = {Outcome.PASSED: "P", Outcome.FAILED: "F", Outcome.ERROR: "E", Outcome.TIMEOUT: "T"}
 
@@ -186,13 +190,14 @@ def _value_key(result: Any) -> str:
     return f"!{result.outcome.value}:{kind}"
 
 
-def _cache_path(cache_dir: Path, limits: Any) -> Path:
-    fields = {"v": CACHE_VERSION, "timeout": limits.timeout, "load_timeout": limits.load_timeout,
-              "memory_mb": limits.memory_mb}
-    if limits.shorten_after:  # outcomes depend on it; the exact setting keeps its old cache name
-        fields |= {"shorten_after": limits.shorten_after, "short_timeout": limits.short_timeout}
-    settings = json.dumps(fields, sort_keys=True)
-    return cache_dir / f"matrix-{content_id(settings, length=12)}.jsonl"
+def _row_keys(task: TaskInputs, limits: Any, flag: str) -> list[str]:
+    """Each program's key in the store for this task's ordered tests, ``limits`` and outputs flag."""
+    fields = {"timeout": limits.timeout, "load_timeout": limits.load_timeout, "memory_mb": limits.memory_mb,
+              "shorten_after": limits.shorten_after,
+              "short_timeout": limits.short_timeout if limits.shorten_after else None}
+    tests = content_id("\x00".join(task.tests), length=32)
+    return [key("outcomes", CACHE_VERSION, fields, task.entry_point, tests, flag, content_id(p, length=32))
+            for p in task.programs]
 
 
 def _matrix(task: TaskInputs, rows: Mapping[str, tuple[str, tuple[str, ...]]], outputs: bool) -> TaskMatrix:
@@ -200,8 +205,8 @@ def _matrix(task: TaskInputs, rows: Mapping[str, tuple[str, tuple[str, ...]]], o
     passed = np.zeros((n, m), np.bool_)
     loaded = np.zeros(n, np.bool_)
     out_keys: list[tuple[str, ...]] = []
-    for i, key in enumerate(task.program_keys):
-        codes, values = rows[key]
+    for i, program_key in enumerate(task.program_keys):
+        codes, values = rows[program_key]
         loaded[i] = codes != "L"
         if loaded[i] and m:
             passed[i] = np.frombuffer(codes.encode("ascii"), np.uint8) == ord("P")
@@ -209,32 +214,31 @@ def _matrix(task: TaskInputs, rows: Mapping[str, tuple[str, tuple[str, ...]]], o
     return _task_matrix(task, loaded, passed, output_keys=tuple(out_keys) if outputs else None)
 
 
-def _run_and_cache(jobs: Sequence[Any], done: dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]],
-                   cache: Path, *, flag: str, outputs: bool, limits: Any, engine: EngineChoice | None,
-                   workers: int | None, progress: Callable[[int, int], None] | None) -> None:
-    """Run the jobs (one per program of a task) and append each row of outcome codes (and output
-    keys) to ``done`` and the cache as it arrives."""
+def _run_and_keep(jobs: Sequence[Any], done: dict[str, tuple[str, tuple[str, ...]]], shelf: Shelf, *,
+                  outputs: bool, limits: Any, engine: EngineChoice | None, workers: int | None,
+                  progress: Callable[[int, int], None] | None) -> None:
+    """Run the jobs (one per program of a task) and keep each row of outcome codes (and output
+    keys) in ``done`` and the store as it arrives."""
     from evaluation.executor.engine import run_jobs
 
-    with JsonlAppender(cache) as app:
-        for n_done, res in enumerate(run_jobs(jobs, engine=engine, workers=workers, limits=limits), start=1):
-            tid, key, tkey = res.tag
-            values: tuple[str, ...]
-            if res.load_error:
-                codes, values = "L", ()
-            else:
-                codes = "".join(_CODE[r.outcome] for r in res.results)
-                values = tuple(_value_key(r) for r in res.results) if outputs else ()
-            done[(tid, key, tkey, flag)] = (codes, values)
-            app.write({"t": tid, "p": key, "k": tkey, "c": flag, "o": codes, "v": list(values)})
-            if progress:
-                progress(n_done, len(jobs))
+    for n_done, res in enumerate(run_jobs(jobs, engine=engine, workers=workers, limits=limits), start=1):
+        values: tuple[str, ...]
+        if res.load_error:
+            codes, values = "L", ()
+        else:
+            codes = "".join(_CODE[r.outcome] for r in res.results)
+            values = tuple(_value_key(r) for r in res.results) if outputs else ()
+        done[res.tag] = (codes, values)
+        shelf.put(res.tag, {"o": codes, "v": list(values)})
+        if progress:
+            progress(n_done, len(jobs))
 
 
 def build_matrices(
     tasks: Iterable[TaskInputs],
     *,
-    cache_dir: str | os.PathLike[str],
+    cache_dir: str | os.PathLike[str] | None = None,
+    store: Store | None = None,
     timeout: float = 0.1,
     load_timeout: float = 5.0,
     memory_mb: int = 2048,
@@ -247,7 +251,8 @@ def build_matrices(
     progress: Callable[[int, int], None] | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> dict[str, TaskMatrix]:
-    """Run every distinct program against its task's distinct tests (cached, resumable).
+    """Run every distinct program against its task's distinct tests (kept in the result store:
+    ``store``, else the store of the cache folder ``cache_dir``, else the default one).
 
     ``shorten_after``/``short_timeout``: see :attr:`evaluation.executor.Limits.shorten_after`.
 
@@ -263,41 +268,44 @@ def build_matrices(
     task_list = list(tasks)
     limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb,
                     shorten_after=shorten_after, short_timeout=short_timeout)
-    cache = _cache_path(Path(cache_dir), limits)
-    done: dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]] = {}
-    if cache.exists():
-        for _, rec in read_jsonl(cache, tolerate_torn_tail=True):
-            done[(rec["t"], rec["p"], rec["k"], rec["c"])] = (rec["o"], tuple(rec["v"]))
+    kept = store if store is not None else open_store(None if cache_dir is None else Path(cache_dir) / "store")
+    shelf = kept.shelf("outcomes", f"matrix-{key(limits.timeout, limits.shorten_after)[:12]}")
+    done: dict[str, tuple[str, tuple[str, ...]]] = {}
     jobs: list[Job] = []
     flag = "v" if outputs else ""
     unpackable = {t.task_id for t in task_list if codet_packing and t.tests and not codet_packing_compiles(t.tests)}
     wanted = 0
+    row_keys: dict[str, list[str]] = {}
+    queued: set[str] = set()
     for task in task_list:
         if not task.tests or task.task_id in unpackable:
             continue
+        row_keys[task.task_id] = keys = _row_keys(task, limits, flag)
         tests = tuple(AssertTest(source=t, entry_point=task.entry_point) for t in task.tests)
-        for prog, key in zip(task.programs, task.program_keys):
+        for prog, k in zip(task.programs, keys):
             wanted += 1
-            if (task.task_id, key, task.tests_key, flag) in done:
-                continue
-            jobs.append(Job(program=prog, tests=tests, want_values=outputs, tag=(task.task_id, key, task.tests_key)))
+            rec = shelf.get(k)
+            if isinstance(rec, dict) and isinstance(rec.get("o"), str) and isinstance(rec.get("v"), list):
+                done[k] = (rec["o"], tuple(rec["v"]))
+            elif k not in queued:
+                queued.add(k)
+                jobs.append(Job(program=prog, tests=tests, want_values=outputs, tag=k))
     total = len(jobs)
-    if notify is not None and cache.exists():
-        notify(f"matrix: {wanted - total:,} of {wanted:,} programs from the cache {cache}; {total:,} to run")
+    if notify is not None and wanted:
+        notify(f"matrix: {wanted - total:,} of {wanted:,} programs' rows reused from the store ({kept.root}); "
+               f"{total:,} to run")
     if progress:
         progress(0, total)
     if jobs:
-        _run_and_cache(jobs, done, cache, flag=flag, outputs=outputs, limits=limits, engine=engine, workers=workers,
-                       progress=progress)
+        _run_and_keep(jobs, done, shelf, outputs=outputs, limits=limits, engine=engine, workers=workers,
+                      progress=progress)
     out: dict[str, TaskMatrix] = {}
     for task in task_list:
-        rows: dict[str, tuple[str, tuple[str, ...]]] = {}
-        for key in task.program_keys:
-            # Without tests nothing runs: CodeT skips such solutions, so they count as not
-            # loaded and the task falls back to random.
-            rows[key] = ("L", ()) if task.task_id in unpackable else done.get(
-                (task.task_id, key, task.tests_key, flag), ("L", ())
-            )
+        found = row_keys.get(task.task_id)
+        # Without tests nothing runs: CodeT skips such solutions, so they count as not
+        # loaded and the task falls back to random.
+        rows = {pk: ("L", ()) if found is None else done.get(k, ("L", ()))
+                for pk, k in zip(task.program_keys, found or task.program_keys)}
         out[task.task_id] = _matrix(task, rows, outputs)
     return out
 

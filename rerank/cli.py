@@ -160,8 +160,10 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
                    "the 'baseline' row beside random (the paper's Table 5 baseline).")
 @click.option("--ks", default="1,2,10", show_default=True, help="Comma-separated k of pass@k.")
 @click.option("--out", default="rerank-out", show_default=True, type=click.Path(file_okay=False),
-              help="Output directory (summary.json, picks.jsonl, run.json, cache/).")
-@click.option("--cache-dir", type=click.Path(file_okay=False), help="Matrix/verdict cache (default OUT/cache).")
+              help="Output directory (summary.json, picks.jsonl, run.json).")
+@click.option("--cache-dir", type=click.Path(file_okay=False),
+              help="A cache folder whose result store keeps the matrices and verdicts (default: the shared store "
+                   "in $TESTGEN_CACHE, which testgen evaluate and the other commands read too).")
 @click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
 @debug_option()
 def rerank_cmd(
@@ -192,7 +194,7 @@ def rerank_cmd(
     """Pick the best of many sampled solutions using generated tests (CodeT and others).
 
     Runs every distinct solution against every distinct generated test in the sandboxed
-    executor (cached in OUT/cache, resumable), ranks with each method, and reports the
+    executor (kept in the result store, resumable), ranks with each method, and reports the
     expected pass@k of the picks on HumanEval+ (base and plus) beside random selection,
     with 95% intervals over tasks and paired tests against the best method.
 

@@ -188,9 +188,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @workers_option()
 @engine_options()
 @click.option("--out", default="rerank-model", show_default=True, type=click.Path(file_okay=False),
-              help="Output directory: model.json, cv.json, cv.md, cache/.")
+              help="Output directory: model.json, cv.json, cv.md.")
 @click.option("--cache-dir", type=click.Path(file_okay=False),
-              help="Matrix/verdict cache (default OUT/cache; point it at a rerank run's cache to reuse it).")
+              help="A cache folder whose result store keeps the matrices and verdicts (default: the shared store in "
+                   "$TESTGEN_CACHE, where a rerank run of the same pool left them).")
 @click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
 @debug_option()
 def train_cmd(

@@ -1,5 +1,5 @@
 """The ground truth of a ``rerank`` run, kept apart from the rerankers: HumanEval+/MBPP+
-verdicts of the distinct programs (cached per dataset file), a ``--verdicts`` file (e.g. CodeT's
+verdicts of the distinct programs (kept in the result store, :mod:`evaluation.result_store`), a ``--verdicts`` file (e.g. CodeT's
 verdicts on the original HumanEval tests) and the ``--baseline`` row (a ``testgen evaluate``
 verdicts file: Table 5's baseline of Xiong, Guo, Chen). Only the scoring reads them
 (:mod:`rerank.pipeline`); a reranker is never handed one.
@@ -8,13 +8,12 @@ verdicts file: Table 5's baseline of Xiong, Guo, Chen). Only the scoring reads t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from evaluation.datasets import Dataset
 from evaluation.errors import RecordError, TestgenError
 from evaluation.executor.engine import EngineChoice
-from evaluation.io import JsonlAppender, empty_file, read_jsonl
-from evaluation.records import content_id
+from evaluation.io import empty_file, read_jsonl
+from evaluation.result_store import Store
 from rerank.build import TaskInputs
 from rerank.scoring import TaskScore
 
@@ -30,52 +29,28 @@ def _quiet(_: str) -> None:
 def evalplus_verdicts(
     dataset: Dataset,
     tasks: Sequence[TaskInputs],
-    cache: Path,
+    store: Store,
     workers: int | None,
     progress: Callable[[int, int], None],
     notify: Notify = _quiet,
     engine: EngineChoice | None = None,
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
-    """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
-    inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
-    from evaluation.correctness import has_plus_inputs, judge_solutions
-    from evaluation.evalplus import evaluate_solutions, ground_truth
+    """(task_id, program key) -> (base, plus), by the judge the dataset's spec names
+    (:func:`evaluation.correctness.judge_solutions`): each distinct program's result is read
+    from the result store when any command judged it before (``testgen evaluate`` on the same
+    samples, an earlier ``rerank``), else judged and kept there. A dataset without plus inputs
+    is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
+    from evaluation.correctness import judge_solutions
 
-    path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
-    known: dict[tuple[str, str], tuple[bool, bool]] = {}
-    if path.exists():
-        for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-            known[(rec["t"], rec["p"])] = (bool(rec["base"]), bool(rec["plus"]))
-    todo = []
-    wanted = 0
-    for t in tasks:
-        for key, sol in zip(t.program_keys, t.first_solution):
-            wanted += 1
-            if (t.task_id, key) not in known:
-                todo.append((t.task_id, key, sol))
-    if path.exists():
-        notify(f"{dataset.name} verdicts: {wanted - len(todo):,} of {wanted:,} distinct programs from the cache "
-               f"{path}; {len(todo):,} to judge")
-    if todo:
-        if has_plus_inputs(dataset):
-            truth = ground_truth(dataset, workers=workers)
-            if truth.from_cache:
-                notify(f"{dataset.name} ground truth: {len(truth.tasks):,} tasks from the cache {truth.cache_file}")
-            verdicts = evaluate_solutions(dataset, [s for _, _, s in todo], workers=workers, truth=truth,
-                                          progress=progress, engine=engine)
-        else:
-            verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress,
-                                       engine=engine)
-        with JsonlAppender(path) as app:
-            for tid, key, sol in todo:
-                v = verdicts.get(sol.solution_id)
-                if v is None:
-                    continue
-                known[(tid, key)] = (v.base, v.plus)
-                app.write({"t": tid, "p": key, "base": v.base, "plus": v.plus})
-    else:
-        progress(1, 1)
-    return known
+    todo = [(t.task_id, key, sol) for t in tasks for key, sol in zip(t.program_keys, t.first_solution)]
+    verdicts = judge_solutions(dataset, [s for _, _, s in todo], workers=workers, progress=progress, engine=engine,
+                               store=store, notify=notify)
+    out: dict[tuple[str, str], tuple[bool, bool]] = {}
+    for tid, key, sol in todo:
+        v = verdicts.get(sol.solution_id)
+        if v is not None:
+            out[(tid, key)] = (v.base, v.plus)
+    return out
 
 
 def file_verdicts(path: str, tasks: Sequence[TaskInputs]) -> dict[tuple[str, str], bool]:

@@ -19,7 +19,9 @@
   per test set, ``tests_dropped_rebinding`` (tests that rebind the entry point: vacuous) and
   where the distinct tests were checked: ``checked_trusted_code`` (the program cannot forge
   their pass) and ``checked_child`` (run whole in the program's process), also in pairs.
-* ``cache/``: the outcome matrix and verdict caches (a second run reads them).
+The outcome matrix and the verdicts are kept in the result store (:mod:`evaluation.result_store`), which a
+second run, another reranker's options or ``testgen evaluate`` on the same samples read instead of
+running the programs again (``notify`` says how much was reused).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from evaluation.executor.engine import EngineChoice
 from evaluation.executor.trusted import trusted_check
 from evaluation.io import write_jsonl
 from evaluation.records import Solution
+from evaluation.result_store import Store, open_store
 from rerank import __version__
 from rerank.build import (
     TaskInputs,
@@ -117,7 +120,9 @@ class RerankConfig:
     out: str = "rerank-out"
     """Output directory."""
     cache_dir: str | None = None
-    """Matrix/verdict cache (default ``OUT/cache``)."""
+    """A cache folder whose result store (``CACHE_DIR/store``, :mod:`evaluation.result_store`) keeps the
+    matrices and verdicts (default: the shared store, ``$TESTGEN_CACHE/store``, which ``testgen
+    evaluate`` and every other command read and write too)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,17 +234,16 @@ def load(
 
     ``check(task_ids)`` runs once every input is read, before anything runs or is written
     (a caller's own refusal, e.g. too few tasks for its folds)."""
-    cache = Path(config.cache_dir) if config.cache_dir else Path(config.out) / "cache"
+    store = open_store(Path(config.cache_dir) / "store" if config.cache_dir else None)
     t0 = time.perf_counter()
     inputs = _read(config, check)
     Path(config.out).mkdir(parents=True, exist_ok=True)
-    cache.mkdir(parents=True, exist_ok=True)
     timings = {"read": time.perf_counter() - t0}
     t0 = time.perf_counter()
-    matrices = _build_matrices(config, inputs, cache, need_outputs=need_outputs, progress=progress, notify=notify)
+    matrices = _build_matrices(config, inputs, store, need_outputs=need_outputs, progress=progress, notify=notify)
     timings["matrix"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    kinds = _judge(config, inputs, cache, progress=progress, notify=notify)
+    kinds = _judge(config, inputs, store, progress=progress, notify=notify)
     timings["verdicts"] = time.perf_counter() - t0
     return LoadedRun(dataset=inputs.dataset, task_ids=inputs.task_ids, samples=inputs.samples,
                      test_sets=inputs.test_sets, prepared=inputs.prepared, matrices=matrices, kinds=kinds,
@@ -279,7 +283,7 @@ def _read(config: RerankConfig, check: Callable[[list[str]], None] | None) -> _I
                    original=original, baseline=baseline)
 
 
-def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_outputs: bool,
+def _build_matrices(config: RerankConfig, inputs: _Inputs, store: Store, *, need_outputs: bool,
                     progress: ProgressFactory, notify: Notify) -> dict[str, dict[str, TaskMatrix]]:
     """Step 2, build matrix: run every distinct program on every distinct test of each test set
     in the sandboxed executor (or read the cache); label -> task_id -> matrix, with program
@@ -289,7 +293,7 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_
     for ts in inputs.test_sets:
         matrices[ts.label] = build_matrices(
             inputs.prepared[ts.label],
-            cache_dir=cache,
+            store=store,
             timeout=config.timeout,
             shorten_after=config.shorten_timeouts_after,
             short_timeout=config.short_timeout,
@@ -307,7 +311,7 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_
     return matrices
 
 
-def _judge(config: RerankConfig, inputs: _Inputs, cache: Path, *, progress: ProgressFactory,
+def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: ProgressFactory,
            notify: Notify) -> dict[str, dict[tuple[str, str], bool]]:
     """Step 3, judge: the ground truth per verdict kind, (task_id, program key) -> correct:
     HumanEval+/MBPP+ ``base`` and ``plus`` (MBPP sanitized: ``base`` on its asserts), and a
@@ -319,7 +323,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, cache: Path, *, progress: Prog
         dataset = inputs.dataset
         # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
         base_tasks = inputs.prepared[inputs.test_sets[0].label]
-        ep = evalplus_verdicts(dataset, base_tasks, cache, config.workers, progress(f"{dataset.name} verdicts"),
+        ep = evalplus_verdicts(dataset, base_tasks, store, config.workers, progress(f"{dataset.name} verdicts"),
                                 notify, engine=config.engine)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         if has_plus_inputs(dataset):

@@ -1,7 +1,8 @@
 """Executions of ``testgen eval``: every distinct (program, test) pair run once in the sandboxed
-executor with coverage measured, and kept in a resumable cache (``EVAL/executions.jsonl``,
-keyed by program, test, timeout and :data:`CACHE_VERSION`); branch coverage of a set of tests
-computed from the cached arcs (:mod:`testgen.coverage`). Split out of
+executor with coverage measured, and kept in the result store (:mod:`evaluation.result_store`, kind
+``executions``: keyed by program, test, timeout, coverage and :data:`CACHE_VERSION`), so an
+interrupted eval resumes and another eval of the same tests on the same program reuses them;
+branch coverage of a set of tests computed from the stored arcs (:mod:`testgen.coverage`). Split out of
 :mod:`testgen.commands.score_tests`, which decides what to run and turns the results into metrics.
 """
 
@@ -9,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from evaluation.errors import RunFailure
-from evaluation.io import JsonlAppender, read_jsonl
 from evaluation.records import Outcome, content_id
+from evaluation.result_store import Store, key
 from testgen.coverage import Arc, CoverageCounts, SourceCoverage
 
 if TYPE_CHECKING:
@@ -24,9 +24,10 @@ __all__ = ["CACHE_VERSION", "ProgressFn", "Execution", "ExecutionCache", "run_pr
            "cached_outcome", "coverage_version"]
 
 
-CACHE_VERSION = 3
-"""Version of ``executions.jsonl`` records; 2: tests checked in trusted code; 3: deadlines in
-CPU time, per-test coverage through coverage.py's public API (earlier records are not reused)."""
+CACHE_VERSION = 4
+"""Part of an execution's key in the store; 2: tests checked in trusted code; 3: deadlines in
+CPU time, per-test coverage through coverage.py's public API; 4: in the result store (earlier
+records are not reused)."""
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -47,62 +48,83 @@ class Execution:
 
 
 class ExecutionCache:
-    """``executions.jsonl``: results by (program id, test id, timeout); load arcs by program.
+    """Results by (program id, test id) in the result store (kind ``executions``, keyed also by the
+    timeout, whether coverage was measured, ``shorten_after`` and :data:`CACHE_VERSION`); load arcs
+    and load errors by program. Reads the store as it is asked (:meth:`has`), and keeps what
+    :meth:`record` is given there at once, so a killed eval resumes and any later eval, of any
+    run, reuses a (program, test) pair that ran before.
 
-    ``with_arcs=False``: a cache of runs without coverage (the mutants of ``testgen eval
-    --mutation``), where a recorded outcome is all there is to reuse."""
+    ``use=False`` (``--no-cache``): nothing is read from the store; every pair runs again and its
+    new result supersedes the stored one. ``with_arcs=False``: runs without coverage (the mutants
+    of ``testgen eval --mutation``), where a recorded outcome is all there is to reuse."""
 
-    def __init__(self, path: Path, *, timeout: float, use: bool, with_arcs: bool = True) -> None:
-        self.path = path
+    def __init__(self, store: Store, *, timeout: float, use: bool, with_arcs: bool = True, shorten_after: int = 0,
+                 scope: str = "coverage") -> None:
+        self.store = store
+        self.shelf = store.shelf("executions", scope)
         self.timeout = timeout
+        self.use = use
         self.with_arcs = with_arcs
+        self.shorten_after = shorten_after
         self.tests: dict[tuple[str, str], Execution] = {}
         self.load_arcs: dict[str, tuple[Arc, ...] | None] = {}
         self.load_error: dict[str, str] = {}
-        self.found = path.is_file()
-        """Whether the file existed (read with ``use``, deleted without)."""
-        if use and path.is_file():
-            for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-                if rec.get("timeout") != timeout or rec.get("v") != CACHE_VERSION:
-                    continue
-                pid = rec["program"]
-                la = rec.get("load_arcs")
+        self.found = 0
+        """(program, test) pairs read from the store."""
+        self._loads_read: set[str] = set()
+
+    def _key(self, *parts: str) -> str:
+        return key("execution", CACHE_VERSION, self.timeout, self.with_arcs, self.shorten_after, *parts)
+
+    def _read_load(self, pid: str) -> None:
+        if pid in self._loads_read or not self.use:
+            return
+        self._loads_read.add(pid)
+        rec = self.shelf.get(self._key("load", pid))
+        if isinstance(rec, dict):
+            la = rec.get("arcs")
+            if self.load_arcs.get(pid) is None:
                 self.load_arcs[pid] = None if la is None else arc_tuples(la)
-                if rec.get("load_error"):
-                    self.load_error[pid] = rec["load_error"]
-                for tid, oc, arcs in rec["results"]:
-                    self.tests[(pid, tid)] = Execution(
-                        outcome=Outcome(oc), arcs=None if arcs is None else tuple(tuple(a) for a in arcs))
-        elif path.exists():
-            path.unlink()
-        self._appender: JsonlAppender | None = None
+            if rec.get("error"):
+                self.load_error[pid] = str(rec["error"])
+
+    def get(self, pid: str, tid: str) -> Execution | None:
+        """The result of test ``tid`` on program ``pid``: recorded in this run, or read from the store."""
+        found = self.tests.get((pid, tid))
+        if found is None and self.use:
+            rec = self.shelf.get(self._key(pid, tid))
+            if isinstance(rec, dict) and isinstance(rec.get("o"), str):
+                arcs = rec.get("a")
+                found = Execution(outcome=Outcome(rec["o"]), arcs=None if arcs is None else arc_tuples(arcs))
+                self.tests[(pid, tid)] = found
+                self.found += 1
+                self._read_load(pid)
+        return found
 
     def has(self, pid: str, tid: str) -> bool:
-        """A usable cached result: arcs present, or a timeout (a killed test reports none)."""
-        ex = self.tests.get((pid, tid))
-        return ex is not None and (not self.with_arcs or ex.arcs is not None or ex.outcome is Outcome.TIMEOUT or pid in self.load_error)
+        """A usable result: arcs present, or a timeout (a killed test reports none)."""
+        ex = self.get(pid, tid)
+        return ex is not None and (not self.with_arcs or ex.arcs is not None or ex.outcome is Outcome.TIMEOUT
+                                   or pid in self.load_error)
 
     def record(self, pid: str, load_arcs: tuple[Arc, ...] | None, load_error: str,
                results: Sequence[tuple[str, Execution]]) -> None:
-        if self._appender is None:
-            self._appender = JsonlAppender(self.path)
+        """Keep one job's results (and the program's load arcs or error), here and in the store."""
         if pid not in self.load_arcs or self.load_arcs[pid] is None:
             self.load_arcs[pid] = load_arcs
         if load_error:
             self.load_error[pid] = load_error
         for tid, ex in results:
             self.tests[(pid, tid)] = ex
-        self._appender.write({
-            "program": pid, "timeout": self.timeout, "v": CACHE_VERSION,
-            "load_arcs": None if load_arcs is None else [list(a) for a in load_arcs],
-            "load_error": load_error,
-            "results": [[tid, ex.outcome.value, None if ex.arcs is None else [list(a) for a in ex.arcs]]
-                        for tid, ex in results],
-        })
+        items: list[tuple[str, Any]] = [(self._key("load", pid), {
+            "arcs": None if load_arcs is None else [list(a) for a in load_arcs], "error": load_error})]
+        items += [(self._key(pid, tid), {"o": ex.outcome.value,
+                                         "a": None if ex.arcs is None else [list(a) for a in ex.arcs]})
+                  for tid, ex in results]
+        self.shelf.put_many(items)
 
     def close(self) -> None:
-        if self._appender is not None:
-            self._appender.close()
+        """Nothing to flush (every record is appended as it comes); kept for the callers' ``finally``."""
 
 
 def run_programs(
@@ -178,7 +200,7 @@ def union_coverage(analyzer: SourceCoverage | None, cache: ExecutionCache, pid: 
         return None
     arcs: set[Arc] = set(cache.load_arcs.get(pid) or ()) if with_load else set()
     for t in tests:
-        ex = cache.tests.get((pid, content_id(t)))
+        ex = cache.get(pid, content_id(t))
         if ex is not None and ex.arcs is None and ex.outcome is Outcome.TIMEOUT:
             continue  # killed at the deadline: its arcs are lost (documented in docs/eval.md)
         if ex is None or ex.arcs is None:
@@ -189,7 +211,7 @@ def union_coverage(analyzer: SourceCoverage | None, cache: ExecutionCache, pid: 
 
 def cached_outcome(cache: ExecutionCache, pid: str, test: str) -> Outcome:
     """The cached outcome of ``test`` on program ``pid`` (ERROR when it never ran)."""
-    ex = cache.tests.get((pid, content_id(test)))
+    ex = cache.get(pid, content_id(test))
     return Outcome.ERROR if ex is None else ex.outcome
 
 

@@ -8,12 +8,14 @@ kept test on the reference:
 
 1. The mutants of each task's reference (:func:`evaluation.mutants.mutants_of`).
 2. Equivalent mutants: those that agree with the reference on every input of
-   :data:`evaluation.mutants.EQUIVALENCE_SUITES` (HumanEval+ base and plus), judged as
-   ``testgen evaluate`` judges a sample; excluded from the score. Cached in
-   ``EVAL/mutation/equivalence.jsonl`` batch by batch.
+   :data:`evaluation.mutants.EQUIVALENCE_SUITES` (HumanEval+ base and plus; PropertyEval's
+   inputs after them with ``--propertyeval``), judged as ``testgen evaluate`` judges a sample;
+   excluded from the score. Each mutant's result on each suite is kept in the result store
+   (:mod:`evaluation.result_store`) as it is judged: a later eval reuses it, and one with another suite
+   judges only that suite (``execution.equivalence_store`` in ``metrics.json`` counts both).
 3. The kill matrix: every distinct kept test that passed on the reference, run on every
    non-equivalent mutant in the executor (a mutant is just another program: no coverage, the
-   executor's deduplication, cached in ``EVAL/mutation/executions.jsonl`` like the other runs).
+   executor's deduplication, kept in the result store like the other runs).
    A test kills a mutant when it passes on the reference and does not pass on the mutant
    (fails, errors or runs out of time).
 4. Per generation: killed / non-equivalent mutants of its task; per task the mean over its
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.io import JsonlAppender, file_sha256, read_jsonl, write_jsonl
+from evaluation.io import write_jsonl
 from evaluation.records import Outcome, content_id
 from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_programs
 
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["MUTATION_VERSION", "MutationOptions", "GenerationTests", "mutation_metrics"]
 
 MUTATION_VERSION = 1
-"""Version of the mutant operators and of ``equivalence.jsonl`` records (a change makes other mutants)."""
+"""Version of the mutant operators (a change makes other mutants)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,34 +81,6 @@ class GenerationTests:
     tests: tuple[str, ...]
 
 
-def _equivalence(dataset: Dataset, mutants: Sequence[Mutant], cache_path: Path, *,
-                 suites: Sequence[EquivalenceSuite], opts: MutationOptions) -> tuple[dict[str, str], int]:
-    """``task_id#mutant_id`` -> ``""`` (equivalent) or the suite that told it apart; and how
-    many verdicts came from the cache."""
-    from evaluation.mutants import judge_mutants
-
-    key = {"v": MUTATION_VERSION, "dataset_sha256": file_sha256(dataset.source),
-           "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]}
-    known: dict[str, str] = {}
-    if opts.use_cache and cache_path.is_file():
-        for _, rec in read_jsonl(cache_path, tolerate_torn_tail=True):
-            if all(rec.get(k) == v for k, v in key.items()) and isinstance(rec.get("verdicts"), dict):
-                known.update(rec["verdicts"])
-    elif cache_path.exists():
-        cache_path.unlink()
-    todo = [m for m in mutants if f"{m.task_id}#{m.mutant_id}" not in known]
-    if todo:
-        appender = JsonlAppender(cache_path)
-        try:
-            def keep(batch: Mapping[str, str]) -> None:
-                appender.write({**key, "verdicts": dict(batch)})
-            known.update(judge_mutants(dataset, todo, suites=suites, workers=opts.workers,
-                                        engine=opts.engine, on_batch=keep))
-        finally:
-            appender.close()
-    return known, len(mutants) - len(todo)
-
-
 def mutation_metrics(
     *,
     dataset: Dataset,
@@ -120,7 +94,7 @@ def mutation_metrics(
     notify: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The ``mutation`` block of ``metrics.json`` and, per generation id, the mutants its tests
-    kill (the steps of the module docstring). Writes ``out_dir/mutation/{mutants,equivalence,executions}.jsonl``."""
+    kill (the steps of the module docstring). Writes ``out_dir/mutation/mutants.jsonl``."""
     from evaluation.mutants import EQUIVALENCE_SUITES, mutants_of
 
     t0 = time.perf_counter()
@@ -143,9 +117,11 @@ def mutation_metrics(
     every = [m for t in tasks for m in mutants[t]]
     # 2. equivalent mutants
     t1 = time.perf_counter()
-    told_apart, reused = _equivalence(dataset, every, mdir / "equivalence.jsonl", suites=suites, opts=opts)
-    if reused:
-        say(f"mutation: {reused:,} of {len(every):,} equivalence verdicts from the cache {mdir / 'equivalence.jsonl'}")
+    from evaluation.mutants import judge_mutants
+
+    store_counts: dict[str, list[int]] = {}
+    told_apart = judge_mutants(dataset, every, suites=suites, workers=opts.workers, engine=opts.engine,
+                               notify=lambda line: say(f"mutation: {line}"), counts=store_counts)
     equivalence_s = time.perf_counter() - t1
     live = {t: [m for m in mutants[t] if told_apart[_mkey(m)] != ""] for t in tasks}
     # 3. the kill matrix
@@ -161,7 +137,9 @@ def mutation_metrics(
         "by_operator": _by_operator(tasks, mutants, killers, told_apart, mdir),
         "options": {"timeout": opts.timeout, "shorten_after": opts.shorten_after, "version": MUTATION_VERSION,
                     "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]},
-        "execution": {**stats, "equivalence_reused": reused, "equivalence_s": round(equivalence_s, 3),
+        "execution": {**stats, "equivalence_store": {split: {"reused": n[0], "judged": n[1]}
+                                                     for split, n in store_counts.items()},
+                      "equivalence_s": round(equivalence_s, 3),
                       "matrix_s": round(matrix_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
                       "cpu_s": round(_cpu() - cpu0, 3)},
     })
@@ -189,15 +167,17 @@ def _kill_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str], l
         if passing.get(t):
             for m in live[t]:
                 wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
-    cache = ExecutionCache(mdir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache, with_arcs=False)
-    try:
-        stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
-                             workers=opts.workers, engine=opts.engine, measure_coverage=False, shorten_after=opts.shorten_after)
-    finally:
-        cache.close()
-    if cache.found and opts.use_cache:
+    from evaluation.result_store import open_store
+
+    store = open_store()
+    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,
+                           shorten_after=opts.shorten_after, scope="mutants")
+    stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
+                         workers=opts.workers, engine=opts.engine, measure_coverage=False,
+                         shorten_after=opts.shorten_after)
+    if opts.use_cache and stats["tests_wanted"] > stats["tests_run"]:
         say(f"mutants: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from "
-            f"the cache {cache.path}; {stats['tests_run']:,} to run")
+            f"the store {store.root}; {stats['tests_run']:,} to run")
 
     def kills(m: Mutant, test: str) -> bool:
         return cached_outcome(cache, "mut:" + content_id(m.program), test) is not Outcome.PASSED

@@ -36,6 +36,11 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("report", "unknown dataset"): "takes no dataset name",
     ("report", "bad count"): "takes no counts",
     ("study", "unknown task"): "takes no task ids (a spec's `limit` picks the tasks)",
+    ("store", "missing file"): "reads no file (the store's own files are read as the other commands read them)",
+    ("store", "empty file"): "reads no file",
+    ("store", "truncated last line"): "reads no file",
+    ("store", "unknown task"): "takes no task ids",
+    ("store", "bad count"): "takes no counts",
 }
 
 
@@ -157,6 +162,9 @@ CASES: list[Case] = [
          lambda f: ["'--dataset'", "'humanevalx'", "did you mean"]),
     *_bad_counts("evaluate", lambda f: ["--samples", _s(f["samples"])], ("--workers", "0"), ("--workers", "-1"),
                  ("--min-time-limit", "0"), ("--gt-time-limit-factor", "-4")),
+    # --- testgen store: the one name it takes is a kind of result
+    Case("store", "unknown dataset", lambda f: ["--clear", "--kind", "truht"],
+         lambda f: ["'truht'", "the store keeps truth"]),
     # --- rerank
     Case("rerank", "missing file", lambda f: ["--samples", _s(f["missing"]), "--tests", _s(f["tests"])],
          lambda f: [_s(f["missing"]), "--samples"]),

@@ -48,6 +48,12 @@ def _write_run(root: Path, generations: list[dict[str, Any]], *, setting: str = 
     return root
 
 
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own result store: what it asserts ran must not come from another test's runs."""
+    monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def hep(shared_data: Path) -> Path:
     return shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"
@@ -225,18 +231,20 @@ def test_self_setting_judged_by_our_evaluator(tmp_path: Path, hep: Path, monkeyp
 
 
 def test_resume_after_interruption(tmp_path: Path, hep: Path) -> None:
-    """A killed eval keeps what it had executed (one JSONL line per finished job, the last line
-    possibly torn); the next eval executes only the rest and gives the same figures."""
+    """A killed eval keeps what it had executed (each finished job's results in the result store,
+    the last line possibly torn); the next eval executes only the rest and gives the same figures."""
     gens = [{"task_id": "HumanEval/0", "tests": GOOD[:3]}, {"task_id": "HumanEval/2", "tests": [TRUNC]}]
     run = _write_run(tmp_path / "run", gens)
     full = _eval(run, hep)
-    cache = run / "eval" / "executions.jsonl"
-    lines = cache.read_text().splitlines(keepends=True)
-    assert len(lines) == 2
-    kept = json.loads(lines[0])
-    cache.write_text(lines[0] + lines[1][: len(lines[1]) // 2])  # as if killed mid-write
+    (shelf,) = (tmp_path / "cache" / "store").rglob("executions/coverage.jsonl")
+    lines = shelf.read_text().splitlines(keepends=True)
+    values = [json.loads(line)["v"] for line in lines]
+    # one load record, then one record per test, per job: 2 jobs, 4 tests
+    assert len(lines) == 6 and sum("o" in v for v in values) == 4 and "o" not in values[0]
+    kept = next(i for i in range(1, len(values)) if "o" not in values[i]) - 1  # the first job's tests
+    shelf.write_text("".join(lines[:kept + 1]) + lines[kept + 1][: len(lines[kept + 1]) // 2])  # as if killed mid-write
     resumed = _eval(run, hep)
-    assert resumed["execution"]["reference"]["tests_run"] == 4 - len(kept["results"])
+    assert resumed["execution"]["reference"]["tests_run"] == 4 - kept
     for key in ("pass_rate", "dedup_pass_rate", "coverage"):
         assert resumed[key] == full[key]
 

@@ -95,6 +95,12 @@ def test_no_function_no_mutants() -> None:
     assert ms.unparsable == 1 and not any(m.description == "x = 1 -> pass" for m in ms.mutants)
 
 
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own result store: what it asserts ran must not come from another test's runs."""
+    monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
+
+
 def _dataset(tmp: Path, tasks: dict[str, dict[str, Any]]) -> Path:
     path = tmp / "tasks.jsonl.gz"
     with gzip.open(path, "wt") as fh:
@@ -147,13 +153,20 @@ def test_kill_matrix_by_hand(tmp_path: Path) -> None:
     gens = {json.loads(line)["generation_id"]: json.loads(line) for line in (run / "eval" / "generations.jsonl").open()}
     assert {g: r["mutants_killed"] for g, r in gens.items()} == {"g1": 5, "g2": 2, "g3": 6, "g4": 0, "g5": 0}
 
-    # Resumable: a second eval runs nothing again and gives the same figures.
-    again = _eval(run, data)
+    assert m["execution"]["equivalence_store"] == {"base": {"reused": 0, "judged": 9},
+                                                   "plus": {"reused": 0, "judged": 3}}
+
+    # Resumable, and into another folder too: a second eval runs nothing again and gives the same figures.
+    again = _eval(run, data, "--out", str(tmp_path / "elsewhere"))
     assert again.exit_code == 0, again.output
-    assert "9 of 9 equivalence verdicts from the cache" in again.output
-    assert "mutants: 14 of 14 test runs from the cache" in again.output.replace("\n", " ")  # 7 mutants x A, B
-    m2 = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
+    text = " ".join(again.output.split())
+    assert "mutation: humaneval+ base: 9 distinct programs, 9 reused from the store" in text
+    assert "mutation: humaneval+ plus: 3 distinct programs, 3 reused from the store" in text
+    assert "mutants: 14 of 14 test runs from the store" in text  # 7 mutants x A, B
+    m2 = json.loads((tmp_path / "elsewhere" / "metrics.json").read_text())["mutation"]
     assert (m2["score"], m2["score_union"], m2["execution"]["tests_run"]) == (m["score"], m["score_union"], 0)
+    assert m2["execution"]["equivalence_store"] == {"base": {"reused": 9, "judged": 0},
+                                                    "plus": {"reused": 3, "judged": 0}}
 
 
 def test_task_without_nonequivalent_mutants(tmp_path: Path) -> None:
@@ -249,10 +262,13 @@ def test_study_with_mutation_end_to_end(tmp_path: Path) -> None:
     assert rows[0].endswith("mutation_score,mutation_score_union,mutants,equivalent_mutants")
 
 
-def test_propertyeval_inputs_join_the_equivalence_check(tmp_path: Path, shared_data: Path) -> None:
+def test_propertyeval_inputs_join_the_equivalence_check(tmp_path: Path, shared_data: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """``--propertyeval``: mutants that base and plus cannot tell apart are judged on PropertyEval's
-    inputs too. HumanEval/0 (the real task, strategy and reference) with one base input and no
-    plus input: base alone leaves mutants standing that PropertyEval's 1,000 inputs tell apart."""
+    inputs too, and only on them: base and plus come from the result store. HumanEval/0 (the real
+    task, strategy and reference) with one base input and no plus input: base alone leaves mutants
+    standing that PropertyEval's 1,000 inputs tell apart. Without a path the snapshot is found as
+    ``testgen evaluate --pbt`` finds it (here ``$TESTGEN_PROPERTYEVAL``)."""
     from evaluation.datasets import load_dataset
 
     hep = load_dataset("humaneval+", path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz")
@@ -267,9 +283,15 @@ def test_propertyeval_inputs_join_the_equivalence_check(tmp_path: Path, shared_d
     assert res.exit_code == 0, res.output + repr(res.exception)
     without = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
     tarball = shared_data / "propertyeval_b2be813.tar.gz"
-    res = _eval(run, data, "--propertyeval", str(tarball))
+    monkeypatch.setenv("TESTGEN_PROPERTYEVAL", str(tarball))
+    res = _eval(run, data, "--propertyeval")
     assert res.exit_code == 0, res.output + repr(res.exception)
     with_pbt = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
+    # The second eval judged the new suite only: every mutant's base (and plus) result was reused.
+    first, second = without["execution"]["equivalence_store"], with_pbt["execution"]["equivalence_store"]
+    assert second["base"] == {"reused": first["base"]["judged"], "judged": 0}
+    assert second["plus"] == {"reused": first["plus"]["judged"], "judged": 0}
+    assert second["pbt"]["judged"] > 0 and second["pbt"]["reused"] == 0
 
     assert with_pbt["mutants"] == without["mutants"]
     assert with_pbt["options"]["suites"][0] == "evalplus_suite"
@@ -283,6 +305,21 @@ def test_propertyeval_inputs_join_the_equivalence_check(tmp_path: Path, shared_d
 def _raw_rows(shared_data: Path) -> list[dict[str, Any]]:
     with gzip.open(shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz", "rt") as fh:
         return [json.loads(line) for line in fh]
+
+
+def test_propertyeval_says_which_tasks_have_no_usable_input(tmp_path: Path, shared_data: Path) -> None:
+    """A task PropertyEval has no strategy for (here a hand-made one in a HumanEval+ file) is
+    listed, and its mutants stand as base and plus left them."""
+    data = _dataset(tmp_path, {"Clamp/0": {"program": CLAMP, "entry_point": "clamp",
+                                           "base": [[-3], [0], [5]], "plus": [[-1], [1], [2]]}})
+    run = _run(tmp_path, "Clamp/0", {"g1": [CLAMP_TESTS["A"]]})
+    res = _eval(run, data, "--propertyeval", str(shared_data / "propertyeval_b2be813.tar.gz"))
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    text = " ".join(res.output.split())
+    assert "PropertyEval: 1 task(s) whose strategy or contract made inputs unusable" in text
+    assert "Clamp/0: no strategy in the snapshot" in text
+    m = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
+    assert (m["mutants"], m["equivalent"]) == (9, 2)
 
 
 def test_propertyeval_needs_mutation(tmp_path: Path, shared_data: Path) -> None:

@@ -165,11 +165,18 @@ def test_evaluate_cli_reports_pbt_and_writes_it_per_sample(
     suite: PbtSuite, sliced: Dataset, snapshot: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TESTGEN_CACHE", str(cache))
+    import math
+
     prob = sliced["HumanEval/0"]
-    nan_blind = ("    for i in range(len(numbers)):\n        for j in range(len(numbers)):\n"
-                 "            if i < j and abs(numbers[i] - numbers[j]) < threshold:\n"
-                 "                return True\n    return False\n")  # CodeT's sample 0: passes plus
-    rows = [{"task_id": "HumanEval/0", "solution": prob.reference_code}, {"task_id": "HumanEval/0", "completion": nan_blind},
+    # A program wrong on one PropertyEval input that base and plus lack (a finite one, so that its
+    # repr is Python): it passes plus, and only the pbt split can catch it.
+    task = suite.tasks["HumanEval/0"]
+    known = {repr(tuple(a)) for a in (*prob.base_inputs, *prob.plus_inputs)}
+    odd, want = next((a, e) for a, e in zip(task.inputs, task.expected, strict=True)
+                     if repr(tuple(a)) not in known and all(math.isfinite(x) for x in [*a[0], a[1]]))
+    wrong_once = (f"    if (numbers, threshold) == {tuple(odd)!r}:\n        return {not want!r}\n"
+                  + prob.canonical_solution)
+    rows = [{"task_id": "HumanEval/0", "solution": prob.reference_code}, {"task_id": "HumanEval/0", "completion": wrong_once},
             {"task_id": "HumanEval/53", "completion": "    return x - y\n"}]
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -260,3 +267,32 @@ def test_inputs_no_program_could_pass_are_dropped(tmp_path: Path) -> None:
     assert incr.unjudgeable > 0 and incr.usable and incr.rejected == incr.reference_errors == 0
     assert all(x == x for (lst,) in incr.inputs for x in lst)  # no nan left
     assert len(incr.inputs) + incr.unjudgeable == incr.distinct and "comparison with itself" in incr.problem
+
+
+def test_the_drawn_inputs_do_not_depend_on_the_code_loaded_beside_the_strategy(snapshot: Path) -> None:
+    """Hypothesis mixes the literals of every loaded module outside the standard library and
+    site-packages into what it draws (its "local constants"): the harness's own modules, when
+    testgen is installed in place, and whatever else is loaded. The drawer hides them while it
+    draws, so a task's inputs depend on its strategy alone: the same with a module full of string
+    constants loaded first. Without the hiding, the same two draws differ (the check can fail)."""
+    import evaluation.evalplus.strategies as st
+
+    strat = load_strategies(snapshot)
+    tasks = {"HumanEval/38": 38, "HumanEval/161": 161}  # strategies that draw text
+    noisy = replace(strat, strategies={**strat.strategies,
+                                       **{n: "import evaluation.evalplus.oracles\n" + strat.strategies[n]
+                                          for n in tasks.values()}})
+
+    def draws(s: object, drawer: str) -> dict[str, bytes]:
+        old, st.DRAWER_SOURCE = st.DRAWER_SOURCE, drawer
+        try:
+            got = dict(st.draw_inputs(s, tasks, examples=1000, workers=2, executor=None, draw_seconds=120))  # type: ignore[arg-type]
+        finally:
+            st.DRAWER_SOURCE = old
+        assert all(isinstance(v, tuple) for v in got.values()), got
+        return {t: pickle.dumps(v[0], 4) for t, v in got.items()}
+
+    assert draws(strat, st.DRAWER_SOURCE) == draws(noisy, st.DRAWER_SOURCE)
+    unhidden = st.DRAWER_SOURCE.replace("    for name in local:\n        del sys.modules[name]\n", "")
+    assert unhidden != st.DRAWER_SOURCE
+    assert draws(strat, unhidden) != draws(noisy, unhidden)

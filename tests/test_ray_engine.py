@@ -4,12 +4,14 @@ One local Ray cluster per module (:class:`ray.cluster_utils.Cluster`: a head nod
 node, one CPU each, small object stores, no dashboard; shut down at the end), and a slice of
 real data: 8 HumanEval tasks of CodeT's CodeGen-Mono-16B samples and test generations
 (``../shared/data/codet``). Each command runs once locally and once on the cluster, joined
-through ``--ray-address`` as a user would:
+through ``--ray-address`` as a user would, each run with a result store of its own (holding only
+the local run's ground truth: the reference times are measured on the driver), so that what the
+cluster computes is compared, not read back:
 
 * ``testgen evaluate --pbt``: the same verdicts, PropertyEval's included (all but the measured
   CPU seconds);
-* ``rerank``: the same matrix (the cache's records) and byte-identical ``summary.json`` and
-  ``picks.jsonl``, HumanEval+ verdicts included;
+* ``rerank``: the same matrix (the result store's records) and byte-identical ``summary.json``
+  and ``picks.jsonl``, HumanEval+ verdicts included;
 * ``testgen eval --mutation`` (the self setting: reference, prompt code and its verdicts, the
   mutants' equivalence and kill matrix): the same ``metrics.json`` and ``generations.jsonl`` but
   for wall/CPU time and the engine's name;
@@ -109,6 +111,18 @@ def _engine(cluster: Any, engine: str) -> list[str]:
     return ["--engine", "ray", "--ray-address", cluster.address] if engine == "ray" else ["--workers", "2"]
 
 
+def _own_store(cache: Path, local: Path | None = None, kinds: tuple[str, ...] = ("truth",)) -> Path:
+    """A cache folder whose result store holds only the given kinds copied from the ``local`` one."""
+    import shutil
+
+    cache.mkdir(parents=True, exist_ok=True)
+    if local is not None:
+        for kind in kinds:
+            if (local / "store" / "v1" / kind).is_dir():
+                shutil.copytree(local / "store" / "v1" / kind, cache / "store" / "v1" / kind)
+    return cache
+
+
 def _invoke(command: Any, args: list[str]) -> None:
     res = CliRunner().invoke(command, args)
     assert res.exit_code == 0, res.output + repr(res.exception)
@@ -122,11 +136,14 @@ def test_ray_address_needs_the_ray_engine() -> None:
     assert res.exit_code == 2 and "--ray-address needs --engine ray" in res.output
 
 
-def test_evaluate_verdicts_are_the_local_ones(cluster: Any, data: dict[str, Path], tmp_path: Path) -> None:
+def test_evaluate_verdicts_are_the_local_ones(cluster: Any, data: dict[str, Path], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from testgen.cli import cli
 
     def verdicts(engine: str) -> list[dict[str, Any]]:
         out = tmp_path / f"{engine}.jsonl"
+        monkeypatch.setenv("TESTGEN_CACHE", str(_own_store(tmp_path / f"cache-{engine}",
+                                                           None if engine == "local" else tmp_path / "cache-local")))
         _invoke(cli, ["evaluate", "--dataset", "humaneval+", "--samples", str(data["root"] / "solutions.jsonl"),
                       "--dataset-path", str(data["hep"]), "--out", str(out), *_engine(cluster, engine),
                       "--propertyeval", str(data["propertyeval"]), "--pbt-examples", "200"])
@@ -138,21 +155,23 @@ def test_evaluate_verdicts_are_the_local_ones(cluster: Any, data: dict[str, Path
     assert on_ray == local
     assert 0 < sum(r["plus"] for r in local) < len(local)  # both verdicts occur
     assert all("pbt" in r and r["pbt"] <= r["plus"] for r in local)  # PropertyEval's inputs judged on Ray too
+    assert list((tmp_path / "cache-ray").rglob("draws/*/*.pkl"))  # and drawn there
 
 
 def _rerank_args(data: dict[str, Path], out: Path) -> list[str]:
+    """Each run's matrix and verdicts in a store of its own: ``OUT/cache/store``."""
     return ["--samples", str(data["root"] / "solutions.jsonl"), "--tests", str(data["root"] / "generations.jsonl"),
-            "--dataset", "humaneval+", "--dataset-path", str(data["hep"]), "--no-progress", "--out", str(out)]
+            "--dataset", "humaneval+", "--dataset-path", str(data["hep"]), "--no-progress", "--out", str(out),
+            "--cache-dir", str(out / "cache")]
 
 
-def _matrix(out: Path) -> dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]]:
-    """The matrix cache's records by key; each key written once."""
-    rows: dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]] = {}
-    (path,) = (out / "cache").glob("matrix-*.jsonl")
+def _matrix(out: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The matrix's records in the run's store, by key; each key written once."""
+    rows: dict[str, tuple[str, tuple[str, ...]]] = {}
+    (path,) = (out / "cache" / "store").rglob("outcomes/matrix-*.jsonl")
     for _, rec in read_jsonl(path):
-        key = (rec["t"], rec["p"], rec["k"], rec["c"])
-        assert key not in rows, f"{key} written twice"
-        rows[key] = (rec["o"], tuple(rec["v"]))
+        assert rec["k"] not in rows, f"{rec['k']} written twice"
+        rows[rec["k"]] = (rec["v"]["o"], tuple(rec["v"]["v"]))
     return rows
 
 
@@ -170,6 +189,7 @@ def test_rerank_matrix_and_summary_are_the_local_ones(cluster: Any, data: dict[s
     from rerank.cli import rerank_cmd
 
     out = tmp_path / "ray"
+    _own_store(out / "cache", local_rerank / "cache")
     _invoke(rerank_cmd, [*_rerank_args(data, out), *_engine(cluster, "ray")])
     local = _matrix(local_rerank)
     assert len(local) == len({(r["task_id"], r["solution"]) for _, r in read_jsonl(data["root"] / "solutions.jsonl")})
@@ -180,7 +200,8 @@ def test_rerank_matrix_and_summary_are_the_local_ones(cluster: Any, data: dict[s
     assert "plus" in json.loads((out / "summary.json").read_text())["codet"]  # HumanEval+ verdicts ran on Ray too
 
 
-def test_eval_metrics_are_the_local_ones(cluster: Any, data: dict[str, Path], tmp_path: Path) -> None:
+def test_eval_metrics_are_the_local_ones(cluster: Any, data: dict[str, Path], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
     from testgen.cli import cli
@@ -188,6 +209,8 @@ def test_eval_metrics_are_the_local_ones(cluster: Any, data: dict[str, Path], tm
     def metrics(engine: str) -> tuple[dict[str, Any], str]:
         run = tmp_path / engine
         shutil.copytree(data["run"], run)
+        monkeypatch.setenv("TESTGEN_CACHE", str(_own_store(tmp_path / f"cache-{engine}",
+                                                           None if engine == "local" else tmp_path / "cache-local")))
         _invoke(cli, ["eval", str(run), "--dataset-path", str(data["hep"]), "--mutation", "-q",
                       *_engine(cluster, engine)])
         m = json.loads((run / "eval" / "metrics.json").read_text())
@@ -249,10 +272,8 @@ def test_a_node_killed_mid_run_changes_nothing(cluster: Any, data: dict[str, Pat
     killer = threading.Thread(target=kill_when_busy, daemon=True)
     killer.start()
     out = tmp_path / "ray-killed"
-    # The HumanEval+ verdicts come from the local run's cache: the matrix is what runs here.
-    (out / "cache").mkdir(parents=True)
-    for path in (local_rerank / "cache").glob("verdicts-*.jsonl"):
-        (out / "cache" / path.name).write_bytes(path.read_bytes())
+    # The HumanEval+ verdicts come from the local run's store: the matrix is what runs here.
+    _own_store(out / "cache", local_rerank / "cache", kinds=("truth", "verdicts"))
     _invoke(rerank_cmd, [*_rerank_args(data, out), *_engine(cluster, "ray")])
     killer.join(timeout=10)
     assert killed and killed[0] == victim, "the third node never ran a batch"

@@ -83,7 +83,7 @@ def test_cli_writes_summary_picks_and_reuses_cache(small_run) -> None:  # type: 
         "--tests", f"placeholder={root / 'generations.jsonl'}",
         "--dataset", "humaneval+",
         "--verdicts", str(root / "verdicts.jsonl"),
-        "--no-evalplus", "--no-progress", "--workers", "2", "--out", str(out),
+        "--no-evalplus", "--no-progress", "--workers", "2", "--out", str(out), "--cache-dir", str(root / "cache"),
     ]
     env = {"HUMANEVAL_OVERRIDE_PATH": str(small_run[1].source)}
     res = CliRunner().invoke(rerank_cmd, args, env=env, catch_exceptions=False)
@@ -105,13 +105,13 @@ def test_cli_writes_summary_picks_and_reuses_cache(small_run) -> None:  # type: 
     assert len(picks) == len(TASKS) * len(methods)
     codet_picks = [p for p in picks if p["method"] == "codet"]
     assert all(p["solution_id"].startswith(p["task_id"] + "/") for p in codet_picks)
-    cache_files = list((out / "cache").glob("matrix-*.jsonl"))
+    cache_files = list((root / "cache" / "store").rglob("outcomes/matrix-*.jsonl"))
     assert len(cache_files) == 1
     lines = cache_files[0].read_text().count("\n")
     run1 = json.loads((out / "run.json").read_text())
     assert run1["counts"]["tasks"] == len(TASKS) and run1["counts"]["samples"] == len(TASKS) * N_SOL
 
-    # a killed run: drop the last half of the cache; the rerun recomputes only that part
+    # a killed run: drop the last half of the matrix's rows; the rerun recomputes only that part
     text = cache_files[0].read_text().splitlines(keepends=True)
     cache_files[0].write_text("".join(text[: len(text) // 2]) + text[len(text) // 2][:10])
     res = CliRunner().invoke(rerank_cmd, args, env=env, catch_exceptions=False)
@@ -187,7 +187,7 @@ def test_summary_is_byte_identical_under_load_and_after_kill9(small_run, shared_
         return [sys.executable, "-c", "from rerank.cli import main; main()",
                 "--samples", str(extra / "solutions.jsonl"), "--tests", f"placeholder={extra / 'generations.jsonl'}",
                 "--dataset", "humaneval+", "--verdicts", str(extra / "verdicts.jsonl"), "--no-evalplus", "--no-progress",
-                "--workers", "2", "--out", str(out)]
+                "--workers", "2", "--out", str(out), "--cache-dir", str(out / "cache")]  # each run its own store
 
     env = dict(os.environ, HUMANEVAL_OVERRIDE_PATH=str(ds.source))
     quiet = tmp_path / "quiet"
@@ -197,10 +197,10 @@ def test_summary_is_byte_identical_under_load_and_after_kill9(small_run, shared_
     with cpu_load(3):
         proc = subprocess.Popen(args(loaded), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        cache = loaded / "cache"
+        cache = loaded / "cache" / "store"
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:  # kill once part of the matrix is cached
-            if any(f.stat().st_size > 20_000 for f in cache.glob("matrix-*.jsonl")):
+        while time.monotonic() < deadline and proc.poll() is None:  # kill once part of the matrix is stored
+            if any(f.stat().st_size > 20_000 for f in cache.rglob("outcomes/matrix-*.jsonl")):
                 break
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)

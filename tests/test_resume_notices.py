@@ -3,9 +3,9 @@
 Each test makes a run, cuts its cache or output short as a kill would (whole lines dropped, the
 last one torn), runs again and checks the notice against counts taken from the files
 themselves: ``testgen run`` (generations and self solutions already present), ``testgen eval``
-(test runs from ``EVAL/executions.jsonl``), ``testgen evaluate`` (the ground-truth cache) and
-``rerank`` (the matrix and verdict caches, the ground truth) on real HumanEval+ problems and
-CodeT's CodeGen-16B samples and tests. ``docs/cli.md`` lists the messages.
+(test runs from the result store), ``testgen evaluate`` (the ground truth in the store) and
+``rerank`` (the matrix rows and verdicts in the store) on real HumanEval+ problems and CodeT's
+CodeGen-16B samples and tests. ``docs/cli.md`` lists the messages.
 """
 
 from __future__ import annotations
@@ -98,32 +98,39 @@ def test_run_summary_counts_what_was_present(capsys: pytest.CaptureFixture[str],
     assert f"{out}: 2 tasks, 3 test generations made" in res.output and "3 already present" in res.output
 
 
+def _pair_records(shelf: Path) -> int:
+    """Test results (not load records) among the whole lines of an executions shelf."""
+    return sum(1 for _, rec in read_jsonl(shelf) if "o" in rec["v"])
+
+
 def test_eval_says_how_many_test_runs_came_from_the_cache(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
+    store = tmp_path / "cache" / "store"
     _cli(capsys, "run", "--backend", "human", "--dataset", "humaneval+", "--limit", "3", "--out", str(run))
     err = _cli(capsys, "eval", str(run), "-q", "--workers", "2")
-    assert "from the cache" not in err
+    assert "from the store" not in err
     first = json.loads((run / "eval" / "metrics.json").read_text())
-    cache = run / "eval" / "executions.jsonl"
-    records = [rec for _, rec in read_jsonl(cache)]
-    total = sum(len(r["results"]) for r in records)
-    assert len(records) == 3 and total == first["execution"]["reference"]["tests_run"]
+    (shelf,) = store.rglob("executions/coverage.jsonl")
+    total = _pair_records(shelf)
+    assert total == first["execution"]["reference"]["tests_run"] > 3
 
-    _cut(cache, 1)  # one task's results survive the kill
-    kept = len(records[0]["results"])
+    lines = shelf.read_text().splitlines(keepends=True)
+    second_job = next(i for i, line in enumerate(lines) if i and "o" not in json.loads(line)["v"])
+    _cut(shelf, second_job)  # one task's results survive the kill
+    kept = second_job - 1  # the first job's test results (after its load record)
     err = _cli(capsys, "eval", str(run), "-q", "--workers", "2")
-    assert f"warning: {cache}:2: dropped a truncated last line" in err
-    assert f"reference solutions: {kept} of {total} test runs from the cache {cache}; {total - kept} to run" in err
+    assert f"reference solutions: {kept} of {total} test runs from the store {store}; {total - kept} to run" in err
     again = json.loads((run / "eval" / "metrics.json").read_text())
     assert again["execution"]["reference"]["tests_run"] == total - kept
     assert again["pass_rate"] == first["pass_rate"] and again["counts"] == first["counts"]
 
     err = _cli(capsys, "eval", str(run), "-q", "--workers", "2")
-    assert f"reference solutions: {total} of {total} test runs from the cache {cache}; 0 to run" in err
+    assert f"reference solutions: {total} of {total} test runs from the store {store}; 0 to run" in err
     err = _cli(capsys, "eval", str(run), "-q", "--workers", "2", "--no-cache")
-    assert f"--no-cache: discarded {cache}" in err and "from the cache" not in err
+    assert f"--no-cache: nothing reused from the store {store}; every test runs again" in err
+    assert "test runs from the store" not in err
 
 
 def test_evaluate_says_where_the_ground_truth_came_from(
@@ -135,11 +142,11 @@ def test_evaluate_says_where_the_ground_truth_came_from(
     assert samples == len(TASKS)
     args = ["evaluate", "--samples", str(tmp_path / "s.jsonl"), "--dataset-path", str(dataset_slice), "--workers", "2"]
     err = _cli(capsys, *args)
-    assert f"ground truth of {len(TASKS)} tasks: computed in" in err
-    cached = err.split("cached in ", 1)[1].split()[0]
-    assert Path(cached).is_file() and Path(cached).is_relative_to(tmp_path / "cache")
+    store = tmp_path / "cache" / "store"
+    assert f"ground truth of {len(TASKS)} tasks: {len(TASKS)} computed in" in err
+    assert f"kept in the store {store}" in err and len(list(store.rglob("truth/*/*.pkl"))) == len(TASKS)
     err = _cli(capsys, *args)
-    assert f"ground truth of {len(TASKS)} tasks: from the cache {cached}" in err
+    assert f"ground truth of {len(TASKS)} tasks: from the store {store}" in err
 
 
 def test_rerank_says_how_much_of_its_caches_it_reused(
@@ -161,29 +168,31 @@ def test_rerank_says_how_much_of_its_caches_it_reused(
     args = ["--samples", str(tmp_path / "solutions.jsonl"), "--tests", str(tmp_path / "generations.jsonl"),
             "--dataset-path", str(dataset_slice), "--workers", "2", "--no-progress", "--out", str(out)]
     err = _cli(capsys, *args, command="rerank")
-    assert "from the cache" not in err
-    (matrix,) = (out / "cache").glob("matrix-*.jsonl")
-    (verdicts,) = (out / "cache").glob("verdicts-*.jsonl")
-    programs = len(matrix.read_text().splitlines())
-    distinct = len(verdicts.read_text().splitlines())
+    store = tmp_path / "cache" / "store"
     run = json.loads((out / "run.json").read_text())
-    assert programs == distinct == run["counts"]["distinct_programs"] > 10
-    keys = {(r["t"], r["p"], r["k"]) for _, r in read_jsonl(matrix)}
+    programs = run["counts"]["distinct_programs"]
+    distinct = int(err.split("humaneval+ base: ", 1)[1].split()[0])  # programs equal up to layout judged once
+    assert programs > 10 and 0 < distinct <= programs
+    assert f"matrix: 0 of {programs} programs' rows reused from the store ({store}); {programs} to run" in err
+    base = f"humaneval+ base: {distinct} distinct programs"
+    assert f"{base}, 0 reused from the store ({store}), {distinct} judged" in err
+    passing = int(err.split("humaneval+ plus: ", 1)[1].split()[0])
+    (matrix,) = store.rglob("outcomes/matrix-*.jsonl")
+    (verdicts,) = store.rglob("verdicts/evalplus-humaneval_.jsonl")
+    assert len(matrix.read_text().splitlines()) == programs
+    assert len(verdicts.read_text().splitlines()) == distinct + passing  # base, then plus of those passing base
 
     _cut(matrix, programs // 2)
-    _cut(verdicts, distinct // 3)
+    _cut(verdicts, distinct // 3)  # base results only: plus was judged after every base
     err = _cli(capsys, *args, command="rerank")
     kept_m, kept_v = programs // 2, distinct // 3
-    assert f"warning: {matrix}:{kept_m + 1}: dropped a truncated last line" in err
-    assert f"warning: {verdicts}:{kept_v + 1}: dropped a truncated last line" in err
-    assert f"matrix: {kept_m} of {programs} programs from the cache {matrix}; {programs - kept_m} to run" in err
-    assert (f"humaneval+ verdicts: {kept_v} of {distinct} distinct programs from the cache {verdicts}; "
-            f"{distinct - kept_v} to judge") in err
-    assert f"humaneval+ ground truth: {len(TASKS)} tasks from the cache" in err
-    assert {(r["t"], r["p"], r["k"]) for _, r in read_jsonl(matrix)} == keys  # whole again, nothing twice
-    assert len(matrix.read_text().splitlines()) == programs
+    assert f"matrix: {kept_m} of {programs} programs' rows reused from the store ({store}); {programs - kept_m} to run" \
+        in err
+    assert f"{base}, {kept_v} reused from the store ({store}), {distinct - kept_v} judged" in err
+    assert f"humaneval+ plus: {passing} distinct programs, 0 reused from the store ({store}), {passing} judged" in err
+    assert len(matrix.read_text().splitlines()) == programs  # the torn line cut off, nothing twice
 
     err = _cli(capsys, *args, command="rerank")
-    assert f"matrix: {programs} of {programs} programs from the cache {matrix}; 0 to run" in err
-    assert f"humaneval+ verdicts: {distinct} of {distinct} distinct programs from the cache {verdicts}; 0 to judge" in err
-    assert "ground truth" not in err and "warning" not in err
+    assert f"matrix: {programs} of {programs} programs' rows reused from the store ({store}); 0 to run" in err
+    assert f"{base}, {distinct} reused from the store ({store}), 0 judged" in err
+    assert "warning" not in err

@@ -15,8 +15,9 @@ Ground truth
     whose output is not serializable (``MBPP_OUTPUT_NOT_NONE_TASKS``) the expected output is
     ``output is not None``. An input on which the reference raises is
     skipped and listed; EvalPlus 0.3.1 would stop with an exception (its releases contain none).
-    Cached under ``$TESTGEN_CACHE`` (default ``~/.cache/testgen``) keyed by the dataset file's
-    sha256, so a second run reads the cache.
+    Kept per task in the result store under ``$TESTGEN_CACHE`` (default ``~/.cache/testgen``;
+    :mod:`evaluation.result_store`) keyed by the dataset file's sha256, so a second run, or another
+    command, reads it and every verdict is judged against the same reference times.
 
 Verdicts
     A solution is correct on ``base`` when every base input gives the expected output, on
@@ -60,7 +61,15 @@ Modules
     imported from here (``evaluation.evalplus:SplitJudge`` is the judge the executor's worker loads).
 """
 
-from evaluation.evalplus.judge import SplitJudge as SplitJudge, Status, _expectations as _expectations, evaluate_solutions
+from evaluation.evalplus.judge import (
+    SplitJudge as SplitJudge,
+    Status,
+    SuiteName,
+    SuiteResult,
+    _expectations as _expectations,
+    evaluate_solutions,
+    judge_suite,
+)
 from evaluation.evalplus.oracles import (
     MBPP_OUTPUT_NOT_NONE_TASKS as MBPP_OUTPUT_NOT_NONE_TASKS,
     MBPP_OUTPUT_SET_EQ_TASKS as MBPP_OUTPUT_SET_EQ_TASKS,
@@ -87,6 +96,9 @@ __all__ = [
     "Status",
     "ground_truth",
     "evaluate_solutions",
+    "judge_suite",
+    "SuiteName",
+    "SuiteResult",
     "evaluate_solutions_evalplus",
     "check_output",
     "deserialize_inputs",

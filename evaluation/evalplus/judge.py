@@ -1,77 +1,40 @@
 """HumanEval+/MBPP+ verdicts of solutions: each split of a program one job in our executor,
-judged input by input in its worker by :class:`SplitJudge` (see :mod:`evaluation.evalplus`)."""
+judged input by input in its worker by :class:`SplitJudge` (see :mod:`evaluation.evalplus`); each
+split's result kept in the result store (:mod:`evaluation.evalplus.splits`)."""
 
 from __future__ import annotations
 
-import enum
-import hashlib
 import pickle
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaluation.datasets import Dataset
-from evaluation.evalplus.oracles import (
-    _MBPP_ORACLES,
-    HUMANEVAL_RELEASE,
-    MBPP_OUTPUT_NOT_NONE_TASKS,
-    MBPP_OUTPUT_SET_EQ_TASKS,
-    _is_floats,
-    check_output,
+from evaluation.evalplus.oracles import HUMANEVAL_RELEASE, check_output
+from evaluation.evalplus.splits import (
+    _FAIL_CODE,
+    _PASS_CODE,
+    _TIMEOUT_CODE,
+    JUDGE_VERSION,
+    ProgramState,
+    SplitRunner,
+    Status,
+    SuiteName,
+    _digest,
+    _expectations,
+    _group,
+    _tasks_of,
 )
-from evaluation.evalplus.truth import DIGEST_MIN_BYTES, GroundTruth, TaskTruth, TimeLimits, _load_output, _program_for, ground_truth
+from evaluation.evalplus.truth import GroundTruth, TimeLimits, _load_output, ground_truth
 from evaluation.executor.engine import EngineChoice
-from evaluation.records import Outcome, Solution, Verdict
+from evaluation.records import Solution, Verdict
+from evaluation.result_store import Store, open_store
 
 if TYPE_CHECKING:
     from evaluation.evalplus.propertyeval import PbtSuite
 
-__all__ = ["Status", "SplitJudge", "evaluate_solutions"]
-
-
-class Status(str, enum.Enum):
-    """EvalPlus's status of one split of one solution."""
-
-    PASS = "pass"
-    """Every input of the split matched."""
-    FAIL = "fail"
-    """An input gave a wrong output, raised, ran past its per-input limit, or the program did not load."""
-    TIMEOUT = "timeout"
-    """The split's total run time passed EvalPlus's per-sample cap."""
-
-
-_PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3  # Outcome indices of the executor's judge protocol
-
-
-def _has_special_oracle(kind: str, entry_point: str) -> bool:
-    if kind == HUMANEVAL_RELEASE:
-        return entry_point == "find_zero"
-    return entry_point in _MBPP_ORACLES or entry_point in MBPP_OUTPUT_SET_EQ_TASKS \
-        or entry_point in MBPP_OUTPUT_NOT_NONE_TASKS
-
-
-def _digest(blob: bytes) -> bytes:
-    return hashlib.sha256(blob).digest()
-
-
-def _expectations(kind: str, tt: TaskTruth, split: str) -> list[Any]:
-    """What the judge compares each input's output with: the pickled expected value, or its
-    digest (see :data:`DIGEST_MIN_BYTES`)."""
-    expected = tt.base_expected if split == "base" else tt.plus_expected
-    special = _has_special_oracle(kind, tt.entry_point)
-    atol = tt.atol
-    out: list[Any] = []
-    for exp in expected:
-        blob = pickle.dumps(exp, 4)
-        name = type(exp).__name__
-        if not special and len(blob) > DIGEST_MIN_BYTES and (name in ("str", "bytes") or (name == "int" and atol == 0)):
-            out.append(("#", name, len(blob), _digest(blob)))
-        else:
-            out.append(blob)
-        if atol == 0 and _is_floats(exp):
-            atol = 1e-6  # EvalPlus's sticky tolerance, as check_output applies it
-    return out
-
+__all__ = ["Status", "SplitJudge", "SuiteName", "SuiteResult", "evaluate_solutions", "judge_suite", "JUDGE_VERSION",
+           "_expectations"]
 
 class SplitJudge:
     """EvalPlus's verdict on one split of one program, input by input, in the executor's worker.
@@ -127,65 +90,15 @@ class SplitJudge:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _SplitPlan:
-    """A task's split as the executor runs it; shared by every program of the task."""
+class SuiteResult:
+    """One program's result on one suite (:func:`judge_suite`)."""
 
-    tests: tuple[Any, ...]
-    """One judged CallTest per input (args: time limit, then the input)."""
-    judge_args: tuple[Any, ...]
-    limits: Any
-    """Executor limits: the deadline is the split's longest per-input limit (+0.25 s, so the
-    judge sees the measured time); the load may take up to the split cap."""
-    cost: float
-    """Reference seconds of the split (for scheduling the heaviest jobs first)."""
-
-
-def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:
-    from evaluation.executor import CallTest, Limits
-
-    inputs = tt.base_inputs if split == "base" else tt.plus_inputs
-    times = tt.base_time if split == "base" else tt.plus_time
-    limits = [cfg.per_input(t) for t in times]
-    cap = cfg.split_cap(limits)
-    tests = tuple(CallTest(entry_point=fn, args=(lim, *inp), expected=(lim, want))
-                  for lim, inp, want in zip(limits, inputs, _expectations(kind, tt, split)))
-    return _SplitPlan(tests=tests, judge_args=(kind, tt.entry_point, tt.atol, cap),
-                      limits=Limits(timeout=max(limits, default=1.0) + 0.25, load_timeout=cap,
-                                    memory_mb=cfg.memory_mb, value_bytes=64 * 1024 * 1024),
-                      cost=sum(times))
-
-
-@dataclass(kw_only=True)
-class _Progress:
-    """Evaluation state of one distinct program (internal)."""
-
-    task_id: str
-    program: str
-    status: dict[str, Status] = field(default_factory=dict)
-    detail: dict[str, str] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    """Call time per split, as measured in the child: every call that ran."""
-    decisive: dict[str, float] = field(default_factory=dict)
-    """Call time per split that any input order must spend: all calls of a passing split,
-    the failing call of a failed one (all calls past the split cap)."""
-
-    def absorb(self, split: str, res: Any) -> None:
-        ran = [r for r in res.results if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))]
-        self.seconds[split] = sum(r.duration for r in ran)
-        if res.load_error:
-            self.status[split] = Status.FAIL
-            self.detail[split] = f"load error: {res.load_error}"
-            self.decisive[split] = 0.0
-            return
-        for i, r in enumerate(res.results):
-            if r.outcome is not Outcome.PASSED:
-                capped = r.outcome is Outcome.TIMEOUT
-                self.status[split] = Status.TIMEOUT if capped else Status.FAIL
-                self.detail[split] = f"{split} input {i}: {r.detail or r.outcome.value}"[:500]
-                self.decisive[split] = self.seconds[split] if capped else r.duration
-                return
-        self.status[split] = Status.PASS
-        self.decisive[split] = self.seconds[split]
+    status: Status
+    """pass, fail or timeout (EvalPlus's status of the split)."""
+    detail: str = ""
+    """The first input that did not pass, and why ("" when it passed)."""
+    seconds: float = 0.0
+    """CPU seconds of the calls that ran."""
 
 
 def evaluate_solutions(
@@ -198,6 +111,11 @@ def evaluate_solutions(
     progress: Callable[[int, int], None] | None = None,
     engine: EngineChoice | None = None,
     propertyeval: PbtSuite | None = None,
+    store: Store | None = None,
+    on_verdict: Callable[[Verdict], None] | None = None,
+    notify: Callable[[str], None] | None = None,
+    known: Collection[str] = frozenset(),
+    counts: dict[str, list[int]] | None = None,
 ) -> dict[str, Verdict]:
     """HumanEval+/MBPP+ verdict of every solution, keyed by ``solution_id``.
 
@@ -209,109 +127,148 @@ def evaluate_solutions(
     called as distinct programs finish. ``engine``: where the programs run (default: this
     machine's executor); the ground truth (reference times) is measured here, not there.
 
+    Every split's result is kept in the result store (``store``, default :func:`open_store`)
+    as soon as it is judged, keyed by the program, the task's ground truth (its digest), the
+    suite and ``time_limits`` (:mod:`evaluation.result_store`); a split found there is not run again, by
+    this or any other command (``rerank``'s ground truth, the mutants' equivalence). ``notify``
+    gets one line per suite saying how many were reused. ``on_verdict`` gets each solution's
+    verdict as soon as its program's last split is known (for a caller that writes as it goes).
+    ``known``: solution ids whose verdicts the caller already has (a resumed run's): a program
+    all of whose solutions are known is not judged and its solutions get no verdict; the
+    programs are grouped over all the solutions all the same, so the others get exactly the
+    verdicts (``duplicates`` included) they get in a run without ``known``. ``counts``, when
+    given, gets per split ``[programs reused from the store, programs judged]`` added in.
+
     With ``propertyeval`` (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`), a third
     split, ``pbt``, runs for the programs that pass base, judged exactly as plus (a task without
     usable inputs passes it vacuously). ``extra["pbt"]`` is then the "+pbt" verdict: base, plus
     and the PropertyEval inputs all pass; ``extra["pbt_status"]`` the split's own status (``None``
     when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
     """
-    from evaluation.dedup import behaviour_key
-
     cfg = time_limits or TimeLimits()
-    gt = truth or ground_truth(dataset, workers=workers)
-    by_program: dict[tuple[str, str], list[Solution]] = {}
-    for sol in solutions:
-        if sol.task_id not in gt.tasks:
-            continue
-        by_program.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
-    states = [_Progress(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
-    _run_splits(states, gt, cfg, propertyeval=propertyeval, engine=engine, workers=workers, progress=progress)
-    return _verdicts(states, list(by_program.values()), propertyeval)
-
-
-def _run_splits(states: list[_Progress], gt: GroundTruth, cfg: TimeLimits, *, propertyeval: PbtSuite | None,
-                engine: EngineChoice | None, workers: int | None, progress: Callable[[int, int], None] | None) -> None:
-    """Each distinct program's splits in the executor, base first, plus (and pbt) only for the
-    programs that pass base; each split of a program one job, judged input by input in the worker."""
-    from evaluation.executor import Job
-    from evaluation.executor.engine import open_engine
-
-    kind = gt.kind
-    plans: dict[tuple[str, str], _SplitPlan] = {}
-
-    def job(index: int, split: str) -> Any:
-        st = states[index]
-        tt = gt.tasks[st.task_id]
-        program, fn = _program_for(st.program, tt.entry_point, kind, reference=False)
-        plan = plans.get((st.task_id, split))
-        if plan is None:
-            if split == "pbt":  # PropertyEval's inputs, run and judged exactly as the plus split
-                assert propertyeval is not None
-                plan = _plan_split(kind, propertyeval.tasks[st.task_id].as_truth(tt), "plus", fn, cfg)
-            else:
-                plan = _plan_split(kind, tt, split, fn, cfg)
-            plans[(st.task_id, split)] = plan
-        return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
-                   judge_args=plan.judge_args, dedup="exact", tag=(index, split))  # deduplicated above
-
-    def has_pbt(task_id: str) -> bool:
-        return propertyeval is not None and task_id in propertyeval.tasks and propertyeval.tasks[task_id].usable
-
-    splits = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
-    total = len(states)
-    finished = 0
+    kept = store if store is not None else open_store()
+    solutions = list(solutions)
+    gt = truth or ground_truth(_tasks_of(dataset, solutions), workers=workers, store=kept)
+    states, groups = _group(solutions, gt)
+    if known:
+        wanted = [i for i, sols in enumerate(groups) if not all(sol.solution_id in known for sol in sols)]
+        states, groups = [states[i] for i in wanted], [groups[i] for i in wanted]
+    runner = SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
+                          counts=counts)
+    splits: tuple[SuiteName, ...] = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
+    total, finished = len(states), 0
     if progress:
-        progress(finished, total)
-    with open_engine(engine, workers=workers) as executor:
-        for split in splits:
-            todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
-            if split == "pbt":
-                for i in todo:
-                    if not has_pbt(states[i].task_id):
-                        states[i].status["pbt"] = Status.PASS
-                        states[i].detail["pbt"] = "no usable PropertyEval input"
-                        finished += 1
-                        if progress:
-                            progress(finished, total)
-                todo = [i for i in todo if has_pbt(states[i].task_id)]
-            jobs = [job(i, split) for i in todo]
-            # Heaviest first, so the last jobs of the round are short and both workers finish together.
-            jobs.sort(key=lambda j: -plans[(states[j.tag[0]].task_id, split)].cost)
-            for res in executor.run(jobs):
-                st = states[res.tag[0]]
-                st.absorb(split, res)
-                if split == splits[-1] or (split == "base" and st.status[split] is not Status.PASS):
-                    finished += 1
-                    if progress:
-                        progress(finished, total)
+        progress(0, total)
+
+    def finish(index: int) -> None:
+        nonlocal finished
+        finished += 1
+        if on_verdict is not None:
+            for sol in groups[index]:
+                on_verdict(_verdict(states[index], sol, len(groups[index]), propertyeval))
+        if progress:
+            progress(finished, total)
+
+    try:
+        _rounds(states, runner, splits, finish)
+    finally:
+        runner.close()
+    if notify is not None:
+        for line in runner.said(gt.dataset):
+            notify(line)
+    return {sol.solution_id: _verdict(st, sol, len(sols), propertyeval) for st, sols in zip(states, groups)
+            for sol in sols}
 
 
-def _verdicts(states: Sequence[_Progress], groups: Sequence[list[Solution]], propertyeval: PbtSuite | None
-              ) -> dict[str, Verdict]:
-    """One verdict per solution from its program's splits (``groups[i]``: the solutions of ``states[i]``)."""
-    verdicts: dict[str, Verdict] = {}
-    for st, sols in zip(states, groups):
-        base_ok = st.status.get("base") is Status.PASS
-        plus_ok = base_ok and st.status.get("plus") is Status.PASS
-        if not base_ok:
-            st.status["plus"] = Status.FAIL
-            st.detail["plus"] = "base failed"
-        seconds = sum(st.seconds.values())
-        decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
-                                                   if base_ok else 0.0)
-        pbt_extra: dict[str, Any] = {}
-        if propertyeval is not None:
-            pbt_status = st.status.get("pbt") if base_ok else None
-            pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
-                         "pbt_status": pbt_status.value if pbt_status is not None else None,
-                         "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
-        for sol in sols:
-            verdicts[sol.solution_id] = Verdict(
-                task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
-                base_detail=st.detail.get("base", ""), plus_detail=st.detail.get("plus", ""),
-                extra={"base_status": st.status.get("base", Status.FAIL).value,
-                       "plus_status": st.status.get("plus", Status.FAIL).value,
-                       "duplicates": len(sols), "call_seconds": round(seconds, 6),
-                       "decisive_seconds": round(decisive, 6), **pbt_extra},
-            )
-    return verdicts
+def _rounds(states: Sequence[ProgramState], runner: SplitRunner, splits: Sequence[SuiteName],
+            finish: Callable[[int], None]) -> None:
+    """Each split in turn: base for every program, the others for those that pass base (a task
+    without usable PropertyEval inputs passes ``pbt`` vacuously); ``finish(index)`` once a
+    program's last split is known."""
+    for split in splits:
+        todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
+        if split == "pbt":
+            for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
+                states[i].status["pbt"] = Status.PASS
+                states[i].detail["pbt"] = "no usable PropertyEval input"
+                finish(i)
+            todo = [i for i in todo if runner.has_pbt(states[i].task_id)]
+
+        def done(index: int, split: str = split) -> None:
+            if split == splits[-1] or (split == "base" and states[index].status[split] is not Status.PASS):
+                finish(index)
+
+        runner.run(states, todo, split, done)
+
+
+def judge_suite(
+    dataset: Dataset,
+    solutions: Iterable[Solution],
+    suite: SuiteName,
+    *,
+    workers: int | None = None,
+    time_limits: TimeLimits | None = None,
+    truth: GroundTruth | None = None,
+    engine: EngineChoice | None = None,
+    propertyeval: PbtSuite | None = None,
+    store: Store | None = None,
+    notify: Callable[[str], None] | None = None,
+    counts: dict[str, list[int]] | None = None,
+) -> dict[str, SuiteResult]:
+    """One suite alone on a set of programs: each solution's result on ``suite`` whatever it does
+    on the others (:func:`evaluate_solutions` runs plus only where base passes). Judged, kept and
+    reused exactly as there (the same store keys), so a program judged on a suite by either function
+    is not run on it again. ``pbt`` needs ``propertyeval``; a task without usable PropertyEval
+    inputs passes it vacuously. E.g. the mutants that base and plus could not tell apart, on
+    PropertyEval's inputs only (:func:`evaluation.mutants.propertyeval_equivalence`). ``notify``
+    and ``counts``: as for :func:`evaluate_solutions`."""
+    if suite == "pbt" and propertyeval is None:
+        raise ValueError("judging on the pbt suite needs PropertyEval's inputs (propertyeval=)")
+    cfg = time_limits or TimeLimits()
+    kept = store if store is not None else open_store()
+    solutions = list(solutions)
+    gt = truth or ground_truth(_tasks_of(dataset, solutions), workers=workers, store=kept)
+    states, groups = _group(solutions, gt)
+    runner = SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
+                          counts=counts)
+    todo = list(range(len(states)))
+    if suite == "pbt":
+        for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
+            states[i].status["pbt"] = Status.PASS
+            states[i].detail["pbt"] = "no usable PropertyEval input"
+        todo = [i for i in todo if runner.has_pbt(states[i].task_id)]
+    try:
+        runner.run(states, todo, suite, lambda index: None)
+    finally:
+        runner.close()
+    if notify is not None:
+        for line in runner.said(gt.dataset):
+            notify(line)
+    return {sol.solution_id: SuiteResult(status=st.status[suite], detail=st.detail.get(suite, ""),
+                                         seconds=st.seconds.get(suite, 0.0))
+            for st, sols in zip(states, groups) for sol in sols}
+
+
+def _verdict(st: ProgramState, sol: Solution, duplicates: int, propertyeval: PbtSuite | None) -> Verdict:
+    """The verdict of one solution of the program ``st`` (``duplicates``: solutions sharing its run)."""
+    base_ok = st.status.get("base") is Status.PASS
+    plus_ok = base_ok and st.status.get("plus") is Status.PASS
+    plus_status, plus_detail = st.status.get("plus", Status.FAIL), st.detail.get("plus", "")
+    if not base_ok:
+        plus_status, plus_detail = Status.FAIL, "base failed"
+    seconds = sum(st.seconds.values())
+    decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
+                                               if base_ok else 0.0)
+    pbt_extra: dict[str, Any] = {}
+    if propertyeval is not None:
+        pbt_status = st.status.get("pbt") if base_ok else None
+        pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
+                     "pbt_status": pbt_status.value if pbt_status is not None else None,
+                     "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
+    return Verdict(
+        task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
+        base_detail=st.detail.get("base", ""), plus_detail=plus_detail,
+        extra={"base_status": st.status.get("base", Status.FAIL).value, "plus_status": plus_status.value,
+               "duplicates": duplicates, "call_seconds": round(seconds, 6),
+               "decisive_seconds": round(decisive, 6), **pbt_extra},
+    )

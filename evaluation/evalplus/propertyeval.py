@@ -16,8 +16,12 @@ What is done with it, per task:
    strategy is untrusted code from a download: the strategy module and a small drawing function
    are the program of a :class:`~evaluation.executor.CallTest` job in our sandboxed executor, and
    only plain data (pickled, rebuilt by the plain-data unpickler of the ground truth) comes back.
-   The same inputs on every run and machine for a given Hypothesis version (recorded in the cache
-   key with the snapshot's content digest). Identical inputs are kept once.
+   The same inputs on every run and machine for a given Hypothesis and Python version (part of
+   the draws' key in the store, with the task's strategy): Hypothesis also mixes into what it
+   draws the literals of every loaded module outside the standard library and site-packages (its
+   "local constants"), which would make the inputs depend on the harness's own source (and on
+   whether testgen is installed in place); the drawer hides those modules while it draws.
+   Identical inputs are kept once.
 2. **Reference**: the task's EvalPlus reference with its contract asserts put back at the top of
    the body (:func:`reference_with_contract`; the release keeps them in ``contract``, apart from
    the canonical solution) runs on the drawn inputs in the executor, as the plus ground truth does
@@ -29,11 +33,18 @@ What is done with it, per task:
    tolerance): no program could pass it, the reference included. (PropertyEval compares with
    ``np.testing.assert_allclose``, which takes ``nan`` as equal, and tries ``==`` before the
    ``find_zero`` oracle, so it keeps these inputs.)
-3. **Cache**: per task, the draws under ``<cache>/propertyeval/draws-<key>/`` (keyed by the
-   snapshot's content digest, the Hypothesis and Python versions, ``examples`` and the drawer,
-   :data:`DRAW_VERSION`) and the usable inputs with the reference's outputs under
-   ``<cache>/propertyeval/<key>/`` (also keyed by the dataset file's sha256 and
-   :data:`PBT_VERSION`); each written as soon as its task is done, so an interrupted run resumes.
+3. **Store**: per task, the draws (keyed by its strategy's and the limits file's text, the
+   Hypothesis and Python versions, ``examples`` and the drawer, :data:`DRAW_VERSION`) and the
+   usable inputs with the reference's outputs (also keyed by the dataset file's sha256, the
+   reference program and :data:`PBT_VERSION`) are kept in the result store
+   (:mod:`evaluation.result_store`: kinds ``draws`` and ``propertyeval``), each as soon as its task is
+   done, so an interrupted run resumes and every command (``testgen evaluate --pbt``,
+   ``testgen eval --mutation --propertyeval``) draws a task once.
+
+Drawing runs where the executor runs: a job per task on the workers of this machine (as many
+tasks at once as workers) or of a Ray cluster (``--engine ray``); the drawn inputs do not depend on
+where (the child reports the Hypothesis and Python it drew with, and a cluster with others is
+refused).
 
 Samples are then judged on these inputs exactly as on plus (:func:`evaluation.evalplus.evaluate_solutions`
 with ``propertyeval=``): the same trusted comparison (:class:`~evaluation.evalplus.SplitJudge`), per-input
@@ -44,7 +55,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import re
 import sys
 import time
@@ -67,8 +77,10 @@ from evaluation.evalplus.strategies import (
     load_strategies,
 )
 from evaluation.evalplus.truth import TaskTruth, _execute, _load_output, _program_for
-from evaluation.io import cache_dir as default_cache_dir, file_sha256
-from evaluation.records import Outcome, Problem
+from evaluation.executor.engine import EngineChoice
+from evaluation.io import file_sha256
+from evaluation.records import Outcome, Problem, content_id
+from evaluation.result_store import Store, key, open_store
 
 __all__ = [
     "PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "PBT_VERSION",
@@ -76,17 +88,20 @@ __all__ = [
     "propertyeval_task",
 ]
 
-PBT_VERSION = "propertyeval/5"
-"""Part of the suite's cache key: bump when the reference step changes (3: the contract applied;
-4: a contract's failed assert counted as a rejection; 5: the self-comparison on a copy)."""
-DRAW_VERSION = "propertyeval-draw/1"
-"""Part of the draws' cache key: bump when drawing changes."""
+PBT_VERSION = "propertyeval/6"
+"""Part of the suite's key in the store: bump when the reference step changes (3: the contract
+applied; 4: a contract's failed assert counted as a rejection; 5: the self-comparison on a copy;
+6: kept per task in the result store, with a digest)."""
+DRAW_VERSION = "propertyeval-draw/2"
+"""Part of the draws' key in the store: bump when drawing changes (2: per task, in the result store)."""
 DEFAULT_EXAMPLES = 1000
 """Inputs drawn per task (PropertyEval: ``settings(max_examples=1000)``)."""
 REFERENCE_LIMIT = 10.0
 """CPU seconds the reference may take on one drawn input; an input it needs longer for is dropped."""
 DRAW_LIMIT = 300.0
-"""CPU seconds the sandboxed child may spend drawing one task's inputs (Hypothesis included)."""
+"""CPU seconds the sandboxed child may spend drawing one task's inputs (Hypothesis included). On
+the pinned snapshot the slowest task, HumanEval/115 (grids of up to 100 x 100), needs about 30;
+the others at most 6.3."""
 
 # ---------------------------------------------------------------------------------------------
 # The suite
@@ -116,6 +131,10 @@ class PbtTask:
     """Inputs on which the reference's output fails the trusted comparison with itself."""
     problem: str = ""
     """Why inputs were dropped or are missing ("" when every drawn input is usable)."""
+    digest: str = ""
+    """What the verdicts judged on these inputs depend on (the store key of the task's suite, the
+    reference's outputs as the sandbox returned them, its times): part of every ``pbt`` verdict's
+    key in the result store, as :attr:`~evaluation.evalplus.TaskTruth.digest` is of base and plus."""
 
     @property
     def usable(self) -> bool:
@@ -146,11 +165,11 @@ class PbtSuite:
     hypothesis_version: str
     """Hypothesis that drew them."""
     cache_dir: str
-    """Where the per-task results are cached."""
+    """Where the per-task results are kept (the result store's folder)."""
     from_cache: int = 0
-    """Tasks read from the cache."""
+    """Tasks read from the store."""
     draws_from_cache: int = 0
-    """Of the other tasks, those whose draws were read from the cache (their reference step ran)."""
+    """Of the other tasks, those whose draws were read from the store (their reference step ran)."""
     seconds: float = 0.0
     """Time taken."""
     missing: tuple[str, ...] = field(default_factory=tuple)
@@ -172,20 +191,21 @@ def _hypothesis_version() -> str:
     return str(hypothesis.__version__)
 
 
-def _draw_key(strategies: Strategies, examples: int, hypothesis: str) -> str:
-    """What the drawn inputs depend on: the snapshot, Hypothesis, Python, ``examples``, the drawer."""
-    parts = [DRAW_VERSION, strategies.content_sha256, f"hypothesis {hypothesis}",
-             f"python {sys.version_info[0]}.{sys.version_info[1]}", str(examples),
-             hashlib.sha256(DRAWER_SOURCE.encode()).hexdigest()]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+def _draw_key(strategies: Strategies, number: int, examples: int, hypothesis: str) -> str:
+    """What one task's drawn inputs depend on: its strategy and the limits file (the snapshot's
+    other files do not matter), Hypothesis, Python, ``examples``, the drawer (its seed is fixed)."""
+    return key("draws", DRAW_VERSION, content_id(strategies.limits, length=32),
+               content_id(strategies.strategies[number], length=32), f"hypothesis {hypothesis}",
+               f"python {sys.version_info[0]}.{sys.version_info[1]}", examples, content_id(DRAWER_SOURCE, length=32))
 
 
-def _suite_key(draw_key: str, dataset_sha: str) -> str:
-    """What the usable inputs and expected outputs depend on besides the draws: the dataset file."""
+def _suite_key(draw_key: str, dataset_sha: str, task_id: str, reference: str) -> str:
+    """What a task's usable inputs and expected outputs depend on besides its draws: the dataset
+    file and the reference program the inputs are run on."""
     from evaluation.evalplus.truth import GROUND_TRUTH_VERSION
 
-    parts = [PBT_VERSION, GROUND_TRUTH_VERSION, draw_key, dataset_sha]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+    return key("propertyeval", PBT_VERSION, GROUND_TRUTH_VERSION, draw_key, dataset_sha, task_id,
+               content_id(reference, length=32))
 
 
 def reference_with_contract(prompt: str, contract: str, canonical_solution: str) -> str:
@@ -199,40 +219,45 @@ def _task_number(task_id: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _write_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
+def _reference_program(prob: Problem) -> tuple[str, str]:
+    """The program the drawn inputs run on (the reference with its contract) and its call wrapper."""
+    reference = reference_with_contract(prob.prompt, prob.contract, prob.canonical_solution)
+    return _program_for(reference, prob.entry_point, HUMANEVAL_RELEASE, reference=True)
 
 
 @dataclass
 class _Build:
-    """The state of one :func:`propertyeval_suite` call: where its caches are, what is done."""
+    """The state of one :func:`propertyeval_suite` call: its keys in the store, what is done."""
 
     dataset: Dataset
     strat: Strategies
     examples: int
     refresh: bool
-    key_dir: Path
-    """The suite's cache (per task: its usable inputs and the reference's outputs)."""
-    draw_dir: Path
-    """The draws' cache (per task: the distinct inputs drawn; independent of the dataset file)."""
+    store: Store
+    hypothesis: str
+    dataset_sha: str
     progress: Callable[[int, int], None] | None
     done: dict[str, PbtTask] = field(default_factory=dict)
     total: int = 0
     finished: int = 0
+    draw_keys: dict[str, str] = field(default_factory=dict)
+    suite_keys: dict[str, str] = field(default_factory=dict)
 
-    def cache_file(self, task_id: str) -> Path:
-        return self.key_dir / (task_id.replace("/", "_") + ".pkl")
+    def keys(self, task_id: str) -> tuple[str, str]:
+        """The task's keys in the store: its draws and its suite."""
+        if task_id not in self.suite_keys:
+            number = _task_number(task_id)
+            assert number is not None
+            self.draw_keys[task_id] = _draw_key(self.strat, number, self.examples, self.hypothesis)
+            program, _ = _reference_program(self.dataset[task_id])
+            self.suite_keys[task_id] = _suite_key(self.draw_keys[task_id], self.dataset_sha, task_id, program)
+        return self.draw_keys[task_id], self.suite_keys[task_id]
 
-    def draw_file(self, task_id: str) -> Path:
-        return self.draw_dir / (task_id.replace("/", "_") + ".pkl")
-
-    def finish(self, task: PbtTask) -> None:
-        """``task`` is done: cached as soon as it is, and counted."""
+    def finish(self, task: PbtTask, *, keep: bool = True) -> None:
+        """``task`` is done: kept in the store as soon as it is (unless ``keep`` is false), and counted."""
         self.done[task.task_id] = task
-        _write_atomic(self.cache_file(task.task_id), task)
+        if keep:
+            self.store.put_blob("propertyeval", self.keys(task.task_id)[1], task)
         self.finished += 1
         if self.progress:
             self.progress(self.finished, self.total)
@@ -251,16 +276,23 @@ def propertyeval_suite(
     executor: Any = None,
     progress: Callable[[int, int], None] | None = None,
     draw_seconds: float = DRAW_LIMIT,
+    engine: EngineChoice | None = None,
+    store: Store | None = None,
 ) -> PbtSuite:
-    """PropertyEval's usable inputs and the reference's outputs for HumanEval+ tasks (cached).
+    """PropertyEval's usable inputs and the reference's outputs for HumanEval+ tasks (kept in the
+    result store).
 
     ``tasks`` limits it to some of ``dataset``'s tasks (default: all). Strategies come from
-    ``strategies``, else :func:`load_strategies` (``location``). Drawing and the reference run
-    in the sandboxed executor (``executor``, or a pool of ``workers``); each task is cached
-    as soon as it is done. Only a dataset whose spec says PropertyEval covers its tasks
-    (HumanEval+) has them. ``draw_seconds``: CPU seconds the sandboxed child may spend drawing
-    one task's inputs (a strategy that needs more leaves its task without inputs, and says so).
-    Steps: the cached tasks, the cached draws, drawing the others, the reference on the draws.
+    ``strategies``, else :func:`load_strategies` (``location``). Drawing runs in the sandboxed
+    executor on ``engine`` (a pool of ``workers`` on this machine, or a Ray cluster: one job per
+    task, as many at once as there are workers), or on ``executor`` when given; the reference
+    runs on this machine (its times set the per-input limits, as the ground truth's do). Each
+    task's draws and suite are kept in the result store (``store``, else the store of
+    ``cache_dir``, else the default one) as soon as they are done. Only a dataset whose spec says
+    PropertyEval covers its tasks (HumanEval+) has them. ``draw_seconds``: CPU seconds the
+    sandboxed child may spend drawing one task's inputs (a strategy that needs more leaves its
+    task without inputs, and says so). Steps: the stored tasks, the stored draws, drawing the
+    others, the reference on the draws.
     """
     if not dataset_spec(dataset.name).propertyeval:
         raise TestgenError(f"PropertyEval has strategies for HumanEval tasks only, not for {dataset.name}'s")
@@ -273,34 +305,30 @@ def propertyeval_suite(
     unknown = [t for t in wanted if t not in dataset.problems]
     if unknown:
         raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
-    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    draw_key = _draw_key(strat, examples, hyp)
-    build = _Build(dataset=dataset, strat=strat, examples=examples, refresh=refresh, progress=progress,
-                   draw_dir=cache_root / "propertyeval" / f"draws-{draw_key}",
-                   key_dir=cache_root / "propertyeval" / _suite_key(draw_key, file_sha256(dataset.source)))
-    build.key_dir.mkdir(parents=True, exist_ok=True)
-    build.draw_dir.mkdir(parents=True, exist_ok=True)
-    missing, todo = _cached_tasks(build, wanted)
+    kept = store if store is not None else open_store(None if cache_dir is None else Path(cache_dir) / "store")
+    build = _Build(dataset=dataset, strat=strat, examples=examples, refresh=refresh, store=kept, hypothesis=hyp,
+                   dataset_sha=file_sha256(dataset.source), progress=progress)
+    missing, todo = _stored_tasks(build, wanted)
     from_cache = len(build.done)
     if todo and hyp == "missing":
         raise MissingDependency("the PropertyEval suite needs Hypothesis: pip install 'testgen[pbt]'")
     build.total = len(todo)
     if progress:
         progress(build.finished, build.total)
-    drawn, to_draw = _cached_draws(build, todo)
+    drawn, to_draw = _stored_draws(build, todo)
     draws_from_cache = len(todo) - len(to_draw)
-    drawn.update(_draw(build, to_draw, workers=workers, executor=executor, draw_seconds=draw_seconds))
+    drawn.update(_draw(build, to_draw, workers=workers, executor=executor, engine=engine, draw_seconds=draw_seconds))
     _run_reference(build, drawn, workers=workers, executor=executor)
     ordered = {t: build.done[t] for t in wanted if t in build.done}
     return PbtSuite(tasks=ordered, source=strat.source, content_sha256=strat.content_sha256, pinned=strat.pinned,
-                    examples=examples, hypothesis_version=hyp, cache_dir=str(build.key_dir), from_cache=from_cache,
+                    examples=examples, hypothesis_version=hyp, cache_dir=str(kept.root), from_cache=from_cache,
                     draws_from_cache=draws_from_cache,
                     seconds=time.perf_counter() - t0, missing=tuple(missing))
 
 
-def _cached_tasks(build: _Build, wanted: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The tasks whose suite is cached (read into ``build.done``); the tasks PropertyEval has no
-    strategy for, and those still to do."""
+def _stored_tasks(build: _Build, wanted: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The tasks whose suite is in the store (read into ``build.done``); the tasks PropertyEval has
+    no strategy for, and those still to do."""
     missing: list[str] = []
     todo: list[str] = []
     for task_id in wanted:
@@ -308,48 +336,50 @@ def _cached_tasks(build: _Build, wanted: Sequence[str]) -> tuple[list[str], list
         if n is None or n not in build.strat.strategies:
             missing.append(task_id)
             continue
-        f = build.cache_file(task_id)
-        if f.is_file() and not build.refresh:
-            with open(f, "rb") as fh:
-                build.done[task_id] = pickle.load(fh)
+        found = None if build.refresh else build.store.get_blob("propertyeval", build.keys(task_id)[1])
+        if isinstance(found, PbtTask) and found.task_id == task_id:
+            build.done[task_id] = found
         else:
             todo.append(task_id)
     return missing, todo
 
 
-def _cached_draws(build: _Build, todo: Sequence[str]) -> tuple[dict[str, tuple[list[Any], int]], list[str]]:
-    """The draws already cached (task -> (distinct inputs, number drawn)); a cached failure finishes
-    its task; and the tasks still to draw."""
+def _stored_draws(build: _Build, todo: Sequence[str]) -> tuple[dict[str, tuple[list[Any], int]], list[str]]:
+    """The draws already in the store (task -> (distinct inputs, number drawn)); a stored failure
+    finishes its task; and the tasks still to draw."""
     drawn: dict[str, tuple[list[Any], int]] = {}
     to_draw: list[str] = []
     for task_id in todo:
-        f = build.draw_file(task_id)
-        if f.is_file() and not build.refresh:
-            with open(f, "rb") as fh:
-                stored = pickle.load(fh)
-            if stored.get("error"):
-                build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"]))
-            else:
-                drawn[task_id] = (stored["inputs"], stored["drawn"])
+        stored = None if build.refresh else build.store.get_blob("draws", build.keys(task_id)[0])
+        if isinstance(stored, dict) and stored.get("error"):
+            build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"]))
+        elif isinstance(stored, dict) and "inputs" in stored:
+            drawn[task_id] = (stored["inputs"], stored["drawn"])
         else:
             to_draw.append(task_id)
     return drawn, to_draw
 
 
-def _draw(build: _Build, to_draw: Sequence[str], *, workers: int | None, executor: Any, draw_seconds: float
-          ) -> dict[str, tuple[list[Any], int]]:
-    """Draw each task's inputs (:func:`~evaluation.evalplus.strategies.draw_inputs`, in the sandbox),
-    cached apart (the draws do not depend on the dataset); a task whose strategy fails finishes
-    without inputs, saying why."""
+def _draw(build: _Build, to_draw: Sequence[str], *, workers: int | None, executor: Any, engine: EngineChoice | None,
+          draw_seconds: float) -> dict[str, tuple[list[Any], int]]:
+    """Draw each task's inputs (:func:`~evaluation.evalplus.strategies.draw_inputs`, in the sandbox,
+    in parallel), kept apart (the draws do not depend on the dataset); a task whose strategy fails
+    finishes without inputs, saying why."""
     drawn: dict[str, tuple[list[Any], int]] = {}
     for task_id, got in draw_inputs(build.strat, {t: _task_number(t) or 0 for t in to_draw}, examples=build.examples,
-                                    workers=workers, executor=executor, draw_seconds=draw_seconds):
+                                    workers=workers, executor=executor, engine=engine, draw_seconds=draw_seconds,
+                                    hypothesis=build.hypothesis):
         if isinstance(got, str):
-            _write_atomic(build.draw_file(task_id), {"error": got})
-            build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=got))
+            # A timeout is not kept: the child may have been stopped by the wall-clock backstop
+            # of a loaded machine (HumanEval/115 needs close to its CPU limit), so the next run
+            # draws again; a strategy that does not load or raises fails the same way every time.
+            lasting = not got.startswith("drawing failed: timeout")
+            if lasting:
+                build.store.put_blob("draws", build.keys(task_id)[0], {"error": got})
+            build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=got), keep=lasting)
             continue
         drawn[task_id] = got
-        _write_atomic(build.draw_file(task_id), {"inputs": got[0], "drawn": got[1]})
+        build.store.put_blob("draws", build.keys(task_id)[0], {"inputs": got[0], "drawn": got[1]})
     return drawn
 
 
@@ -362,9 +392,7 @@ def _run_reference(build: _Build, drawn: Mapping[str, tuple[list[Any], int]], *,
     dataset = build.dataset
     ref_jobs = []
     for task_id, (inputs, _) in drawn.items():
-        prob = dataset[task_id]
-        reference = reference_with_contract(prob.prompt, prob.contract, prob.canonical_solution)
-        program, fn = _program_for(reference, prob.entry_point, HUMANEVAL_RELEASE, reference=True)
+        program, fn = _reference_program(dataset[task_id])
         try:
             tests = tuple(CallTest(entry_point=fn, args=(REFERENCE_LIMIT, *a)) for a in inputs)
         except TypeError:
@@ -373,15 +401,15 @@ def _run_reference(build: _Build, drawn: Mapping[str, tuple[list[Any], int]], *,
                             limits=Limits(timeout=REFERENCE_LIMIT + 1.0, load_timeout=60.0, memory_mb=8192,
                                           value_bytes=64 * 1024 * 1024),
                             want_values=True, dedup="exact", tag=task_id))
-    for res in _execute(ref_jobs, workers=workers, executor=executor):
+    for res in _execute(ref_jobs, workers=workers, executor=executor) if ref_jobs else ():
         task_id = res.tag
         if res.load_error:
             raise TestgenError(f"{dataset.source}: {task_id}: the reference solution does not load: {res.load_error}")
         inputs, n_drawn = drawn[task_id]
-        build.finish(_usable(dataset[task_id], inputs, n_drawn, res.results))
+        build.finish(_usable(dataset[task_id], inputs, n_drawn, res.results, build.keys(task_id)[1]))
 
 
-def _usable(prob: Problem, inputs: Sequence[Any], n_drawn: int, results: Sequence[Any]) -> PbtTask:
+def _usable(prob: Problem, inputs: Sequence[Any], n_drawn: int, results: Sequence[Any], suite_key: str) -> PbtTask:
     """A task's suite from the reference's results on its distinct inputs: those the contract
     accepts, whose outputs the reference gives and the judge can compare with themselves."""
     kept_in: list[Any] = []
@@ -390,6 +418,7 @@ def _usable(prob: Problem, inputs: Sequence[Any], n_drawn: int, results: Sequenc
     rejected = errors = unjudgeable = 0
     atol = prob.atol  # the judge's sticky tolerance, as it will evolve over the kept inputs
     first_error = ""
+    digest = hashlib.sha256(suite_key.encode())
     for inp, r in zip(inputs, results):
         if r.outcome is not Outcome.PASSED:
             if r.outcome in (Outcome.FAILED, Outcome.ERROR) and r.detail.startswith("AssertionError: invalid inputs"):
@@ -414,6 +443,8 @@ def _usable(prob: Problem, inputs: Sequence[Any], n_drawn: int, results: Sequenc
         kept_in.append(inp)
         kept_out.append(out)
         kept_t.append(r.duration)
+        digest.update(f"{len(kept_in)} {float(r.duration).hex()} {len(r.value)}\0".encode())
+        digest.update(r.value)  # the child's pickle of the output (its hash seed is fixed)
     reasons: list[str] = []
     if rejected:
         reasons.append(f"contract rejects {rejected} of {len(inputs)} distinct inputs")
@@ -425,7 +456,7 @@ def _usable(prob: Problem, inputs: Sequence[Any], n_drawn: int, results: Sequenc
         reasons.insert(0, "no usable input")
     return PbtTask(task_id=prob.task_id, inputs=tuple(kept_in), expected=tuple(kept_out), times=tuple(kept_t),
                    drawn=n_drawn, distinct=len(inputs), rejected=rejected, reference_errors=errors,
-                   unjudgeable=unjudgeable, problem="; ".join(reasons))
+                   unjudgeable=unjudgeable, problem="; ".join(reasons), digest=digest.hexdigest()[:32])
 
 
 def propertyeval_task(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import TestgenError
+from evaluation.executor.engine import EngineChoice
 from evaluation.io import cache_dir as default_cache_dir
 
 __all__ = ["PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "Strategies",
@@ -184,8 +185,16 @@ DRAWER_SOURCE = f'''
 
 
 def {_DRAW_FUNCTION}(n):
-    """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically."""
+    """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically;
+    returned pickled with the Hypothesis and Python versions that drew them. Hypothesis mixes the
+    literals of every loaded module outside the standard library and site-packages into what it
+    draws; those modules (the harness's own, when it is installed in place) are out of sys.modules
+    while it draws, so that the inputs depend on the strategy alone."""
+    import os
     import pickle
+    import sys
+    import sysconfig
+    import hypothesis
     from hypothesis import HealthCheck, Phase, given, seed, settings, strategies
 
     parts = strategy if isinstance(strategy, tuple) else (strategy,)
@@ -198,10 +207,20 @@ def {_DRAW_FUNCTION}(n):
     def collect(args):
         drawn.append(args)
 
-    collect()
-    return pickle.dumps(drawn, 4)
+    paths = sysconfig.get_paths()
+    roots = tuple(os.path.join(os.path.realpath(paths[k]), "") for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    local = {{name: module for name, module in list(sys.modules.items())
+             if isinstance(getattr(module, "__file__", None), str)
+             and not os.path.realpath(module.__file__).startswith(roots)}}
+    for name in local:
+        del sys.modules[name]
+    try:
+        collect()
+    finally:
+        sys.modules.update(local)
+    return pickle.dumps((hypothesis.__version__, "%d.%d" % sys.version_info[:2], drawn), 4)
 '''
-"""The drawing function the sandboxed program ends with (its text is part of the draws' cache key)."""
+"""The drawing function the sandboxed program ends with (its text is part of the draws' key in the store)."""
 
 
 def _draw_program(limits: str, strategy: str) -> str:
@@ -221,20 +240,34 @@ def _draw_program(limits: str, strategy: str) -> str:
 
 
 def draw_inputs(strat: Strategies, tasks: Mapping[str, int], *, examples: int, workers: int | None, executor: Any,
-                draw_seconds: float) -> Iterator[tuple[str, tuple[list[Any], int] | str]]:
+                draw_seconds: float, engine: EngineChoice | None = None, hypothesis: str | None = None
+                ) -> Iterator[tuple[str, tuple[list[Any], int] | str]]:
     """Draw ``examples`` inputs for each task (``task_id -> PropertyEval's task number``), one
     sandboxed job per task, as they finish: ``(task_id, (distinct inputs, number drawn))``, or
-    ``(task_id, why)`` where its strategy does not load or fails (at most 300 characters)."""
-    from evaluation.evalplus.truth import _execute, _load_output
+    ``(task_id, why)`` where its strategy does not load or fails (at most 300 characters).
+
+    The jobs run on ``executor`` when given, else on ``engine`` (:func:`evaluation.executor.engine.run_jobs`:
+    this machine's pool of ``workers``, or a Ray cluster), as many tasks at once as workers. The
+    drawn values do not depend on where they were drawn, provided the child's Hypothesis and
+    Python are the ones of this process (``hypothesis``, the installed version: a child that
+    reports another is refused, since its draws would differ)."""
+    import sys
+
+    from evaluation.evalplus.truth import _load_output
     from evaluation.executor import CallTest, Job, Limits
+    from evaluation.executor.engine import run_jobs
     from evaluation.records import Outcome
 
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     draw_limits = Limits(timeout=draw_seconds, load_timeout=min(60.0, draw_seconds), memory_mb=4096,
                          value_bytes=64 * 1024 * 1024)
     jobs = [Job(program=_draw_program(strat.limits, strat.strategies[number]),
                 tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
                 want_values=True, dedup="exact", tag=task_id) for task_id, number in tasks.items()]
-    for res in _execute(jobs, workers=workers, executor=executor):
+    if not jobs:
+        return
+    results = executor.run(jobs) if executor is not None else run_jobs(jobs, engine=engine, workers=workers)
+    for res in results:
         r = res.results[0]
         why = ""
         if res.load_error:
@@ -243,11 +276,19 @@ def draw_inputs(strat: Strategies, tasks: Mapping[str, int], *, examples: int, w
             why = f"drawing failed: {r.outcome.value}: {r.detail}"
         else:
             try:
-                values = _load_output(r.value)
-                if not isinstance(values, list) or not all(isinstance(v, tuple) for v in values):
+                got = _load_output(r.value)
+                if not (isinstance(got, tuple) and len(got) == 3 and isinstance(got[2], list)):
+                    raise ValueError("not (versions, a list of argument tuples)")
+                drew_with, python, values = got
+                if not all(isinstance(v, tuple) for v in values):
                     raise ValueError("not a list of argument tuples")
             except ValueError as exc:
                 why = f"drawing failed: {exc}"
+            else:
+                if (hypothesis is not None and drew_with != hypothesis) or python != here:
+                    raise TestgenError(f"{res.tag}: PropertyEval's inputs were drawn with Hypothesis {drew_with} on "
+                                       f"Python {python}, this machine has {hypothesis} on Python {here}: their "
+                                       "draws differ (install the same versions where the executor runs)")
         if why:
             yield res.tag, why[:300]
             continue

@@ -22,14 +22,15 @@ from evaluation.evalplus.oracles import (
     deserialize_inputs,
 )
 from evaluation.io import cache_dir as default_cache_dir, file_sha256
-from evaluation.records import Outcome, Problem
+from evaluation.records import Outcome, Problem, content_id
+from evaluation.result_store import Store, key, open_store
 
 __all__ = ["TimeLimits", "TaskTruth", "GroundTruth", "ground_truth", "GROUND_TRUTH_VERSION", "DIGEST_MIN_BYTES",
            "default_cache_dir"]
 
-GROUND_TRUTH_VERSION = "evalplus-0.3.1/4"
-"""Part of the cache key: bump when the ground-truth computation changes (4: reference times
-are CPU seconds, as the executor's deadlines)."""
+GROUND_TRUTH_VERSION = "evalplus-0.3.1/5"
+"""Part of the store's key: bump when the ground-truth computation changes (4: reference times
+are CPU seconds, as the executor's deadlines; 5: kept per task in the result store, with a digest)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +81,11 @@ class TaskTruth:
     """Reference run time per plus input (seconds)."""
     skipped: tuple[str, ...] = ()
     """Inputs the reference rejected (``"base 3: AssertionError: invalid inputs"``)."""
+    digest: str = ""
+    """What the verdicts judged on this truth depend on: a SHA-256 over its store key, the
+    reference's outputs (as the sandbox returned them) and times, and the skipped inputs; part of
+    every verdict's key (:mod:`evaluation.result_store`), so that a recomputed truth (other times, other
+    limits) is not mixed with verdicts judged on another."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,15 +97,17 @@ class GroundTruth:
     kind: str
     """EvalPlus's name for the dataset: ``humaneval`` or ``mbpp`` (selects special oracles)."""
     dataset_sha256: str
-    """sha256 of the dataset file: the cache key."""
+    """sha256 of the dataset file: part of each task's key in the store."""
     tasks: Mapping[str, TaskTruth]
     """``task_id`` -> truth."""
     from_cache: bool = False
-    """True when read from the cache."""
+    """True when every task was read from the store."""
     seconds: float = 0.0
     """Time taken to compute (or read) it."""
     cache_file: str = ""
-    """The cache file read or written."""
+    """Where it is kept (the store's folder)."""
+    computed: int = 0
+    """Tasks whose reference ran in this call (the others were read from the store)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,11 +212,12 @@ def _execute(jobs: list[Any], *, workers: int | None, executor: Any = None) -> I
     return execute(jobs, workers=workers)
 
 
-def _task_truth(prob: Problem, base: list[Any], plus: list[Any], results: Sequence[Any]) -> TaskTruth:
+def _task_truth(prob: Problem, base: list[Any], plus: list[Any], results: Sequence[Any], store_key: str) -> TaskTruth:
     """A task's ground truth from the reference's results on its base then plus inputs: the inputs
     it passes, with their outputs and times (an input it fails is skipped, and said)."""
     skipped: list[str] = []
     split: dict[str, tuple[list[Any], list[Any], list[float]]] = {}
+    digest = hashlib.sha256(store_key.encode())
     for name, inputs, outcomes in (("base", base, results[: len(base)]), ("plus", plus, results[len(base):])):
         kept_in: list[Any] = []
         kept_out: list[Any] = []
@@ -216,17 +225,21 @@ def _task_truth(prob: Problem, base: list[Any], plus: list[Any], results: Sequen
         for i, (inp, r) in enumerate(zip(inputs, outcomes)):
             if r.outcome is not Outcome.PASSED:
                 skipped.append(f"{name} {i}: {r.outcome.value}: {r.detail}")
+                digest.update(f"skip {name} {i}\0".encode())
                 continue
             kept_in.append(inp)
             kept_out.append(_load_output(r.value))
             kept_t.append(r.duration)
+            # The child's pickle (its hash seed is fixed): the same output gives the same bytes.
+            digest.update(f"{name} {i} {float(r.duration).hex()} {len(r.value)}\0".encode())
+            digest.update(r.value)
         split[name] = (kept_in, kept_out, kept_t)
     return TaskTruth(
         task_id=prob.task_id, entry_point=prob.entry_point, atol=prob.atol,
         base_inputs=tuple(split["base"][0]), plus_inputs=tuple(split["plus"][0]),
         base_expected=tuple(split["base"][1]), plus_expected=tuple(split["plus"][1]),
         base_time=tuple(split["base"][2]), plus_time=tuple(split["plus"][2]),
-        skipped=tuple(skipped),
+        skipped=tuple(skipped), digest=digest.hexdigest()[:32],
     )
 
 
@@ -236,39 +249,37 @@ def ground_truth(
     workers: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     refresh: bool = False,
+    store: Store | None = None,
 ) -> GroundTruth:
-    """Expected outputs and reference times of every task of ``dataset`` (cached).
+    """Expected outputs and reference times of every task of ``dataset`` (kept in the store).
 
     The reference programs run in our executor (one job per task, every input a
-    :class:`~evaluation.executor.CallTest`); the cache is a pickle under
-    ``<cache_dir>/evalplus/<sha256>.pkl``, written atomically.
+    :class:`~evaluation.executor.CallTest`). Each task's truth is kept in the result store
+    (``store``, else the store of ``cache_dir``, else the default one: :mod:`evaluation.result_store`)
+    as soon as its reference has run, keyed by the dataset file's sha256, the task and
+    :data:`GROUND_TRUTH_VERSION`; a later call (any subset of the tasks, any command) reads it
+    instead of running the reference again, so every verdict is judged against the same times.
+    ``refresh``: run every reference again (and keep the new truth).
     """
     from evaluation.executor import CallTest, Job, Limits
 
     kind = dataset_kind(dataset.name)
     t0 = time.perf_counter()
     digest = file_sha256(dataset.source)
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    # The task list is part of the key: a caller may hand over a subset of the file's tasks.
-    tasks_key = hashlib.sha256("\n".join(dataset.problems).encode()).hexdigest()[:12]
-    cache_file = cache / "evalplus" / f"{dataset.name.replace('+', 'plus')}-{digest[:32]}-{tasks_key}.pkl"
-    if cache_file.is_file() and not refresh:
-        with open(cache_file, "rb") as fh:
-            stored = pickle.load(fh)
-        if stored.get("version") == GROUND_TRUTH_VERSION and stored.get("sha256") == digest \
-                and list(stored["tasks"]) == list(dataset.problems):
-            return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest,
-                               tasks=stored["tasks"], from_cache=True,
-                               seconds=time.perf_counter() - t0, cache_file=str(cache_file))
-
-    problems = list(dataset)
+    kept = store if store is not None else open_store(None if cache_dir is None else Path(cache_dir) / "store")
     jobs = []
-    inputs_of: dict[str, tuple[list[Any], list[Any]]] = {}
-    for prob in problems:
+    tasks: dict[str, TaskTruth] = {}
+    inputs_of: dict[str, tuple[list[Any], list[Any], str]] = {}
+    for prob in dataset:
+        program, fn = _program_for(prob.reference_code, prob.entry_point, kind, reference=True)
+        task_key = key("truth", GROUND_TRUTH_VERSION, dataset.name, digest, prob.task_id, content_id(program, length=32))
+        found = None if refresh else kept.get_blob("truth", task_key)
+        if isinstance(found, TaskTruth) and found.task_id == prob.task_id:
+            tasks[prob.task_id] = found
+            continue
         base = deserialize_inputs(kind, prob.task_id, prob.base_inputs)
         plus = deserialize_inputs(kind, prob.task_id, prob.plus_inputs)
-        inputs_of[prob.task_id] = (base, plus)
-        program, fn = _program_for(prob.reference_code, prob.entry_point, kind, reference=True)
+        inputs_of[prob.task_id] = (base, plus, task_key)
         jobs.append(Job(
             program=program,
             tests=tuple(CallTest(entry_point=fn, args=(_GT_LIMIT, *a)) for a in base + plus),
@@ -276,20 +287,16 @@ def ground_truth(
             want_values=True,
             tag=prob.task_id,
         ))
-    tasks: dict[str, TaskTruth] = {}
-    for res in _execute(jobs, workers=workers):
+    for res in _execute(jobs, workers=workers) if jobs else ():
         prob = dataset[res.tag]
         if res.load_error:
             raise TestgenError(f"{dataset.source}: {prob.task_id}: the reference solution does not "
                                f"load: {res.load_error}")
-        tasks[prob.task_id] = _task_truth(prob, *inputs_of[prob.task_id], res.results)
-    ordered = {p.task_id: tasks[p.task_id] for p in problems}
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_file.with_name(cache_file.name + f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        pickle.dump({"version": GROUND_TRUTH_VERSION, "sha256": digest, "tasks": ordered}, fh,
-                    protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, cache_file)
+        base, plus, task_key = inputs_of[prob.task_id]
+        truth = _task_truth(prob, base, plus, res.results, task_key)
+        kept.put_blob("truth", task_key, truth)
+        tasks[prob.task_id] = truth
+    ordered = {p.task_id: tasks[p.task_id] for p in dataset}
     return GroundTruth(dataset=dataset.name, kind=kind, dataset_sha256=digest, tasks=ordered,
-                       from_cache=False, seconds=time.perf_counter() - t0, cache_file=str(cache_file))
-
+                       from_cache=not jobs, seconds=time.perf_counter() - t0, cache_file=str(kept.root),
+                       computed=len(jobs))

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("testgen.cli.report:report", "Tables and plots comparing runs."),
     "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+/MBPP verdicts and pass@k of solutions."),
     "study": ("testgen.cli.study:study", "The paper's whole study from one spec file, to its tables."),
+    "store": ("testgen.cli.store:store", "Where the result store is, its size per kind; --clear empties it."),
 }
 
 

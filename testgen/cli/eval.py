@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 __all__ = ["eval_"]
 
 
+def _snapshot(path: str | None) -> Path | None:
+    """``--propertyeval PATH``: the path, which must exist (an empty value: find the snapshot)."""
+    if not path:
+        return None
+    if not Path(path).exists():
+        raise click.BadParameter(f"{path}: no such file or directory", param_hint="'--propertyeval'")
+    return Path(path)
+
+
 def _pct(x: Any) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
@@ -63,16 +72,21 @@ def _pct(x: Any) -> str:
               help="CPU seconds per test on a mutant (running out of it kills the mutant).")
 @click.option("--mutation-shorten-after", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="After a mutant ran out of time on N tests, its other tests get 0.01 s (0: never).")
-@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True, path_type=Path), default=None,
-              help="With --mutation on HumanEval+: a PropertyEval snapshot (directory or tarball) whose inputs also "
-                   "judge which mutants are equivalent (docs/mutation.md).")
-@click.option("--no-cache", is_flag=True, help="Ignore executions cached by an earlier eval.")
+@click.option("--propertyeval", "propertyeval_path", is_flag=False, flag_value="", default=None, metavar="[PATH]",
+              help="With --mutation on HumanEval+: PropertyEval's inputs also judge which mutants are equivalent "
+                   "(docs/mutation.md). PATH: the snapshot (directory or tarball); without it, found as "
+                   "'testgen evaluate --pbt' finds it ($TESTGEN_PROPERTYEVAL, else the pinned snapshot in the "
+                   "cache; then give RUN_DIR first, or use --pbt).")
+@click.option("--pbt", is_flag=True,
+              help="Same as --propertyeval without a PATH: the snapshot found as 'testgen evaluate --pbt' finds it.")
+@click.option("--no-cache", is_flag=True,
+              help="Run every test again instead of reusing the executions an earlier eval kept in the result store.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
-          mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: Path | None,
-          no_cache: bool, quiet: bool) -> None:
+          mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: str | None,
+          pbt: bool, no_cache: bool, quiet: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
@@ -97,7 +111,8 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
         verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
         workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache, mutation=mutation,
-        mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after, propertyeval=propertyeval_path,
+        mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after,
+        pbt=pbt or propertyeval_path is not None, propertyeval=_snapshot(propertyeval_path),
     )
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -1,19 +1,18 @@
 """``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
 
 A thin click layer over :func:`testgen.commands.judge_code.evaluate` (``docs/evaluate.md``): it
-builds the configuration, shows progress bars and the library's notices, and prints the pass@k
-table.
+builds the configuration, shows progress (bars on a terminal, a line every few seconds elsewhere:
+:mod:`commandline.progress`) and the library's notices, and prints the pass@k table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from commandline import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
+from commandline.progress import progress_bars
 from testgen.commands.judge_code import judged_on_own
 
 if TYPE_CHECKING:
@@ -21,21 +20,6 @@ if TYPE_CHECKING:
     from testgen.commands.judge_code import EvaluateResult
 
 __all__ = ["evaluate"]
-
-
-@contextmanager
-def _bars(console: Any) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
-    """Transient progress bars on stderr: a factory from a step's description to its update."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
-
-        def factory(description: str) -> Callable[[int, int], None]:
-            task = bar.add_task(description, total=None)
-            return lambda done, total: bar.update(task, completed=done, total=total)
-
-        yield factory
 
 
 def _print_table(result: EvaluateResult, evaluator: str) -> None:
@@ -142,7 +126,7 @@ def evaluate(
         workers=workers, engine=engine,
     )
     console = Console(stderr=True)
-    with _bars(console) as bars:
+    with progress_bars(console) as bars:
         result = judge(config, progress=bars,
                        notify=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
     _print_table(result, evaluator)

@@ -9,6 +9,7 @@
 | ``testgen evaluate`` | :func:`evaluate` | :mod:`testgen.commands.judge_code` |
 | ``testgen report`` | :func:`report` | :mod:`testgen.commands.compare_runs` |
 | ``testgen study`` | :func:`study` | :mod:`testgen.commands.run_study` |
+| ``testgen store`` | :func:`store` | :mod:`testgen.commands.manage_store` |
 
 ``testgen.commands.evaluate(...)`` is the same call as ``testgen evaluate``, without the command
 line: the click commands in :mod:`testgen.cli` only turn options into the function's arguments and
@@ -25,12 +26,13 @@ if TYPE_CHECKING:
     from testgen.commands.compare_runs import report as report
     from testgen.commands.judge_code import evaluate as evaluate
     from testgen.commands.list_datasets import datasets as datasets
+    from testgen.commands.manage_store import store as store
     from testgen.commands.run_study import study as study
     from testgen.commands.sample_code import sample as sample
     from testgen.commands.score_tests import eval as eval  # noqa: A004
     from testgen.commands.write_tests import run as run
 
-__all__ = ["datasets", "run", "sample", "eval", "evaluate", "report", "study"]
+__all__ = ["datasets", "run", "sample", "eval", "evaluate", "report", "study", "store"]
 
 COMMANDS: dict[str, str] = {
     "datasets": "testgen.commands.list_datasets:datasets",
@@ -40,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "evaluate": "testgen.commands.judge_code:evaluate",
     "report": "testgen.commands.compare_runs:report",
     "study": "testgen.commands.run_study:study",
+    "store": "testgen.commands.manage_store:store",
 }
 """Command name -> ``"module:function"``."""
 

@@ -8,14 +8,20 @@ installed ``evalplus`` 0.3.1 to check ours against (:func:`evaluation.evalplus.e
 a dataset's own asserts (:func:`evaluation.asserts.evaluate_on_asserts`); with ``pbt``,
 PropertyEval's property-based inputs as a third suite
 (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`). It writes one verdict record per
-sample and returns pass@k (:func:`evaluation.passk.verdict_pass_at_k`). EvalPlus: Liu et al.,
+sample, each as soon as it is judged (to ``OUT.partial``, which a stopped run's same command
+resumes; ``OUT`` whole at the end: :mod:`testgen.partial_output`), and returns pass@k
+(:func:`evaluation.passk.verdict_pass_at_k`). Every program's result is read from, or kept in, the
+result store (:mod:`evaluation.result_store`) that ``rerank`` and the other commands share. EvalPlus: Liu et al.,
 NeurIPS 2023, arXiv 2305.01210. PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,12 +30,19 @@ from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec,
 from evaluation.errors import TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.records import Solution, Verdict
+from evaluation.result_store import key
+from testgen.partial_output import PartialOutput, partial_path
 
 if TYPE_CHECKING:
     from evaluation.evalplus import TimeLimits
     from evaluation.evalplus.propertyeval import PbtSuite
 
-__all__ = ["EvaluateConfig", "EvaluateResult", "evaluate", "verdict_record", "default_out_path", "judged_on_own"]
+__all__ = ["EvaluateConfig", "EvaluateResult", "evaluate", "verdict_record", "default_out_path", "judged_on_own",
+           "VERDICTS_FORMAT"]
+
+VERDICTS_FORMAT = 1
+"""Version of the verdict records (:func:`verdict_record`): part of the digest that lets a run
+resume from ``OUT.partial``, so records of another format are never mixed in."""
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns its ``(done, total)`` callback (a progress bar)."""
@@ -96,6 +109,8 @@ class EvaluateResult:
     """Distinct (task, program) pairs among them."""
     judged: int
     """Samples judged (a task whose reference passes none of its tests has none)."""
+    reused: int = 0
+    """Of them, verdicts reused from ``OUT.partial`` (a run of the same configuration that was stopped)."""
     pass_at_k: Mapping[str, Mapping[int, Any]]
     """Split (``base``, ``plus``, ``pbt``, ``base_pbt``) -> k -> :class:`~evaluation.passk.PassAtK`."""
     seconds: float
@@ -151,7 +166,12 @@ def _quiet(_: str) -> None:
 def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress, notify: Notify = _quiet
              ) -> EvaluateResult:
     """Judge ``config.samples`` and write their verdicts (see the module docstring): check the
-    options, read the samples, judge them by the dataset's judge, write and count."""
+    options, read the samples, judge them by the dataset's judge, write and count.
+
+    Verdicts are written to ``OUT.partial`` as they are judged, and ``OUT`` whole at the end
+    (:mod:`testgen.partial_output`): the same command run again after a kill reuses what the
+    partial file holds and says so; every judged program is also kept in the result store
+    (:mod:`evaluation.result_store`), which any later run, or ``rerank``, reads instead of judging again."""
     t0 = time.perf_counter()
     spec = dataset_spec(config.dataset)
     strategies = _check(config, spec)
@@ -159,16 +179,19 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress
     if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
         samples = str(Path(samples) / "solutions.jsonl")
     dataset, sols, present = _read(config, samples, notify)
+    out_path = Path(config.out) if config.out else default_out_path(samples)
+    reused: dict[str, dict[str, Any]] = {}
     if spec.judge is Judge.ASSERTS:
-        verdicts = _judge_on_asserts(config, dataset, sols, present, progress, notify)
+        verdicts, reused = _judge_on_asserts(config, dataset, sols, present, out_path, progress, notify)
     elif config.evaluator == "ours":
-        verdicts = _judge_on_inputs(config, dataset, sols, present, strategies, progress, notify)
+        verdicts, reused = _judge_on_inputs(config, dataset, sols, present, strategies, out_path, progress, notify)
     else:
         from evaluation.evalplus import evaluate_solutions_evalplus
 
         verdicts = evaluate_solutions_evalplus(dataset, sols, workers=config.workers, time_limits=config.time_limits,
                                                progress=progress("evalplus"))
-    return _write(config, samples, spec, dataset, sols, present, verdicts, notify, seconds=time.perf_counter() - t0)
+    return _write(config, out_path, spec, dataset, sols, present, verdicts, reused, notify,
+                  seconds=time.perf_counter() - t0)
 
 
 def _check(config: EvaluateConfig, spec: DatasetSpec) -> Any:
@@ -217,8 +240,10 @@ def _read(config: EvaluateConfig, samples: str, notify: Notify) -> tuple[Dataset
 
 
 def _judge_on_asserts(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str],
-                      progress: ProgressFactory, notify: Notify) -> dict[str, Verdict]:
-    """The dataset's own asserts: the references first (an assert they fail is left out), then the samples."""
+                      out: Path, progress: ProgressFactory, notify: Notify
+                      ) -> tuple[dict[str, Verdict], dict[str, dict[str, Any]]]:
+    """The dataset's own asserts: the references first (an assert they fail is left out), then the
+    samples (written as they are judged; those of a stopped run reused)."""
     from evaluation.asserts import assert_truth, evaluate_on_asserts
 
     progress("references on their asserts")
@@ -228,23 +253,68 @@ def _judge_on_asserts(config: EvaluateConfig, dataset: Dataset, sols: Sequence[S
     notify(f"references: pass {kept} of {kept + len(atruth.skipped)} original asserts ({atruth.seconds:.1f}s)")
     for line in atruth.skipped:
         notify(f"skipped (the reference fails it): {line}")
-    return evaluate_on_asserts(dataset, sols, workers=config.workers, time_limits=config.time_limits, truth=atruth,
-                               engine=config.engine, progress=progress("distinct programs"))
+    truth_parts = [[t, list(s.tests), s.timeout] for t, s in atruth.tasks.items()]
+    with _resumed(config, dataset, sols, truth_parts, out, notify) as (partial, write):
+        verdicts = evaluate_on_asserts(dataset, sols, workers=config.workers, time_limits=config.time_limits,
+                                       truth=atruth, engine=config.engine, progress=progress("distinct programs"),
+                                       on_verdict=write, known=partial.reused)
+    return verdicts, partial.reused
 
 
 def _judge_on_inputs(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str],
-                     strategies: Any, progress: ProgressFactory, notify: Notify) -> dict[str, Verdict]:
+                     strategies: Any, out: Path, progress: ProgressFactory, notify: Notify
+                     ) -> tuple[dict[str, Verdict], dict[str, dict[str, Any]]]:
     """EvalPlus's base and plus inputs with our evaluator: the reference's ground truth, PropertyEval's
-    inputs when asked, then the samples."""
+    inputs when asked, then the samples (written as they are judged; those of a stopped run reused)."""
     from evaluation.evalplus import evaluate_solutions, ground_truth
 
     progress("ground truth")
-    truth = ground_truth(dataset, workers=config.workers)
-    notify(f"ground truth of {len(truth.tasks):,} tasks: from the cache {truth.cache_file}" if truth.from_cache else
-           f"ground truth of {len(truth.tasks):,} tasks: computed in {truth.seconds:.1f} s, cached in {truth.cache_file}")
+    truth = ground_truth(replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present}),
+                         workers=config.workers)
+    notify(f"ground truth of {len(truth.tasks):,} tasks: from the store {truth.cache_file}" if truth.from_cache else
+           f"ground truth of {len(truth.tasks):,} tasks: {truth.computed:,} computed in {truth.seconds:.1f} s, "
+           f"kept in the store {truth.cache_file}")
     suite = _propertyeval(config, dataset, present, strategies, progress, notify) if strategies is not None else None
-    return evaluate_solutions(dataset, sols, workers=config.workers, time_limits=config.time_limits, truth=truth,
-                              engine=config.engine, propertyeval=suite, progress=progress("distinct programs"))
+    truth_parts: list[Any] = [[t, tt.digest] for t, tt in truth.tasks.items()]
+    if suite is not None:
+        truth_parts += [suite.content_sha256, suite.examples, suite.hypothesis_version,
+                        [[t, p.digest] for t, p in suite.tasks.items()]]
+    with _resumed(config, dataset, sols, truth_parts, out, notify) as (partial, write):
+        verdicts = evaluate_solutions(dataset, sols, workers=config.workers, time_limits=config.time_limits,
+                                      truth=truth, engine=config.engine, propertyeval=suite,
+                                      progress=progress("distinct programs"), on_verdict=write, known=partial.reused,
+                                      notify=notify)
+    return verdicts, partial.reused
+
+
+@contextmanager
+def _resumed(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], truth_parts: Any, out: Path,
+             notify: Notify) -> Iterator[tuple[PartialOutput, Callable[[Verdict], None]]]:
+    """``OUT.partial`` for this configuration (what a stopped run of it judged, said) and the
+    function that appends a verdict's record to it."""
+    from evaluation.io import file_sha256
+
+    solutions = hashlib.sha256()
+    for s in sols:
+        solutions.update(json.dumps([s.solution_id, s.task_id, s.model, s.sample_index, s.code]).encode("utf-8",
+                                                                                                      "surrogatepass"))
+    digest = key("testgen evaluate", VERDICTS_FORMAT, dataset.name, file_sha256(dataset.source), config.evaluator,
+                 config.min_time_limit, config.gt_time_limit_factor, solutions.hexdigest(), truth_parts)
+    partial = PartialOutput(out, digest, id_field="solution_id")
+    if partial.reused:
+        notify(f"{len(partial.reused):,} of {len(sols):,} verdicts reused from {partial.path} (a run of this "
+               "command that was stopped); judging the others")
+    elif partial.stale:
+        notify(f"{partial.path}: left by a run of another configuration; started over")
+    by_id = {s.solution_id: s for s in sols}
+
+    def write(verdict: Verdict) -> None:
+        partial.write(verdict_record(verdict, by_id[verdict.solution_id]))
+
+    try:
+        yield partial, write
+    finally:
+        partial.close()
 
 
 def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], strategies: Any,
@@ -254,14 +324,15 @@ def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], s
     from evaluation.evalplus.propertyeval import propertyeval_suite
 
     suite = propertyeval_suite(dataset, strategies=strategies, examples=config.pbt_examples, workers=config.workers,
-                               tasks=[t for t in dataset.problems if t in present],
+                               engine=config.engine, tasks=[t for t in dataset.problems if t in present],
                                progress=progress("PropertyEval inputs"))
     kept = sum(len(p.inputs) for p in suite.tasks.values())
     notify(f"PropertyEval ({'pinned snapshot' if suite.pinned else 'NOT the pinned snapshot'} "
            f"{suite.content_sha256[:12]}, {suite.source}; Hypothesis {suite.hypothesis_version}): "
            f"{kept:,} usable inputs for {sum(p.usable for p in suite.tasks.values())} tasks; "
-           f"{suite.from_cache} tasks from the cache, {len(suite.tasks) - suite.from_cache} computed "
-           f"({suite.draws_from_cache} of them from cached draws; {suite.seconds:.1f} s), cached in {suite.cache_dir}")
+           f"{suite.from_cache} tasks from the store, {len(suite.tasks) - suite.from_cache} computed "
+           f"({suite.draws_from_cache} of them from stored draws; {suite.seconds:.1f} s), kept in the store "
+           f"{suite.cache_dir}")
     problems = suite.problems()
     if problems:
         notify(f"{len(problems)} task(s) whose PropertyEval strategy or contract made inputs unusable:")
@@ -270,19 +341,41 @@ def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], s
     return suite
 
 
-def _write(config: EvaluateConfig, samples: str, spec: DatasetSpec, dataset: Dataset, sols: Sequence[Solution],
-           present: set[str], verdicts: Mapping[str, Verdict], notify: Notify, *, seconds: float) -> EvaluateResult:
-    """One verdict record per judged sample, and pass@k."""
+def _write(config: EvaluateConfig, out_path: Path, spec: DatasetSpec, dataset: Dataset, sols: Sequence[Solution],
+           present: set[str], verdicts: Mapping[str, Verdict], reused: Mapping[str, Mapping[str, Any]], notify: Notify,
+           *, seconds: float) -> EvaluateResult:
+    """One verdict record per judged sample (fresh, or reused from a stopped run), in the samples'
+    order, and pass@k; the partial file goes."""
     from evaluation.io import write_jsonl
     from evaluation.passk import verdict_pass_at_k
 
-    out_path = Path(config.out) if config.out else default_out_path(samples)
-    judged = [s for s in sols if s.solution_id in verdicts]
+    records: list[Mapping[str, Any]] = []
+    judged: list[Verdict] = []
+    for s in sols:
+        if s.solution_id in verdicts:
+            judged.append(verdicts[s.solution_id])
+            records.append(verdict_record(verdicts[s.solution_id], s))
+        elif s.solution_id in reused:
+            judged.append(_verdict_from_record(reused[s.solution_id]))
+            records.append(reused[s.solution_id])
     if len(judged) < len(sols):
-        unjudged = sorted({s.task_id for s in sols if s.solution_id not in verdicts})
+        unjudged = sorted({s.task_id for s in sols if s.solution_id not in verdicts and s.solution_id not in reused})
         notify(f"{len(unjudged)} task(s) have no test the reference passes; their {len(sols) - len(judged)} samples "
                "are not judged: " + ", ".join(unjudged[:10]))
-    write_jsonl(out_path, (verdict_record(verdicts[s.solution_id], s) for s in judged))
+    write_jsonl(out_path, records)
+    partial_path(out_path).unlink(missing_ok=True)
     return EvaluateResult(out=out_path, dataset=dataset, judge=spec.judge, tasks=len(present & set(dataset.problems)),
                           samples=len(sols), distinct=len({(s.task_id, s.code) for s in sols}), judged=len(judged),
-                          pass_at_k=verdict_pass_at_k(verdicts[s.solution_id] for s in judged), seconds=seconds)
+                          reused=sum(1 for s in sols if s.solution_id in reused and s.solution_id not in verdicts),
+                          pass_at_k=verdict_pass_at_k(judged), seconds=seconds)
+
+
+def _verdict_from_record(rec: Mapping[str, Any]) -> Verdict:
+    """The verdict a record of :func:`verdict_record` holds (what pass@k reads of it)."""
+    extra = {k: rec.get(k) for k in ("base_status", "plus_status", "duplicates", "call_seconds", "decisive_seconds")}
+    if "pbt" in rec:
+        extra |= {"pbt": rec["pbt"], "pbt_status": rec.get("pbt_status"), "pbt_detail": rec.get("pbt_detail", "")}
+    base = bool(rec["base"])
+    return Verdict(task_id=rec["task_id"], solution_id=rec["solution_id"], base=base,
+                   plus=base if rec.get("plus") is None else bool(rec["plus"]),
+                   base_detail=rec.get("base_detail") or "", plus_detail=rec.get("plus_detail") or "", extra=extra)

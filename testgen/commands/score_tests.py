@@ -20,10 +20,10 @@ Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models 
    and its tests' arcs, computed by coverage.py's own analysis (:mod:`testgen.coverage`).
 5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
 
-Execution results are cached in ``EVAL/executions.jsonl`` keyed by (program, test, timeout) and
-:data:`testgen.executions.CACHE_VERSION` (:mod:`testgen.executions`), so
-re-running with other options (``--tests-per-generation``, ``--empty``, ...) or after an
-interruption executes only what is missing.
+Execution results are kept in the result store (:mod:`evaluation.result_store`) keyed by (program, test,
+timeout) and :data:`testgen.executions.CACHE_VERSION` (:mod:`testgen.executions`), so re-running
+with other options (``--tests-per-generation``, ``--empty``, ...), into another ``--out``, or after
+an interruption executes only what is missing.
 """
 
 from __future__ import annotations
@@ -106,16 +106,20 @@ class EvalOptions:
     out: Path | None = None
     """Output directory (default ``RUN/eval``)."""
     use_cache: bool = True
-    """Reuse ``executions.jsonl`` from an earlier (possibly interrupted) eval."""
+    """Reuse the executions an earlier (possibly interrupted) eval kept in the result store."""
     mutation: bool = False
     """Also the mutation score of the tests (:mod:`testgen.mutation_score`, docs/mutation.md)."""
     mutation_timeout: float = 1.0
     """CPU seconds per test on a mutant (:attr:`testgen.mutation_score.MutationOptions.timeout`)."""
     mutation_shorten_after: int = 2
     """:attr:`testgen.mutation_score.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
+    pbt: bool = False
+    """With ``mutation`` on HumanEval+: PropertyEval's property-based inputs also judge the mutants'
+    equivalence (after base and plus); the snapshot is :attr:`propertyeval`, else found as
+    ``testgen evaluate --pbt`` finds it (``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot in
+    the cache)."""
     propertyeval: Path | None = None
-    """With ``mutation`` on HumanEval+: a PropertyEval snapshot (directory or tarball) whose
-    property-based inputs also judge the mutants' equivalence (after base and plus)."""
+    """A PropertyEval snapshot (directory or tarball) for :attr:`pbt` (implies it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,7 +235,7 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     under the eval dir (the steps of the module docstring: prepare, run the tests, the results per
     generation, the mutation score, the metrics).
 
-    ``notify`` is told how many test runs came from ``executions.jsonl`` (or that it was discarded)."""
+    ``notify`` is told how many test runs came from the result store (or that it was not read)."""
     opts = opts or EvalOptions()
     t0, r0 = time.perf_counter(), _cpu()
     plan = _prepare(run_dir, opts)
@@ -287,14 +291,14 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
 
 def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> Any:
     """With ``--mutation``: the suites that judge which mutants are equivalent (PropertyEval's inputs
-    added with ``--propertyeval``); ``None``: the default ones. Refuses a reference without them."""
+    added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without them."""
     if opts.mutation:
         from evaluation.correctness import has_plus_inputs
 
         if not has_plus_inputs(ref_ds):
             raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
-    if opts.propertyeval is None:
+    if opts.propertyeval is None and not opts.pbt:
         return None
     from evaluation.datasets import dataset_spec
 
@@ -310,21 +314,24 @@ def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> An
 def _run_tests(plan: _Scoring, opts: EvalOptions, progress: ProgressFn | None, say: Callable[[str], None]
                ) -> tuple[ExecutionCache, dict[str, Mapping[str, Any]]]:
     """Step 2: every distinct kept test of a task, once, on the reference solution (with coverage),
-    and, for self/cross, on the code in the prompt (Table 6); cached in ``executions.jsonl``."""
+    and, for self/cross, on the code in the prompt (Table 6); kept in the result store."""
     problems = plan.ref_ds.problems
     ref_wanted: dict[str, tuple[str, list[str], str]] = {}
     for g in plan.run.generations:
         prob = problems[g.task_id]
         ref_wanted.setdefault(plan.ref_pid[g.task_id], (prob.reference_code, [], prob.entry_point))[1].extend(
             plan.kept[g.generation_id])
-    cache = ExecutionCache(plan.out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
-    if cache.found and not opts.use_cache:
-        say(f"--no-cache: discarded {cache.path}")
+    from evaluation.result_store import open_store
+
+    store = open_store()
+    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache)
+    if not opts.use_cache:
+        say(f"--no-cache: nothing reused from the store {store.root}; every test runs again")
 
     def reused(stage: str, st: Mapping[str, int]) -> None:
-        if cache.found and opts.use_cache:
+        if opts.use_cache and st["tests_wanted"] > st["tests_run"]:
             say(f"{stage}: {st['tests_wanted'] - st['tests_run']:,} of {st['tests_wanted']:,} test runs from the "
-                f"cache {cache.path}; {st['tests_run']:,} to run")
+                f"store {store.root}; {st['tests_run']:,} to run")
 
     try:
         ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,

@@ -78,6 +78,11 @@ class Step:
     resumed sampling would differ from an uninterrupted one)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """What the report needs to know (setting, temperature, test set labels, ...)."""
+    after: tuple[str, ...] = ()
+    """Ids of steps it waits for without reading their outputs (not part of its key; their
+    failure does not block it): a ``rerank`` waits for the ``evaluate`` of its pool, so that with
+    ``--jobs`` above 1 it reads that step's verdicts from the result store instead of judging the
+    same programs beside it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -383,9 +388,12 @@ class _Builder:
             argv += ["--baseline", f"{ev.dir}/verdicts.jsonl"]
             rdeps.append(ev.id)
         argv += ["--out", "{dir}", "--no-progress"]
-        self.add(id=f"{m.name}/{ds}/rerank", kind="rerank", model=m.name, dataset=ds, argv=argv, deps=rdeps,
-                 meta={"sets": [label for label, _ in sets], "baseline": "--baseline" in argv},
-                 unkeyed=self.engine_args())
+        step = self.add(id=f"{m.name}/{ds}/rerank", kind="rerank", model=m.name, dataset=ds, argv=argv, deps=rdeps,
+                        meta={"sets": [label for label, _ in sets], "baseline": "--baseline" in argv},
+                        unkeyed=self.engine_args())
+        pool_verdicts = f"{m.name}/{ds}/evaluate-t{_fmt_t(r.temperature)}"
+        if pool_verdicts in self.steps and pool_verdicts not in rdeps:
+            self.steps[step.id] = replace(step, after=(pool_verdicts,))
 
 
 def build_plan(spec: StudySpec) -> Plan:

@@ -247,6 +247,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     _context(any(s.restart and s.blocked is None and step_status(s, out_dir).state != "done" for s in plan.steps))
     state: dict[str, str] = {}  # id -> done | failed | blocked
     pending = list(plan.steps)
+    planned = {s.id for s in plan.steps}
     running: dict[Future[None], Step] = {}
     mutex = threading.Lock()
     try:
@@ -256,7 +257,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                 for step in list(pending):
                     if step.kind == "report" and running:
                         continue
-                    deps = [state.get(d) for d in step.deps]
+                    deps = [state.get(d) for d in (*step.deps, *(a for a in step.after if a in planned))]
                     if step.kind != "report" and any(d is None for d in deps):
                         continue
                     if step.kind == "report" and any(state.get(d) is None for d in step.deps):

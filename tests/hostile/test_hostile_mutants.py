@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 SPAM = '''LINE = "spam " * 20000
@@ -30,9 +31,10 @@ def spam(n: int) -> int:
 LOOPERS = {"i += 1 -> pass", "i += 1 -> i -= 1", "1 -> 0"}
 
 
-def test_looping_flooding_mutants_are_contained(tmp_path: Path) -> None:
+def test_looping_flooding_mutants_are_contained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from testgen.cli import cli
 
+    monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))  # the mutants' runs must happen here
     data = tmp_path / "spam.jsonl.gz"
     with gzip.open(data, "wt") as fh:
         fh.write(json.dumps({"task_id": "Spam/0", "prompt": SPAM, "entry_point": "spam", "canonical_solution": "",
@@ -57,14 +59,14 @@ def test_looping_flooding_mutants_are_contained(tmp_path: Path) -> None:
     # the mutant is equivalent.
     assert [d for d, r in mutants.items() if r["equivalent"]] == ["0 -> -1", "print(LINE) -> pass"]
     ids = {r["mutant_id"] for d, r in mutants.items() if d in LOOPERS}
-    outcomes = {}
-    for line in (run / "eval" / "mutation" / "executions.jsonl").open():
-        rec = json.loads(line)
-        outcomes[rec["program"]] = [oc for _, oc, _ in rec["results"]]
-    from evaluation.records import content_id
+    from evaluation.records import Outcome, content_id
+    from evaluation.result_store import open_store
+    from testgen.executions import ExecutionCache, cached_outcome
 
-    looping = [outcomes["mut:" + content_id(r["program"])] for r in mutants.values() if r["mutant_id"] in ids]
-    assert looping == [["timeout"]] * 3
+    kept = ExecutionCache(open_store(), timeout=0.5, use=True, with_arcs=False, shorten_after=0, scope="mutants")
+    looping = [cached_outcome(kept, "mut:" + content_id(r["program"]), "assert spam(3) == 3")
+               for r in mutants.values() if r["mutant_id"] in ids]
+    assert looping == [Outcome.TIMEOUT] * 3
     m = json.loads((run / "eval" / "metrics.json").read_text())["mutation"]
     # i = 1 at the start gives spam(3) == 3 (and spam(0) == 1): the one mutant the test misses.
     assert (m["mutants"], m["equivalent"], m["killed_union"], m["execution"]["timeouts"]) == (12, 2, 9, 3)

@@ -66,3 +66,7 @@ def test_hostile_strategies_are_contained(tmp_path: Path) -> None:
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before, "processes left behind"
     # The problems are listed, with the reason.
     assert [t for t, _ in suite.problems()] == ["HumanEval/0"]
+    # The two drawn tasks are kept in the store; the timed-out one is not (a loaded machine's
+    # wall-clock backstop can stop a draw that would finish on a quieter one): it is drawn again.
+    kept = tmp_path / "cache" / "store"
+    assert len(list(kept.rglob("draws/*/*.pkl"))) == 2 and len(list(kept.rglob("propertyeval/*/*.pkl"))) == 2

@@ -1,0 +1,288 @@
+"""How one split of a program is judged: its plan (a judged :class:`~evaluation.executor.CallTest` per
+input, the limits), its state, and :class:`SplitRunner`, which reads each split's result from the
+result store (:mod:`evaluation.result_store`) or runs it in the executor and keeps it there. Used by
+:mod:`evaluation.evalplus.judge` (:func:`~evaluation.evalplus.evaluate_solutions`,
+:func:`~evaluation.evalplus.judge_suite`)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import pickle
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from evaluation.datasets import Dataset
+from evaluation.evalplus.oracles import (
+    _MBPP_ORACLES,
+    HUMANEVAL_RELEASE,
+    MBPP_OUTPUT_NOT_NONE_TASKS,
+    MBPP_OUTPUT_SET_EQ_TASKS,
+    _is_floats,
+)
+from evaluation.evalplus.truth import DIGEST_MIN_BYTES, GroundTruth, TaskTruth, TimeLimits, _program_for
+from evaluation.executor.engine import EngineChoice
+from evaluation.records import Outcome, Solution, content_id
+from evaluation.result_store import Store, key
+
+if TYPE_CHECKING:
+    from evaluation.evalplus.propertyeval import PbtSuite
+
+__all__ = ["Status", "SuiteName", "JUDGE_VERSION", "SplitRunner", "ProgramState"]
+
+class Status(str, enum.Enum):
+    """EvalPlus's status of one split of one solution."""
+
+    PASS = "pass"
+    """Every input of the split matched."""
+    FAIL = "fail"
+    """An input gave a wrong output, raised, ran past its per-input limit, or the program did not load."""
+    TIMEOUT = "timeout"
+    """The split's total run time passed EvalPlus's per-sample cap."""
+
+
+_PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3  # Outcome indices of the executor's judge protocol
+
+
+def _has_special_oracle(kind: str, entry_point: str) -> bool:
+    if kind == HUMANEVAL_RELEASE:
+        return entry_point == "find_zero"
+    return entry_point in _MBPP_ORACLES or entry_point in MBPP_OUTPUT_SET_EQ_TASKS \
+        or entry_point in MBPP_OUTPUT_NOT_NONE_TASKS
+
+
+def _digest(blob: bytes) -> bytes:
+    return hashlib.sha256(blob).digest()
+
+
+def _expectations(kind: str, tt: TaskTruth, split: str) -> list[Any]:
+    """What the judge compares each input's output with: the pickled expected value, or its
+    digest (see :data:`DIGEST_MIN_BYTES`)."""
+    expected = tt.base_expected if split == "base" else tt.plus_expected
+    special = _has_special_oracle(kind, tt.entry_point)
+    atol = tt.atol
+    out: list[Any] = []
+    for exp in expected:
+        blob = pickle.dumps(exp, 4)
+        name = type(exp).__name__
+        if not special and len(blob) > DIGEST_MIN_BYTES and (name in ("str", "bytes") or (name == "int" and atol == 0)):
+            out.append(("#", name, len(blob), _digest(blob)))
+        else:
+            out.append(blob)
+        if atol == 0 and _is_floats(exp):
+            atol = 1e-6  # EvalPlus's sticky tolerance, as check_output applies it
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SplitPlan:
+    """A task's split as the executor runs it; shared by every program of the task."""
+
+    tests: tuple[Any, ...]
+    """One judged CallTest per input (args: time limit, then the input)."""
+    judge_args: tuple[Any, ...]
+    limits: Any
+    """Executor limits: the deadline is the split's longest per-input limit (+0.25 s, so the
+    judge sees the measured time); the load may take up to the split cap."""
+    cost: float
+    """Reference seconds of the split (for scheduling the heaviest jobs first)."""
+
+
+def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:
+    from evaluation.executor import CallTest, Limits
+
+    inputs = tt.base_inputs if split == "base" else tt.plus_inputs
+    times = tt.base_time if split == "base" else tt.plus_time
+    limits = [cfg.per_input(t) for t in times]
+    cap = cfg.split_cap(limits)
+    tests = tuple(CallTest(entry_point=fn, args=(lim, *inp), expected=(lim, want))
+                  for lim, inp, want in zip(limits, inputs, _expectations(kind, tt, split)))
+    return _SplitPlan(tests=tests, judge_args=(kind, tt.entry_point, tt.atol, cap),
+                      limits=Limits(timeout=max(limits, default=1.0) + 0.25, load_timeout=cap,
+                                    memory_mb=cfg.memory_mb, value_bytes=64 * 1024 * 1024),
+                      cost=sum(times))
+
+
+JUDGE_VERSION = "evalplus-split/1"
+"""Part of a split's key in the result store: bump when how a split is judged changes
+(:class:`SplitJudge`, :func:`_plan_split`, what :class:`ProgramState` keeps of a split)."""
+
+SuiteName = Literal["base", "plus", "pbt"]
+"""A suite of inputs a program is judged on: EvalPlus's ``base`` and ``plus`` inputs,
+PropertyEval's ``pbt`` inputs."""
+
+
+@dataclass(kw_only=True)
+class ProgramState:
+    """Evaluation state of one distinct program (internal)."""
+
+    task_id: str
+    program: str
+    status: dict[str, Status] = field(default_factory=dict)
+    detail: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Call time per split, as measured in the child: every call that ran."""
+    decisive: dict[str, float] = field(default_factory=dict)
+    """Call time per split that any input order must spend: all calls of a passing split,
+    the failing call of a failed one (all calls past the split cap)."""
+
+    def absorb(self, split: str, res: Any) -> None:
+        ran = [r for r in res.results if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))]
+        self.seconds[split] = sum(r.duration for r in ran)
+        if res.load_error:
+            self.status[split] = Status.FAIL
+            self.detail[split] = f"load error: {res.load_error}"
+            self.decisive[split] = 0.0
+            return
+        for i, r in enumerate(res.results):
+            if r.outcome is not Outcome.PASSED:
+                capped = r.outcome is Outcome.TIMEOUT
+                self.status[split] = Status.TIMEOUT if capped else Status.FAIL
+                self.detail[split] = f"{split} input {i}: {r.detail or r.outcome.value}"[:500]
+                self.decisive[split] = self.seconds[split] if capped else r.duration
+                return
+        self.status[split] = Status.PASS
+        self.decisive[split] = self.seconds[split]
+
+    def record(self, split: str) -> dict[str, Any]:
+        """What the store keeps of a judged split (everything a verdict takes from it)."""
+        return {"s": self.status[split].value, "d": self.detail.get(split, ""), "t": self.seconds.get(split, 0.0),
+                "x": self.decisive.get(split, 0.0)}
+
+    def restore(self, split: str, rec: Mapping[str, Any]) -> bool:
+        """A split's result read from the store (False: not a record this version wrote)."""
+        try:
+            status = Status(rec["s"])
+            detail, seconds, decisive = str(rec["d"]), float(rec["t"]), float(rec["x"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        self.status[split], self.seconds[split], self.decisive[split] = status, seconds, decisive
+        if detail:
+            self.detail[split] = detail
+        return True
+
+
+def _tasks_of(dataset: Dataset, solutions: Sequence[Solution]) -> Dataset:
+    """``dataset`` with only the tasks that have solutions (the ground truth is kept per task, so
+    the others need not be computed or read)."""
+    from dataclasses import replace
+
+    present = {s.task_id for s in solutions}
+    return replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+
+
+def _group(solutions: Iterable[Solution], gt: GroundTruth) -> tuple[list[ProgramState], list[list[Solution]]]:
+    """The distinct programs (one state each, the first solution's code) and each one's solutions;
+    solutions of tasks the truth does not have are left out."""
+    from evaluation.dedup import behaviour_key
+
+    by_program: dict[tuple[str, str], list[Solution]] = {}
+    for sol in solutions:
+        if sol.task_id not in gt.tasks:
+            continue
+        by_program.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
+    states = [ProgramState(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
+    return states, list(by_program.values())
+
+
+class SplitRunner:
+    """Runs one split of some programs: each split's result read from the store, or run in the
+    executor (each split of a program one job, judged input by input in the worker) and kept."""
+
+    def __init__(self, *, gt: GroundTruth, cfg: TimeLimits, propertyeval: PbtSuite | None, store: Store,
+                 engine: EngineChoice | None, workers: int | None, counts: dict[str, list[int]] | None) -> None:
+        self.gt, self.cfg, self.propertyeval, self.engine, self.workers = gt, cfg, propertyeval, engine, workers
+        self.store = store
+        self.shelf = store.shelf("verdicts", f"evalplus-{gt.dataset}")
+        self.plans: dict[tuple[str, str], _SplitPlan] = {}
+        self.programs: dict[int, tuple[str, str]] = {}
+        self.counts: dict[str, list[int]] = {}
+        """split -> [reused, judged] in this call."""
+        self.totals = counts
+        """The caller's counts, added to on :meth:`close`."""
+        self._engine: Any = None
+
+    def has_pbt(self, task_id: str) -> bool:
+        pe = self.propertyeval
+        return pe is not None and task_id in pe.tasks and pe.tasks[task_id].usable
+
+    def _program(self, st: ProgramState) -> tuple[str, str]:
+        found = self.programs.get(id(st))
+        if found is None:
+            found = self.programs[id(st)] = _program_for(st.program, self.gt.tasks[st.task_id].entry_point,
+                                                         self.gt.kind, reference=False)
+        return found
+
+    def key(self, st: ProgramState, split: str) -> str | None:
+        """The split's key in the store; None where its truth has no digest (a truth made by hand)."""
+        if split == "pbt":
+            assert self.propertyeval is not None
+            digest = self.propertyeval.tasks[st.task_id].digest
+        else:
+            digest = self.gt.tasks[st.task_id].digest
+        if not digest:
+            return None
+        program, _ = self._program(st)
+        return key("verdict", JUDGE_VERSION, self.gt.kind, split, digest, asdict(self.cfg),
+                   content_id(program, length=32))
+
+    def job(self, index: int, st: ProgramState, split: str, store_key: str | None) -> Any:
+        from evaluation.executor import Job
+
+        tt = self.gt.tasks[st.task_id]
+        program, fn = self._program(st)
+        plan = self.plans.get((st.task_id, split))
+        if plan is None:
+            if split == "pbt":  # PropertyEval's inputs, run and judged exactly as the plus split
+                assert self.propertyeval is not None
+                plan = _plan_split(self.gt.kind, self.propertyeval.tasks[st.task_id].as_truth(tt), "plus", fn, self.cfg)
+            else:
+                plan = _plan_split(self.gt.kind, tt, split, fn, self.cfg)
+            self.plans[(st.task_id, split)] = plan
+        return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
+                   judge_args=plan.judge_args, dedup="exact", tag=(index, split, store_key))  # deduplicated above
+
+    def run(self, states: Sequence[ProgramState], todo: Sequence[int], split: str, done: Callable[[int], None]) -> None:
+        """Judge ``split`` for the programs ``todo`` (indices into ``states``); ``done(index)`` as each is known."""
+        from evaluation.executor.engine import open_engine
+
+        counts = self.counts.setdefault(split, [0, 0])
+        jobs = []
+        for i in todo:
+            k = self.key(states[i], split)
+            rec = self.shelf.get(k) if k is not None else None
+            if rec is not None and states[i].restore(split, rec):
+                counts[0] += 1
+                done(i)
+            else:
+                jobs.append(self.job(i, states[i], split, k))
+        if not jobs:
+            return
+        # Heaviest first, so the last jobs of the round are short and both workers finish together.
+        jobs.sort(key=lambda j: -self.plans[(states[j.tag[0]].task_id, split)].cost)
+        if self._engine is None:
+            self._engine = open_engine(self.engine, workers=self.workers)
+        for res in self._engine.run(jobs):
+            index, _, k = res.tag
+            states[index].absorb(split, res)
+            if k is not None:
+                self.shelf.put(k, states[index].record(split))
+            counts[1] += 1
+            done(index)
+
+    def said(self, dataset: str) -> list[str]:
+        """One line per split: how many programs' results were reused and how many judged."""
+        return [f"{dataset} {split}: {reused + judged:,} distinct programs, {reused:,} reused from the store "
+                f"({self.store.root}), {judged:,} judged" for split, (reused, judged) in self.counts.items()]
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+        if self.totals is not None:
+            for split, (reused, judged) in self.counts.items():
+                total = self.totals.setdefault(split, [0, 0])
+                total[0] += reused
+                total[1] += judged
+            self.totals = None
