@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
