@@ -464,14 +464,14 @@ def test_a_loaded_machine_does_not_change_outcomes(ex: Executor, cpu_load: Any) 
 
 
 def test_a_heavily_loaded_machine_does_not_reach_the_wall_clock_backstop(ex: Executor, cpu_load: Any) -> None:
-    """A test needing 0.25 s of CPU under a 0.3 s deadline, with 16 busy processes per core: it
-    gets at most a sixteenth of a core, so it runs past the wall-clock backstop (10 x 0.3 + 0.5 s);
+    """A test needing 0.2 s of CPU under a 0.3 s deadline, with 20 busy processes per core: it
+    gets at most a twentieth of a core, so it runs past the wall-clock backstop (10 x 0.3 + 0.5 s);
     the time it spends queued for a CPU is not counted there either, so it still passes (it was
     a timeout when the backstop was plain wall clock), and a loop still times out."""
-    program = ("import time\n\ndef f(x):\n    t = time.process_time() + 0.25\n"
+    program = ("import time\n\ndef f(x):\n    t = time.process_time() + 0.2\n"
                "    while time.process_time() < t:\n        pass\n    while x:\n        pass\n    return x\n")
     tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (0, 1))
-    with cpu_load(16):
+    with cpu_load(20):
         t0 = time.monotonic()
         loaded = run1(ex, program, *tests, limits=Limits(timeout=0.3))
         wall = time.monotonic() - t0
