@@ -4,9 +4,7 @@ limits, and the harness a program runs in to be judged (see :mod:`evaluation.eva
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import pickle
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -188,28 +186,20 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
 _GT_LIMIT = 120.0  # seconds for one reference call: generous, the reference is trusted to finish
 
 
-_PLAIN_CLASSES = {("builtins", "complex"), ("builtins", "set"), ("builtins", "frozenset"),
-                  ("builtins", "bytearray")}
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """Unpickles plain data only: no class other than a few builtin value types is resolved."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _PLAIN_CLASSES:
-            import builtins
-
-            return getattr(builtins, name)
-        raise pickle.UnpicklingError(f"not plain data: {module}.{name}")
-
-
 def _load_output(value: Any) -> Any:
-    """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data."""
+    """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data.
+
+    Decoded by the executor's bounded unpickler (:func:`evaluation.executor.wire.loads_plain_pickle`):
+    only plain types (``complex`` and ``bytearray`` the only classes, from plain arguments), and
+    within fixed limits of depth, elements (shared objects counted as often as they occur) and
+    colliding set or dict keys, so that no output a program returns can make the judge hang."""
+    from evaluation.executor.wire import NotPlain, loads_plain_pickle
+
     if not isinstance(value, (bytes, bytearray)):
         raise ValueError(f"expected the pickled output, got {type(value).__name__}")
     try:
-        return _PlainUnpickler(io.BytesIO(value)).load()
-    except Exception as exc:  # noqa: BLE001 - anything undecodable is a wrong output
+        return loads_plain_pickle(bytes(value))
+    except NotPlain as exc:  # anything undecodable is a wrong output
         raise ValueError(f"output is not plain data: {exc}") from None
 
 

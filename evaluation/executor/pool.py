@@ -139,6 +139,12 @@ def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
     raise TypeError(f"not a test: {test!r:.200}")
 
 
+_WORKER_MAIN = "import sys; del sys.path[0]; from evaluation.executor.worker import main; main()"
+"""A worker's program. ``python -c`` puts the caller's working directory first on ``sys.path``:
+a directory holding a package named ``evaluation`` (another checkout, a user's project) would
+have run the workers on its code. The executor's own package comes from ``PYTHONPATH``."""
+
+
 class _WorkerProc:
     """The parent's handle on one worker process."""
 
@@ -152,7 +158,7 @@ class _WorkerProc:
                "PYTHONHASHSEED": "0", "TESTGEN_SANDBOX_DISABLE": ",".join(sorted(disable)),
                "TESTGEN_SCRATCH_ROOT": scratch_root}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
+            [sys.executable, "-c", _WORKER_MAIN],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -177,9 +183,12 @@ class _WorkerProc:
             yield marshal.loads(payload)  # from our own worker: plain data it validated
 
     def stop(self) -> None:
-        """Close the pipes (the worker then reaps its own helpers and exits) and wait for it;
-        kill it if it has not exited within 10 s (a loaded machine can take seconds)."""
+        """Close the pipes (the worker then stops its fork servers and exits) and wait for it;
+        kill it if it has not exited within 10 s (a loaded machine can take seconds), or at
+        once if it is still running a unit (an interrupted run: nobody waits for the result;
+        every process it started dies with it, see :mod:`evaluation.executor.forkserver`)."""
         self.alive = False
+        busy = bool(self.inflight)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:
@@ -187,7 +196,7 @@ class _WorkerProc:
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=0 if busy else 10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -346,9 +355,9 @@ class Executor:
             self._sel.close()
             self._sel = None
         if self._scratch_root:
-            import shutil
+            from evaluation.executor.scratch import remove_tree
 
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            remove_tree(self._scratch_root)  # iterative: a program's deep tree cannot make it fail
             self._scratch_root = ""
 
     def __enter__(self) -> Executor:
