@@ -61,8 +61,6 @@ from evaluation.executor.wire import (
 __all__ = ["PROGRAM_MODULE", "run_child"]
 
 _ARGS_SNAPSHOT_BYTES = 64 * 1024
-_HOLD_BYTES = 64 * 1024
-"""A child writes the test messages it holds once they reach this size (see :func:`_run`)."""
 """Recorded calls keep their arguments (for the checker to compare) up to this size."""
 
 PROGRAM_MODULE = "__program__"
@@ -197,13 +195,11 @@ def run_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
     write = os.write
     pack = HEADER.pack
 
-    def write_all(data: bytes) -> None:
+    def send(payload: bytes) -> None:
+        data = pack(len(payload)) + payload
         while data:
             n = write(wfd, data)
             data = data[n:]
-
-    def send(payload: bytes) -> None:
-        write_all(pack(len(payload)) + payload)
 
     try:
         devnull = os.open("/dev/null", os.O_RDWR)
@@ -212,13 +208,13 @@ def run_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
         _close_fds_but({0, 1, 2, unit_fd, wfd, state.prep.landlock_ruleset_fd})
         os.chdir(state.scratch)  # the environment was made minimal (TMPDIR=HOME=scratch) by the worker
         unit = _read_part(unit_fd)
-        _run(unit, unit_fd, send, write_all, state.scratch, state.prep, state.coverage)
+        _run(unit, unit_fd, send, state.scratch, state.prep, state.coverage)
     except BaseException:  # noqa: BLE001 - whatever happens, the child must not return
         pass
     _exit(0)
 
 
-def _run(unit: dict[str, Any], unit_fd: int, send: Any, write_all: Any, scratch: str, prep: sandbox.Prepared,
+def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sandbox.Prepared,
          coverage_obj: Any) -> None:
     """Load the program and run the unit's tests (see the module docstring).
 
@@ -230,40 +226,10 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, write_all: Any, scratch:
     the machine's load; the worker counts the timeouts the same way. A test during which the
     alarm fired is a timeout whatever the program did with the exception; a program that
     swallows it, blocks the signal, sleeps or spins in C code is ended by the worker's watch
-    (:mod:`evaluation.executor.watch`). Durations are CPU seconds too.
-
-    ``unit["flush"]``: the tests' messages are written together, once this many seconds (wall)
-    have passed since the last write (or 64 KiB are waiting), and before the child waits for the
-    worker; 0: each at once. One write per test cost more CPU than a small test (the write wakes
-    the worker). The load's message is always written at once (its time is watched). A child
-    that dies with messages unwritten loses them: the worker then runs the tests it has no
-    message for again, in a child that writes each at once (see the worker)."""
+    (:mod:`evaluation.executor.watch`). Durations are CPU seconds too."""
     exit_now = _exit
     dumps = marshal.dumps
     perf = time.process_time  # CPU seconds, as the deadline
-    mono = time.monotonic
-    pack = HEADER.pack
-    flush_after: float = unit.get("flush", 0.0)
-    pending: list[bytes] = []
-    held = [0, 0.0]  # bytes waiting in ``pending``; when the last write was
-
-    def post(payload: bytes) -> None:
-        """A test's message: written now, or with the next ones (``flush_after``)."""
-        if flush_after <= 0.0:
-            send(payload)
-            return
-        pending.append(pack(len(payload)))
-        pending.append(payload)
-        held[0] += len(payload) + 4
-        if held[0] >= _HOLD_BYTES or mono() - held[1] >= flush_after:
-            flush()
-
-    def flush() -> None:
-        if pending:
-            write_all(b"".join(pending))
-            pending.clear()
-            held[0] = 0
-        held[1] = mono()
     encode_test, encode_load, encode_text = protocol.encode_test, protocol.encode_load, protocol.encode_text
     limits = unit["limits"]
     timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits[:7]
@@ -318,7 +284,6 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, write_all: Any, scratch:
         send(encode_load(False, f"timeout: loading took longer than {load_timeout}s", _arcs(cov, filename, "load")))
         exit_now(0)
     send(encode_load(True, "", _arcs(cov, filename, "load")))
-    held[1] = mono()
     pristine = dict(_PRISTINE_BUILTINS)
     deadline, short_deadline, shorten_in = unit["alarm"]
     if shorten_in == 0:
@@ -328,7 +293,6 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, write_all: Any, scratch:
         if pos == len(tests):
             if not more:
                 break
-            flush()  # the worker sends the rest once it has every message of the first part
             tests = _read_part(unit_fd)["tests"]  # the tests run from their text: after all the others
             pos, more = 0, False
             continue
@@ -382,7 +346,7 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, write_all: Any, scratch:
             armed[0] = False
         if armed[1]:  # whatever the program made of the exception
             armed[1] = False
-            post(encode_test(i, S_TIMEOUT, perf() - t0, "", None, _arcs(cov, filename, f"t{i}")))
+            send(encode_test(i, S_TIMEOUT, perf() - t0, "", None, _arcs(cov, filename, f"t{i}")))
             if shorten_in > 0:
                 shorten_in -= 1
                 if shorten_in == 0:
@@ -406,8 +370,7 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, write_all: Any, scratch:
         arcs = _arcs(cov, filename, f"t{i}")
         if called and cov is not None and not arcs:
             arcs = False  # the worker counts it: stats["coverage_gaps"]
-        post(encode_test(i, status, dt, detail, value_blob, arcs))
-    flush()
+        send(encode_test(i, status, dt, detail, value_blob, arcs))
     send(encode_text(b"D", out.text(), output_bytes))
 
 

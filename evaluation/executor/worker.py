@@ -103,12 +103,6 @@ _CACHE_SIZE = 1024
 so older tests are rarely asked for again."""
 _FRAME_OVERHEAD = 64 * 1024
 _PIPE_SIZE = 1 << 20
-_FLUSH_SECONDS = 0.002
-"""A child writes its tests' messages together once this much wall time has passed since its
-last write (see :func:`evaluation.executor.child._run`): one write, and one wake-up of the worker,
-per ~2 ms of tests instead of one per test. Every limit is still kept exactly: a child that dies
-or is killed with messages unwritten has the tests it sent none for run again by a child that
-writes each at once (:attr:`_Outcome.recheck`)."""
 """Capacity asked for a child's pipes (``F_SETPIPE_SZ``): the unit fits at once, and a child
 writing its results rarely waits for the worker to read them."""
 
@@ -168,10 +162,6 @@ class _Outcome:
     load_arcs: Any = None
     unfinished: list[int] = field(default_factory=list)
     warning: str = ""
-    recheck: bool = False
-    """The child died or was killed, and may have held messages of tests after the last one it
-    sent: ``unfinished`` starts at the first test without a message, and runs again in a child
-    that writes each message at once, so the test that died is known exactly."""
 
 
 class _Worker:
@@ -352,6 +342,7 @@ class _Worker:
         self.judge = None
         self.expected = None
         t_check = time.monotonic()
+        reused = self.checker.reused
         checked = self._check_recorded(unit, prepared, results) if self.records and not run.load_error else 0
         t_check = time.monotonic() - t_check
         for i in range(n):
@@ -362,7 +353,8 @@ class _Worker:
                                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                                  "seconds": time.monotonic() - run.t0,
                                  "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_KINDS),
-                                 "checker_calls": checked, "checker_seconds": t_check}
+                                 "checker_calls": checked, "checker_reused": self.checker.reused - reused,
+                                 "checker_seconds": t_check}
         if self.coverage_gaps:
             stats["coverage_gaps"] = self.coverage_gaps
         if run.warnings:
@@ -408,10 +400,9 @@ class _Worker:
         if not per_test and not literal:  # what the child must have the text of comes last
             pending = [i for i in pending if prepared[i][0] not in SOURCE_KINDS] + \
                       [i for i in pending if prepared[i][0] in SOURCE_KINDS]
-        careful = per_test  # one test per child: nothing to hold
         while True:
             order = pending[:1] if per_test else pending
-            got = _ChildRun(self, unit, prepared, order, results, literal=literal, careful=careful).run()
+            got = _ChildRun(self, unit, prepared, order, results, literal=literal).run()
             run.children += 1
             if self.last_output:
                 run.output.append(self.last_output)
@@ -424,8 +415,7 @@ class _Worker:
                 run.load_error = got.load_error if run.children == 1 else \
                     f"program failed to load again after a restart: {got.load_error}"
                 return
-            careful = per_test or got.recheck
-            if got.unfinished and unit.get("judge") and not got.recheck:
+            if got.unfinished and unit.get("judge"):
                 failed = next(i for i in order if results[i] is not None and results[i][0] != _PASSED)
                 for i in got.unfinished:
                     results[i] = (_ERROR, None, 0.0, f"not run: test {failed} did not pass (judged job)", None)
@@ -562,11 +552,8 @@ class _ChildRun:
     end it at its limits, and say what became of it (:meth:`run`)."""
 
     def __init__(self, worker: _Worker, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int],
-                 results: list[Any], *, literal: bool, careful: bool = False) -> None:
+                 results: list[Any], *, literal: bool) -> None:
         self.w = worker
-        self.careful = careful
-        """The child writes each test's message at once (else it holds them up to
-        :data:`_FLUSH_SECONDS`)."""
         self.unit = unit
         self.prepared = prepared
         self.results = results
@@ -612,7 +599,6 @@ class _ChildRun:
         u = self.unit
         head = frame({"program": u["program"], "coverage": bool(u["coverage"]), "limits": tuple(u["limits"]),
                       "alarm": self.alarm, "tests": [self._spec(i) for i in self.first],
-                      "flush": 0.0 if self.careful else _FLUSH_SECONDS,
                       "more": bool(self.second), "more_count": len(self.second)})
         rest = frame({"tests": [self._spec(i) for i in self.second]}) if self.second else b""
         return head, rest
@@ -820,10 +806,6 @@ class _ChildRun:
                 self.results[i] = (_ERROR, None, 0.0, f"protocol violation: {self.violation}"[:_DETAIL_CHARS], None)
             return out
         if pos < len(self.order):
-            if not self.careful:  # it may have run tests past ``pos`` and held their messages
-                out.unfinished = self.order[pos:]
-                out.recheck = True
-                return out
             i = self.order[pos]
             if self.killed_for == "wait":
                 self.results[i] = self.w.timeout_result(
