@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|")
     print(f"| wall | {med('wall'):.1f} s |")
     print(f"| CPU (self + children) | {med('cpu'):.1f} s |")
+    if args.limit_tasks is None:
+        print(f"| CodeT's harness on the same matrix (quiet machine, recorded: its code is not run here): 1,021 CPU-s "
+              f"| **{1021.0 / med('cpu'):.1f}x** ours |")
     print(f"| peak RSS (sum of processes) | {med('rss') / 2**20:.0f} MiB |")
     print(f"| pairs/s | {last['pairs'] / med('wall'):,.0f} |")
     print(f"| agreement with CodeT, all pairs (CodeT error = not passed) | {agr['pct']:.3f}% "
