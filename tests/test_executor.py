@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -460,6 +461,21 @@ def test_a_loaded_machine_does_not_change_outcomes(ex: Executor, cpu_load: Any) 
     with cpu_load(4):
         loaded = run1(ex, program, *tests, limits=Limits(timeout=0.3))
     assert [r.outcome for r in quiet.results] == [r.outcome for r in loaded.results] == [P, T, P]
+
+
+def test_a_heavily_loaded_machine_does_not_reach_the_wall_clock_backstop(ex: Executor, cpu_load: Any) -> None:
+    """A test needing 0.25 s of CPU under a 0.3 s deadline, with 16 busy processes per core: it
+    gets at most a sixteenth of a core, so it runs past the wall-clock backstop (10 x 0.3 + 0.5 s);
+    the time it spends queued for a CPU is not counted there either, so it still passes (it was
+    a timeout when the backstop was plain wall clock), and a loop still times out."""
+    program = ("import time\n\ndef f(x):\n    t = time.process_time() + 0.25\n"
+               "    while time.process_time() < t:\n        pass\n    while x:\n        pass\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (0, 1))
+    with cpu_load(16):
+        t0 = time.monotonic()
+        loaded = run1(ex, program, *tests, limits=Limits(timeout=0.3))
+        wall = time.monotonic() - t0
+    assert [r.outcome for r in loaded.results] == [P, T], (wall, [r.detail for r in loaded.results])
 
 
 def test_loading_has_a_cpu_deadline_that_cannot_be_talked_out_of(ex: Executor) -> None:

@@ -169,7 +169,11 @@ class Checker:
             while len(buf) < need:
                 now = time.monotonic()
                 if now >= backstop:
-                    return None
+                    later = clock.backstop_due(now, stat, backstop)
+                    if not later:
+                        return None
+                    backstop = later
+                    continue
                 if now >= clock.next_look and clock.look(now, stat):
                     return None
                 wait = min(clock.next_look, backstop) - now

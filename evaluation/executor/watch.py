@@ -29,8 +29,10 @@ is running or queued (state ``R``) at that moment; otherwise it looks again a fe
 later, when the account has caught up.
 
 The same watch ends a test that spins in C code where the child's alarm cannot interrupt it,
-once its CPU time passes :func:`cpu_backstop` (load-stable too), and a child the worker cannot
-watch (no ``/proc``) still has the wall-clock backstop (:func:`wall_backstop`).
+once its CPU time passes :func:`cpu_backstop` (load-stable too). The backstop in wall-clock time
+(:func:`wall_backstop`) excludes the child's run-queue delay too (:meth:`Clock.backstop_due`), so
+that load does not reach it; for a child the worker cannot watch (no ``/proc``) it is plain wall
+clock.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ _WALL_SLACK_MAX = 60.0
 
 
 def wall_backstop(deadline: float) -> float:
-    """Wall seconds after which the worker kills a child whose test has the CPU ``deadline``,
-    whatever the watch says: ``deadline x 10 + 0.5`` (at most 60 s more than the deadline).
-    Reached only by a child the worker cannot watch, or one stuck where nothing else ends it."""
+    """Wall seconds, less the child's run-queue delay (:meth:`Clock.backstop_due`), after which
+    the worker kills a child whose test has the CPU ``deadline``, whatever the watch says:
+    ``deadline x 10 + 0.5`` (at most 60 s more than the deadline). Reached only by a child the
+    worker cannot watch, or one stuck where nothing else ends it."""
     return deadline + min(deadline * (_WALL_FACTOR - 1.0) + _WALL_GRACE, _WALL_SLACK_MAX)
 
 
@@ -193,3 +196,28 @@ class Clock:
             return "cpu"
         self.next_look = now + max(min(self.limit - waited, self.cpu_limit - cpu_s), _MIN_STEP)
         return ""
+
+    def backstop_due(self, now: float, stat: ProcStat | None, backstop: float) -> float:
+        """The wall-clock backstop ``backstop`` has come: ``0.0`` if the child is to be killed
+        now, else the time to look again.
+
+        Time the child spent queued for a CPU does not count (run-queue delay, what load adds):
+        the backstop moves later by it, and a child queued at this moment (its delay not yet in
+        the kernel's account) is looked at again shortly. On two busy cores at load 30 a test
+        gets a fifteenth of a CPU, so a test computing for half its deadline passed ten times the
+        deadline of wall time and was killed by a plain wall-clock backstop: its verdict depended
+        on the load. The child's CPU and waiting limits still end it (the sum of the two cannot
+        reach the backstop unless one of them is past its own limit). Without the kernel's account
+        (no ``stat``, or no baseline read yet) the backstop is plain wall clock."""
+        if stat is None or self.base is None:
+            return 0.0
+        sample = stat.read()
+        if not sample:
+            return 0.0
+        delay = sum(d - self.base.get(tid, (0, 0))[1] for tid, (_, d) in sample.items()) / 1e9
+        moved = backstop + max(delay, 0.0)
+        if now < moved:
+            return moved
+        if stat.runnable():
+            return now + 0.005
+        return 0.0

@@ -687,9 +687,16 @@ class _ChildRun:
             now = time.monotonic()
             due = transfer_until or min(clock.next_look, backstop)
             if now >= due:
-                if transfer_until or now >= backstop:
+                if transfer_until:
                     self.killed_for = "timeout"
                     return
+                if now >= backstop:
+                    later = clock.backstop_due(now, self._procstat(), backstop)
+                    if not later:
+                        self.killed_for = "timeout"
+                        return
+                    backstop = later
+                    continue
                 why = clock.look(now, self._procstat())
                 if why:
                     self.killed_for = why

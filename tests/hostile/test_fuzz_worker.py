@@ -217,7 +217,7 @@ def test_the_worker_judges_any_plain_value(value: Any, op: str, literal: Any) ->
 @FUZZ
 @given(values)
 def test_the_humaneval_plus_judge_gives_a_verdict_for_any_output(value: Any) -> None:
-    from evaluation.evalplus.verdicts import SplitJudge
+    from evaluation.evalplus.judge import SplitJudge
 
     judge = SplitJudge(("humaneval", "add", 0.0, 60.0))
     for sent in (pickle.dumps(value, 4), value, struct.pack("<I", 5)):

@@ -131,33 +131,47 @@ def _family_programs(env: Any, path: str) -> dict[str, str]:
     return {f.label: f.program(env.subs) for f in FAMILIES if path in f.paths}
 
 
-def test_through_the_humaneval_plus_evaluator(shared_data: Path, tmp_path: Path, hostile_env: Any) -> None:
-    """``testgen evaluate``'s path: no hostile program passes base or plus; the correct and the
-    ordinary wrong program get their verdicts; sleepers and blockers are timeouts, as in EvalPlus."""
-    from evaluation.datasets import Dataset, load_dataset
-    from evaluation.evalplus import evaluate_solutions, ground_truth
+def _he53(shared_data: Path, out: Path) -> Path:
+    """HumanEval+ with HumanEval/53 only (its ground truth takes a second)."""
+    with gzip.open(shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz", "rt") as src, gzip.open(out, "wt") as dst:
+        dst.writelines(line for line in src if json.loads(line)["task_id"] == TASK)
+    return out
 
-    full = load_dataset("humaneval+", path=shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz")
-    ds = Dataset(name=full.name, version=full.version, source=full.source, problems={TASK: full[TASK]})
-    truth = ground_truth(ds, cache_dir=tmp_path)
-    programs = _family_programs(hostile_env, "evaluate")
-    sols = [Solution(task_id=TASK, solution_id=label, code=code) for label, code in programs.items()]
-    sols += [Solution(task_id=TASK, solution_id=who, code=code) for who, code in (("correct", CORRECT),
-                                                                                   ("wrong", HONEST_WRONG))]
+
+def test_through_testgen_evaluate(shared_data: Path, tmp_path: Path, hostile_env: Any,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``testgen evaluate`` (HumanEval+, the evaluator's judged calls): the command ends normally;
+    no hostile program passes base or plus; the correct and the ordinary wrong program get their
+    verdicts; sleepers and blockers are timeouts, as in EvalPlus."""
+    from click.testing import CliRunner
+
+    from testgen.cli import cli
+
+    monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
+    programs = {**_family_programs(hostile_env, "evaluate"), "correct": CORRECT, "wrong": HONEST_WRONG}
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": TASK, "solution_id": label, "solution": code}) + "\n"
+                               for label, code in programs.items()))
+    out = tmp_path / "verdicts.jsonl"
     t0 = time.monotonic()
-    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth)
+    res = CliRunner().invoke(cli, ["evaluate", "--samples", str(samples), "--dataset", "humaneval+", "--dataset-path",
+                                   str(_he53(shared_data, tmp_path / "he53.jsonl.gz")), "--out", str(out),
+                                   "--workers", "2"])
     elapsed = time.monotonic() - t0
+    assert res.exit_code == 0, res.output + repr(res.exception)
     assert elapsed < 180, f"the run took {elapsed:.0f}s"
-    assert verdicts["correct"].base and verdicts["correct"].plus
-    assert not verdicts["wrong"].base and verdicts["wrong"].extra["base_status"] == "fail"
+    verdicts = {rec["solution_id"]: rec for rec in map(json.loads, out.open())}
+    assert verdicts.keys() == programs.keys()
+    assert verdicts["correct"]["base"] and verdicts["correct"]["plus"]
+    assert not verdicts["wrong"]["base"] and verdicts["wrong"]["base_status"] == "fail"
     for fam in FAMILIES:
         if "evaluate" not in fam.paths:
             continue
         v = verdicts[fam.label]
-        assert not v.base and not v.plus, (fam.label, v)
+        assert not v["base"] and not v["plus"], (fam.label, v)
         if fam.timeout_in_evaluate:
-            assert v.extra["base_status"] == "timeout", (fam.label, v)
-        _check_no_leak(v.base_detail + v.plus_detail)
+            assert v["base_status"] == "timeout", (fam.label, v)
+        _check_no_leak(v["base_detail"] + v["plus_detail"])
     hostile_env.assert_untouched()
 
 
@@ -187,6 +201,38 @@ def test_through_reranks_matrix(tmp_path: Path, hostile_env: Any) -> None:
     hostile_env.assert_untouched()
 
 
+def test_through_the_rerank_command(shared_data: Path, tmp_path: Path, hostile_env: Any) -> None:
+    """The ``rerank`` command on one task (HumanEval/53) whose samples are every hostile program,
+    the correct one and an ordinary wrong one: the command ends normally, in bounded time, and
+    CodeT's pick is the correct program alone (a hostile program that passed every test would
+    tie with it, one that passed some would beat the wrong one: the expected pass@1 would drop)."""
+    from click.testing import CliRunner
+
+    from rerank.cli import rerank_cmd
+
+    programs = {**_family_programs(hostile_env, "matrix"), "correct": CORRECT, "wrong": HONEST_WRONG}
+    samples, gens, verdicts = tmp_path / "solutions.jsonl", tmp_path / "generations.jsonl", tmp_path / "verdicts.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": TASK, "solution_id": label, "solution": code}) + "\n"
+                               for label, code in programs.items()))
+    gens.write_text(json.dumps({"task_id": TASK, "generation_id": "g0", "solution_id": None,
+                                "tests": list(VALUE_TESTS)}) + "\n")
+    verdicts.write_text("".join(json.dumps({"task_id": TASK, "solution_id": label, "passed": label == "correct"}) + "\n"
+                                for label in programs))
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    res = CliRunner().invoke(rerank_cmd, [
+        "--samples", str(samples), "--tests", str(gens), "--dataset", "humaneval+", "--dataset-path",
+        str(_he53(shared_data, tmp_path / "he53.jsonl.gz")), "--no-evalplus", "--verdicts", str(verdicts),
+        "--method", "codet", "--tests-per-generation", str(len(VALUE_TESTS)), "--timeout", "1", "--workers", "2",
+        "--no-progress", "--out", str(out)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert time.monotonic() - t0 < 300
+    [pick] = [json.loads(line) for line in (out / "picks.jsonl").open()]
+    assert pick["solution_id"] == "correct", pick
+    assert pick["expected_pass@1"]["original"] == 1.0, pick
+    hostile_env.assert_untouched()
+
+
 def test_through_testgen_eval(tmp_path: Path, hostile_env: Any) -> None:
     """``testgen eval``: each hostile program as the reference solution of a task: none of its
     (correct) tests passes; the correct and the ordinary wrong program as references of other
@@ -206,3 +252,40 @@ def test_through_testgen_eval(tmp_path: Path, hostile_env: Any) -> None:
             assert rec["passed"] == 0, (label, rec["outcomes"])
         _check_no_leak(json.dumps(rec))
     hostile_env.assert_untouched()
+
+
+def _deep_tree_test() -> str:
+    """A generated test that builds the deep tree of ``deep_tree.py`` (it runs in the child: it
+    calls ``os``), then checks ``add``. 1,500 levels: deeper than ``shutil.rmtree`` can remove,
+    and cheaper than 3,000 (Landlock checks each path operation up the whole depth: building
+    3,000 levels and 2,000 files there costs ~2.6 s of CPU)."""
+    text = (HERE / "deep_tree.py").read_text().replace("__DEPTH__", "1500")
+    body = text[text.index("import os"):text.index("def add")]
+    return body + "assert add(1, 2) == 3"
+
+
+def test_a_test_that_builds_a_deep_tree(tmp_path: Path) -> None:
+    """The same tree built by a generated test, not the program: through ``rerank``'s matrix and
+    ``testgen eval`` the run ends normally, the test's own verdict is the program's (it passes for
+    the correct ``add``, fails for the wrong one), and the value tests after it, and another task
+    of the same run, get their usual outcomes."""
+    from rerank.build import build_matrices, prepare_task
+
+    tests = [_deep_tree_test(), *VALUE_TESTS]
+    sols = [Solution(task_id="deep", solution_id=f"deep/{who}", code=c, sample_index=i, model="m")
+            for i, (who, c) in enumerate((("correct", CORRECT), ("wrong", HONEST_WRONG)))]
+    other = [Solution(task_id="other", solution_id="other/wrong", code=HONEST_WRONG, sample_index=0, model="m")]
+    tasks = [prepare_task("deep", "add", sols, [TestCase(task_id="deep", source=t, generation_id="g", position=i)
+                                                 for i, t in enumerate(tests)]),
+             prepare_task("other", "add", other, [TestCase(task_id="other", source=t, generation_id="g", position=i)
+                                                   for i, t in enumerate(VALUE_TESTS)])]
+    matrices = build_matrices(tasks, cache_dir=tmp_path / "m", timeout=5.0, load_timeout=5.0, workers=2,
+                              codet_packing=False)
+    assert matrices["deep"].passed[0].all(), matrices["deep"].passed[0]
+    assert list(matrices["deep"].passed[1]) == [False, *HONEST_WRONG_PASSES]
+    assert list(matrices["other"].passed[0]) == HONEST_WRONG_PASSES
+    (tmp_path / "e").mkdir()
+    out = eval_programs_as_references(tmp_path / "e", {"Correct": CORRECT, "Wrong": HONEST_WRONG},
+                                      {"Correct": tests, "Wrong": tests}, timeout=5.0)
+    assert out["Correct"]["passed"] == len(tests), out["Correct"]["outcomes"]
+    assert out["Wrong"]["passed"] == sum(HONEST_WRONG_PASSES), out["Wrong"]["outcomes"]

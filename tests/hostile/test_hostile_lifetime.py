@@ -2,8 +2,8 @@
 
 * A child that clears its parent-death signal (``prctl(PR_SET_PDEATHSIG, 0)``) and sleeps is gone
   once the command that started it ends, however it ends: Ctrl-C (SIGINT to its process group),
-  SIGTERM, SIGKILL; through ``testgen evaluate``, ``rerank``'s matrix and ``testgen eval``, each
-  run as its own process. (The worker's zygote is PID 1 of a PID namespace: when it dies, the
+  SIGTERM, SIGKILL; through ``testgen evaluate``, the ``rerank`` command (and its matrix builder
+  alone) and ``testgen eval``, each run as its own process. (The worker's zygote is PID 1 of a PID namespace: when it dies, the
   kernel kills every process in it; it dies with its worker, the worker with the command.)
 * A sample that sleeps 10 s per call is a TIMEOUT in ``testgen evaluate`` within 30 s of wall
   time, on base (it sleeps on every input) and on plus (it sleeps only on plus's negative
@@ -82,6 +82,19 @@ def _command(path: str, tmp_path: Path, shared_data: Path, marker: str) -> list[
             "               workers=1, codet_packing=False)\n")
         (tmp_path / "program.py").write_text(program)
         return [sys.executable, "-c", script, str(tmp_path / "program.py"), str(tmp_path / "matrix")]
+    if path == "rerank":
+        samples = tmp_path / "solutions.jsonl"
+        samples.write_text(json.dumps({"task_id": TASK, "solution_id": "s0", "solution": program}) + "\n")
+        gens = tmp_path / "generations.jsonl"
+        gens.write_text(json.dumps({"task_id": TASK, "generation_id": "g0", "solution_id": None,
+                                    "tests": ["assert add(1, 2) == 3"]}) + "\n")
+        verdicts = tmp_path / "verdicts.jsonl"  # scored against (not judged: the matrix is what runs)
+        verdicts.write_text(json.dumps({"task_id": TASK, "solution_id": "s0", "passed": False}) + "\n")
+        return [sys.executable, "-c", "from rerank.cli import main; main()", "--samples", str(samples), "--tests",
+                str(gens), "--dataset", "humaneval+", "--dataset-path",
+                str(_dataset(shared_data, tmp_path / "he53.jsonl.gz")), "--no-evalplus", "--verdicts", str(verdicts),
+                "--workers", "1",
+                "--timeout", "120", "--no-progress", "--out", str(tmp_path / "rerank-out")]
     run = tmp_path / "run"
     run.mkdir()
     data = tmp_path / "ref.jsonl.gz"
@@ -97,7 +110,8 @@ def _command(path: str, tmp_path: Path, shared_data: Path, marker: str) -> list[
             "-k", "0", "--timeout", "120"]
 
 
-CASES = [("evaluate", "int"), ("matrix", "int"), ("eval", "int"), ("evaluate", "term"), ("evaluate", "kill")]
+CASES = [("evaluate", "int"), ("matrix", "int"), ("rerank", "int"), ("eval", "int"), ("evaluate", "term"),
+         ("evaluate", "kill"), ("rerank", "term")]
 
 
 @pytest.mark.parametrize(("path", "how"), CASES, ids=[f"{p}-{h}" for p, h in CASES])
