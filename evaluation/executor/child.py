@@ -226,7 +226,11 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
     the machine's load; the worker counts the timeouts the same way. A test during which the
     alarm fired is a timeout whatever the program did with the exception; a program that
     swallows it, blocks the signal, sleeps or spins in C code is ended by the worker's watch
-    (:mod:`evaluation.executor.watch`). Durations are CPU seconds too."""
+    (:mod:`evaluation.executor.watch`). Durations are CPU seconds too.
+
+    Longer than 80 lines: one pass over the unit's phases (load, the tests of the first part under
+    the alarm, the second part) sharing a dozen locals (the alarm's state, coverage, the writer,
+    the order the worker expects); splitting it into named steps is follow-up work of issue 27."""
     exit_now = _exit
     dumps = marshal.dumps
     perf = time.process_time  # CPU seconds, as the deadline
