@@ -165,9 +165,30 @@ def test_a_checker_that_dies_is_an_error_and_the_next_check_runs(ex: Executor) -
 
     thread = threading.Thread(target=killer)
     thread.start()
-    res = run1(ex, SLOW_CHECK, "import math\nassert math.factorial(add(0, 0)) > 0", "assert abs(add(0, 0)) > 0",
+    # add(0, 3): a request no earlier test made (an identical one would be answered from its verdict)
+    res = run1(ex, SLOW_CHECK, "import math\nassert math.factorial(add(0, 3)) > 0", "assert abs(add(0, 0)) > 0",
                limits=Limits(timeout=2.0))
     thread.join()
     assert killed
     assert [r.outcome for r in res.results] == [E, P]
     assert res.results[0].detail == "the trusted checker died during this check"
+
+
+def test_an_identical_check_is_answered_from_the_verdict_of_the_first(ex: Executor) -> None:
+    # Two programs (different texts, different behaviour keys) that return the same value for the
+    # test's call send the checker the same request: one checker process, the same verdict. A
+    # program returning another value is checked afresh, and so is another test's text.
+    test = "import math\nassert math.factorial(add(0, 0)) == 120"
+    first = run1(ex, "def add(x, y):\n    return x + y + 5\n", test)
+    again = run1(ex, "def add(x, y):\n    return 5 + y + x\n", test)
+    assert [r.outcome for r in first.results] == [r.outcome for r in again.results] == [P]
+    assert again.stats["checker_calls"] == 1 and again.stats["checker_reused"] == 1
+    other = run1(ex, "def add(x, y):\n    return x + y + 4\n", test)
+    assert [r.outcome for r in other.results] == [F] and other.stats["checker_reused"] == 0
+    rigged = run1(ex, "def add(x, y):\n    return x + y + 5\n", test + " or True")
+    assert [r.outcome for r in rigged.results] == [P] and rigged.stats["checker_reused"] == 0
+    # a check that ran past its deadline is not kept: the same request runs in a checker again
+    slow = "import math\nassert math.factorial(add(0, 0) * 0 + 200000) > 0"
+    for _ in range(2):
+        res = run1(ex, "def add(x, y):\n    return x + y\n", slow, limits=Limits(timeout=0.01))
+        assert res.stats["checker_reused"] == 0

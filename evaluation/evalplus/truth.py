@@ -159,23 +159,24 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
     )
     wrapper = (
         # Bound once per load as default arguments (an import statement per call costs more
-        # than the call of a small solution).
+        # than the call of a small solution). The alarm's handler is installed once, at load:
+        # ``signal.signal`` per call (its enum conversions) cost more than a small solution's
+        # call. As many lines as the wrapper had before: a program's SyntaxError that runs to
+        # the end of the file names the same line.
         f"\n\nimport pickle as __testgen_pickle, signal as __testgen_signal\n\n\n"
-        f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, signal=__testgen_signal):\n"
-        "    def on_alarm(signum, frame):\n"
-        "        raise TimeoutError('time limit')\n"
-        "    try:\n"
-        "        signal.signal(signal.SIGVTALRM, on_alarm)\n"
-        "        signal.setitimer(signal.ITIMER_VIRTUAL, time_limit)\n"
-        "    except Exception:\n"
-        "        pass\n"
+        "def __testgen_on_alarm(signum, frame):\n"
+        "    raise TimeoutError('time limit')\n\n\n"
+        "try: __testgen_signal.signal(__testgen_signal.SIGVTALRM, __testgen_on_alarm)\n"
+        "except Exception: pass\n\n"
+        f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, setitimer=__testgen_signal.setitimer, "
+        "virtual=__testgen_signal.ITIMER_VIRTUAL):\n"
+        "    try: setitimer(virtual, time_limit)\n"
+        "    except Exception: pass\n"
         "    try:\n"
         f"{call}"
         "    finally:\n"
-        "        try:\n"
-        "            signal.setitimer(signal.ITIMER_VIRTUAL, 0)\n"
-        "        except Exception:\n"
-        "            pass\n"
+        "        try: setitimer(virtual, 0)\n"
+        "        except Exception: pass\n"
         "    out = pickle.dumps(r, 4)\n"
         f"{digest}"
         "    return out\n"

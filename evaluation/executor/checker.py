@@ -16,6 +16,13 @@ compute ``10 ** 10 ** 10``.
 
 Protocol over two pipes, one marshal frame each way: worker -> checker ``(source,
 entry_point, calls, max_bytes)``; checker -> worker ``(outcome, value, detail, literal_free)``.
+
+A check is a function of its request alone (a pristine process, the test's text, the recorded
+calls as bytes; the hash seed is fixed): the worker keeps the verdicts of the checks it ran
+(:attr:`Checker.verdicts`) and answers a byte-identical request again from them. Programs of
+one task that return the same values for a test's calls (its correct solutions, mostly) need
+one checker process, not one each. Only verdicts the checker itself sent are kept: a check
+that ran past its deadline or whose checker died is run again.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ __all__ = ["Checker", "check_child", "prepare_checker_template"]
 
 _MEMORY_MB = 1024
 """Address space of a checker process."""
+_VERDICTS_BYTES = 32 << 20
+"""Size of the requests whose verdicts a worker keeps (then it starts afresh)."""
 
 
 class Checker:
@@ -49,12 +58,36 @@ class Checker:
         """Checker processes started so far (one per check)."""
         self.killed = 0
         """Checks that ran past their deadline."""
+        self.verdicts: dict[tuple[Any, ...], tuple[int, Any, str, bool]] = {}
+        """Verdicts of the checks run, by request (see the module docstring)."""
+        self.verdicts_size = 0
+        self.reused = 0
+        """Checks answered from :attr:`verdicts`."""
 
     def check(self, source: str, entry_point: str, calls: Any, *, max_bytes: int,
               deadline: float) -> tuple[int, Any, str, bool]:
         """Verdict of one test; ``(outcome, value, detail, literal_free)`` as
         :func:`evaluation.executor.guarded.check` returns it. A check that runs past
         ``deadline`` seconds (CPU, or waiting) is a TIMEOUT; a checker that dies is an ERROR."""
+        # The recorded calls are bytes from the child (anything else is not reused).
+        key = (source, entry_point, calls, max_bytes, deadline) if type(calls) is bytes else None
+        known = self.verdicts.get(key) if key is not None else None
+        if known is not None:
+            self.reused += 1
+            return known
+        got, sent = self._check(source, entry_point, calls, max_bytes=max_bytes, deadline=deadline)
+        if sent and key is not None:
+            size = len(source) + len(calls) + 64
+            if self.verdicts_size + size > _VERDICTS_BYTES:
+                self.verdicts.clear()
+                self.verdicts_size = 0
+            self.verdicts[key] = got
+            self.verdicts_size += size
+        return got
+
+    def _check(self, source: str, entry_point: str, calls: Any, *, max_bytes: int,
+               deadline: float) -> tuple[tuple[int, Any, str, bool], bool]:
+        """:meth:`check` in a fresh checker; and whether the verdict is the checker's own reply."""
         req_r, req_w = os.pipe2(os.O_CLOEXEC)
         rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
         try:
@@ -62,7 +95,7 @@ class Checker:
         except OSError as exc:
             for fd in (req_w, rep_r):
                 os.close(fd)
-            return 2, None, f"trusted checker failed: {exc}", True
+            return (2, None, f"trusted checker failed: {exc}", True), False
         finally:
             os.close(req_r)
             os.close(rep_w)
@@ -95,26 +128,26 @@ class Checker:
         raise OSError("unreachable")
 
     def _run(self, proc: Spawned, req_w: int, rep_r: int, request: Any, max_bytes: int,
-             deadline: float) -> tuple[int, Any, str, bool]:
+             deadline: float) -> tuple[tuple[int, Any, str, bool], bool]:
         try:
             data = memoryview(frame(request))
             while data:
                 data = data[os.write(req_w, data):]
         except OSError:
-            return 2, None, "the trusted checker died during this check", True
+            return (2, None, "the trusted checker died during this check", True), False
         reply = self._read(proc, rep_r, max_bytes + 65536, deadline)
         if reply is None:
             self.killed += 1
-            return 3, None, f"timeout: the trusted check took longer than {deadline:g}s", True
+            return (3, None, f"timeout: the trusted check took longer than {deadline:g}s", True), False
         if reply == b"":
-            return 2, None, "the trusted checker died during this check", True
+            return (2, None, "the trusted checker died during this check", True), False
         try:
             msg = loads_plain(reply, max_bytes=max_bytes + 65536)
         except NotPlain:
-            return 2, None, "trusted checker protocol error", True
+            return (2, None, "trusted checker protocol error", True), False
         if not (isinstance(msg, tuple) and len(msg) == 4 and msg[0] in (0, 1, 2, 3) and isinstance(msg[2], str)):
-            return 2, None, "trusted checker protocol error", True
-        return int(msg[0]), msg[1], str(msg[2])[:300], bool(msg[3])
+            return (2, None, "trusted checker protocol error", True), False
+        return (int(msg[0]), msg[1], str(msg[2])[:300], bool(msg[3])), True
 
     def _read(self, proc: Spawned, fd: int, cap: int, deadline: float) -> bytes | None:
         """The checker's reply frame; ``b""`` if it died first; None if it ran past its deadline

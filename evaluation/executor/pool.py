@@ -204,6 +204,41 @@ class _WorkerProc:
 
 _PLAN_CHUNK = 64
 """Jobs planned per turn of :meth:`Executor.run` (~20 ms), between polls of the workers."""
+_SUITES_KEPT = 256
+"""Test suites whose keys :class:`_Plan` keeps (see :meth:`_Plan.suite`)."""
+
+
+@dataclass(frozen=True)
+class _Suite:
+    """A job's tests as the plan needs them: each test's key, and the distinct tests in
+    order (as the worker gets them, with their expected values) with each test's position."""
+
+    keys: list[tuple[Any, ...]]
+    key: tuple[tuple[Any, ...], ...]
+    """``keys`` as a tuple."""
+    wire: list[tuple[Any, ...]]
+    expected: list[Any]
+    positions: list[int]
+    pos_of: dict[tuple[Any, ...], int]
+
+
+def _suite(tests: tuple[AssertTest | CallTest, ...]) -> _Suite:
+    keys = [_test_key(test) for test in tests]
+    wire: list[tuple[Any, ...]] = []
+    expected: list[Any] = []
+    pos_of: dict[tuple[Any, ...], int] = {}
+    positions = []
+    for test, key in zip(tests, keys):
+        pos = pos_of.get(key)
+        if pos is None:
+            pos = pos_of[key] = len(wire)
+            if isinstance(test, AssertTest):
+                wire.append(("a", test.source, test.entry_point))
+            else:
+                wire.append(("c", test.entry_point, tuple(test.args)))
+            expected.append(test.expected if isinstance(test, CallTest) else None)
+        positions.append(pos)
+    return _Suite(keys=keys, key=tuple(keys), wire=wire, expected=expected, positions=positions, pos_of=pos_of)
 
 
 class _Plan:
@@ -219,6 +254,21 @@ class _Plan:
         self.units: dict[tuple[Any, ...], _Unit] = {}
         self.payloads: dict[int, tuple[Any, ...]] = {}
         """Results of units that finished while jobs were still being planned."""
+        self.suites: dict[int, tuple[tuple[Any, ...], _Suite]] = {}
+        """:class:`_Suite` by the identity of a job's tests tuple (kept alive here, so the
+        identity stays its own): jobs built from one tuple (the HumanEval+ evaluator's ~1,000
+        inputs of a split, a matrix's tests of a task) key and lay out their tests once."""
+
+    def suite(self, tests: tuple[AssertTest | CallTest, ...]) -> _Suite:
+        hit = self.suites.get(id(tests))
+        if hit is not None and hit[0] is tests:
+            return hit[1]
+        got = _suite(tests)
+        if type(tests) is tuple:  # immutable: the layout stays right
+            if len(self.suites) >= _SUITES_KEPT:
+                self.suites.clear()
+            self.suites[id(tests)] = (tests, got)
+        return got
 
     def next_chunk(self, size: int) -> tuple[list[_Unit], list[ExecutionResult]]:
         """Plan up to ``size`` jobs: the new units, and results for jobs that shared a finished unit."""
@@ -235,7 +285,8 @@ class _Plan:
             if not isinstance(job, Job):
                 raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
             limits = job.limits or ex.limits
-            tkeys = [_test_key(test) for test in job.tests]
+            suite = self.suite(job.tests)
+            tkeys = suite.keys
             use_behaviour = _uses_behaviour_key(job)
             program_key = sharing_key(job)  # behaviour keys are cached
             key: tuple[Any, ...] = (program_key, limits, bool(job.measure_coverage), job.isolation)
@@ -248,7 +299,7 @@ class _Plan:
                     args_blob = marshal.dumps(job.judge_args)
                 except ValueError:
                     raise TypeError(f"job {index}: judge_args must be plain data") from None
-                key += (job.judge, args_blob, tuple(tkeys))
+                key += (job.judge, args_blob, suite.key)
             unit = self.units.get(key)
             if unit is not None and unit.sent:
                 if all(t in unit.test_pos for t in tkeys):
@@ -270,17 +321,20 @@ class _Plan:
                 ex._next_unit += 1
                 self.units[key] = unit
                 fresh.append(unit)
+            if not unit.tests:  # a new unit: the suite's layout as it is
+                unit.tests = list(suite.wire)
+                unit.expected = list(suite.expected)
+                unit.test_pos = dict(suite.pos_of)
+                unit.jobs.append((index, job, suite.positions))
+                continue
             positions = []
-            for test, tkey in zip(job.tests, tkeys):
+            for i, tkey in enumerate(tkeys):
                 pos = unit.test_pos.get(tkey)
                 if pos is None:
                     pos = len(unit.tests)
                     unit.test_pos[tkey] = pos
-                    if isinstance(test, AssertTest):
-                        unit.tests.append(("a", test.source, test.entry_point))
-                    else:
-                        unit.tests.append(("c", test.entry_point, tuple(test.args)))
-                    unit.expected.append(test.expected if isinstance(test, CallTest) else None)
+                    unit.tests.append(suite.wire[suite.positions[i]])
+                    unit.expected.append(suite.expected[suite.positions[i]])
                 positions.append(pos)
             unit.jobs.append((index, job, positions))
         return fresh, late

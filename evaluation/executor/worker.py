@@ -342,6 +342,7 @@ class _Worker:
         self.judge = None
         self.expected = None
         t_check = time.monotonic()
+        reused = self.checker.reused
         checked = self._check_recorded(unit, prepared, results) if self.records and not run.load_error else 0
         t_check = time.monotonic() - t_check
         for i in range(n):
@@ -352,7 +353,8 @@ class _Worker:
                                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                                  "seconds": time.monotonic() - run.t0,
                                  "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_KINDS),
-                                 "checker_calls": checked, "checker_seconds": t_check}
+                                 "checker_calls": checked, "checker_reused": self.checker.reused - reused,
+                                 "checker_seconds": t_check}
         if self.coverage_gaps:
             stats["coverage_gaps"] = self.coverage_gaps
         if run.warnings:
@@ -572,7 +574,8 @@ class _ChildRun:
         if literal:
             kinds = [K_CMP_LIT if k == K_CMP else k for k in kinds]
         self.first = [i for i in order if kinds[i] not in SOURCE_KINDS] if not literal else list(order)
-        self.second = [i for i in order if i not in set(self.first)]
+        in_first = set(self.first)  # once: a judged unit has up to ~1,000 tests (was rebuilt per test)
+        self.second = [i for i in order if i not in in_first]
         self.order = self.first + self.second
         self.kinds = kinds
         self.session = Session(self.order, kinds, coverage=bool(unit["coverage"]))
