@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaluation.datasets import Dataset
-from evaluation.evalplus.oracles import HUMANEVAL_RELEASE, check_output
+from evaluation.evalplus.oracles import HUMANEVAL_RELEASE, _is_floats, check_output
 from evaluation.evalplus.splits import (
     _FAIL_CODE,
     _PASS_CODE,
@@ -23,6 +23,7 @@ from evaluation.evalplus.splits import (
     _digest,
     _expectations,
     _group,
+    _has_special_oracle,
     _tasks_of,
 )
 from evaluation.evalplus.truth import GroundTruth, TimeLimits, _load_output, ground_truth
