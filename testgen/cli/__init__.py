@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("testgen.cli.report:report", "Tables and plots comparing runs."),
     "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+/MBPP verdicts and pass@k of solutions."),
     "study": ("testgen.cli.study:study", "The paper's whole study from one spec file, to its tables."),
+    "augment": ("testgen.cli.augment:augment", "New inputs per task, EvalPlus's way: seeds + type-aware mutation."),
+    "reduce": ("testgen.cli.augment:reduce", "Reduce a dataset's plus inputs by set cover (EvalPlus's -mini)."),
 }
 
 
