@@ -38,10 +38,14 @@ def _job(sol: Solution, truth: GroundTruth, cfg: TimeLimits, index: int) -> Any:
     tt = truth.tasks[sol.task_id]
     program, fn = _program_for(sol.code, tt.entry_point, truth.kind, reference=False)
     limits = [cfg.per_input(t) for t in tt.plus_time]
-    tests = tuple(CallTest(entry_point=fn, args=(lim, *inp)) for lim, inp in zip(limits, tt.plus_inputs))
+    # The executor's deadline is the longest per-input limit, the wrapper's own limit 0.25 s more: a
+    # program running out of time on such an input is a TIMEOUT the executor counts (and shortens
+    # the deadline after); on an input with a shorter limit the wrapper ends it, and the judge
+    # fails any call longer than that input's limit, as the evaluator does.
+    tests = tuple(CallTest(entry_point=fn, args=(lim + 0.25, *inp)) for lim, inp in zip(limits, tt.plus_inputs))
     expected = list(zip(limits, _expectations(truth.kind, tt, "plus")))
     job = Job(program=program, tests=tests, want_values=True, dedup="behaviour", tag=index,
-              limits=Limits(timeout=max(limits, default=1.0) + 0.25, load_timeout=10.0, memory_mb=cfg.memory_mb,
+              limits=Limits(timeout=max(limits, default=1.0), load_timeout=10.0, memory_mb=cfg.memory_mb,
                             value_bytes=64 * 1024 * 1024, shorten_after=SHORTEN_AFTER, short_timeout=0.01))
     return job, expected
 

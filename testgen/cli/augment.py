@@ -87,6 +87,10 @@ def _pbt_values(dataset: Dataset, tasks: list[str], location: str | None, exampl
               help="New inputs per task, seeds included (EvalPlus: 1,000).")
 @click.option("--task-seconds", type=POSITIVE_FLOAT, default=60.0, show_default=True,
               help="CPU seconds per task (reference runs and mutation); EvalPlus allowed one hour.")
+@click.option("--mutation", type=click.Choice(["extended", "evalplus"]), default="extended", show_default=True,
+              help="evalplus: EvalPlus's Table 1 alone; extended: with size steps and typed empties (docs/augment.md).")
+@click.option("--reference-seconds", type=POSITIVE_FLOAT, default=0.05, show_default=True,
+              help="CPU seconds the reference may take on an input for it to be kept (EvalPlus: 1 s wall).")
 @click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True), default=None,
               help="PropertyEval snapshot (directory or tarball): its drawn inputs are seeds too (HumanEval only).")
 @click.option("--pbt-examples", type=POSITIVE_INT, default=100, show_default=True,
@@ -105,7 +109,8 @@ def _pbt_values(dataset: Dataset, tasks: list[str], location: str | None, exampl
 @workers_option()
 @engine_options()
 def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[str, ...], seed: int,
-            max_inputs: int, task_seconds: float, propertyeval_path: str | None, pbt_examples: int,
+            max_inputs: int, task_seconds: float, mutation: str, reference_seconds: float,
+            propertyeval_path: str | None, pbt_examples: int,
             llm_backend: str | None, llm_model: str | None, llm_options: tuple[str, ...], llm_template: str,
             llm_rounds: int, llm_inputs: int, llm_temperature: float, limit: int | None, task_ids: tuple[str, ...],
             workers: int | None, engine: EngineChoice) -> None:
@@ -158,7 +163,10 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     base = _base_sites(ds, tasks)
     seeds = {t: TaskSeeds(sites=tuple(sites[t]), values=values.get(t, ()), base_from_sites=base.get(t, ()))
              for t in tasks}
-    config = AugmentConfig(seed=seed, max_inputs=max_inputs, task_seconds=task_seconds)
+    from evaluation.augment.typed_mutation import Mutation
+
+    config = AugmentConfig(seed=seed, max_inputs=max_inputs, task_seconds=task_seconds, mutation=Mutation(mutation),
+                           reference_seconds=reference_seconds)
     report = augment_dataset(ds, out=out, seeds=seeds, config=config, sources=sources, tasks=tasks,
                              workers=workers, engine=engine)
     _print_augment(report, dataset)

@@ -24,7 +24,7 @@ import tomllib
 
 from evaluation.errors import TestgenError
 
-__all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "SpecError", "load_spec", "parse_spec",
+__all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "AugmentSpec", "SpecError", "load_spec", "parse_spec",
            "SETTINGS", "DATASETS"]
 
 SETTINGS: tuple[str, ...] = ("oracle", "self", "cross", "placeholder")
@@ -131,6 +131,26 @@ class RerankSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AugmentSpec:
+    """EvalPlus's engine in the study (``[augment]``; docs/augment.md): per dataset a suite of new
+    inputs made from its base inputs and the calls in the study's test generations, every sample
+    step judged on it too, and (``mini``) a reduced suite with EvalPlus's Table 4."""
+
+    enabled: bool = False
+    """Make the suites at all."""
+    datasets: tuple[str, ...] | None = None
+    """Datasets to augment (``None``: every dataset of the study)."""
+    seeds: tuple[str, ...] | None = None
+    """Models whose test generations (their ``run`` steps on the dataset) are seeds (``None``: all)."""
+    max_inputs: int = 1000
+    """New inputs per task (EvalPlus: 1,000)."""
+    mutation: Literal["extended", "evalplus"] = "extended"
+    """``evalplus``: EvalPlus's Table 1 alone; ``extended``: with size steps and typed empties."""
+    mini: bool = False
+    """Also reduce each suite (``testgen reduce``) with the study's samples."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class StudySpec:
     """A whole study."""
 
@@ -188,6 +208,8 @@ class StudySpec:
     """The cross setting's pool."""
     rerank: RerankSpec = field(default_factory=RerankSpec)
     """Table 5."""
+    augment: AugmentSpec = field(default_factory=AugmentSpec)
+    """EvalPlus's "+" inputs and "-mini" suites for the study's datasets (off by default)."""
 
     def model(self, name: str) -> ModelSpec:
         """The model called ``name`` (a one-line error with suggestions otherwise)."""
@@ -203,13 +225,14 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank"}
+             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank", "augment"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
 _CROSS_KEYS = {"models", "temperature"}
 _RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "rw_p",
                 "rw_combine", "timeout"}
+_AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "mutation", "mini"}
 _KNOWN_DATASETS = ("humaneval+", "mbpp", "mbpp+", "humaneval")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -436,7 +459,7 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         engine=r.get(d, "engine", str, None, None, "local"),
         ray_address=r.get(d, "ray_address", str, None, None, None),
         propertyeval=_propertyeval(r, d, spec_dir),
-        cross=cross, rerank=rerank,
+        cross=cross, rerank=rerank, augment=_augment(r, d, models),
     )
     for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout",
                 "workers"):
@@ -453,6 +476,29 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         for ds in m.datasets or ():
             if ds not in spec.datasets:
                 raise r.fail("model", "datasets", i, f"{ds!r} is not one of the study's datasets")
+    for ds in spec.augment.datasets or ():
+        if ds not in spec.datasets:
+            raise r.fail("augment", "datasets", None, f"{ds!r} is not one of the study's datasets")
+    return spec
+
+
+def _augment(r: _Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> AugmentSpec:
+    """The ``[augment]`` table (EvalPlus's engine; :class:`AugmentSpec`)."""
+    a = r.get(d, "augment", dict, None, None, {})
+    r.check_keys(a, _AUGMENT_KEYS, "augment", None)
+    mutation = r.get(a, "mutation", str, "augment", None, "extended")
+    if mutation not in ("extended", "evalplus"):
+        raise r.fail("augment", "mutation", None, f"{mutation!r} is not one of extended, evalplus")
+    seeds = r.list_of(a, "seeds", str, "augment", None, None)
+    names = {m.name for m in models}
+    for name in seeds or ():
+        if name not in names:
+            raise r.fail("augment", "seeds", None, f"{name!r} is not a model of the study")
+    spec = AugmentSpec(enabled=r.get(a, "enabled", bool, "augment", None, bool(a)),
+                       datasets=r.list_of(a, "datasets", str, "augment", None, None, _KNOWN_DATASETS), seeds=seeds,
+                       max_inputs=r.get(a, "max_inputs", int, "augment", None, 1000), mutation=mutation,
+                       mini=r.get(a, "mini", bool, "augment", None, False))
+    _positive(r, spec.max_inputs, "augment", "max_inputs", None)
     return spec
 
 
