@@ -28,7 +28,8 @@ seed = 3
 name = "codegen16b"
 backend = "replay"
 model = "codegen16b"
-options = { file = "${TESTGEN_DATA}/codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz", code_file = "${TESTGEN_DATA}/codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz" }
+options.file = "${TESTGEN_DATA}/codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
+options.code_file = "${TESTGEN_DATA}/codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
 temperatures = [0.8]
 test_temperature = 0.8
 prompt_template = "tests_codet"
