@@ -39,7 +39,7 @@ Where we differ from ``type_mut.py``, and why:
   as they are. A mutation that still equals its seed after :data:`MUTATE_PATIENCE` tries is
   returned as it is (EvalPlus's loop condition ``... or patience == 0`` can spin forever).
 
-Two additions of ours, both off in ``Mutation.EVALPLUS`` (``--mutation evalplus``), on by default:
+Three additions of ours, all off in ``Mutation.EVALPLUS`` (``--mutation evalplus``), on by default:
 
 * **Sizes** (``grow``): with probability :data:`GROW_PROBABILITY` a step scales a value instead
   of nudging it: an int or float times 2 or 10 (or negated), a string, list or tuple repeated 2-10
@@ -47,11 +47,18 @@ Two additions of ours, both off in ``Mutation.EVALPLUS`` (``--mutation evalplus`
   small values of seeds they never reach the large inputs on which slow or recursive solutions
   fail (EvalPlus got those from ChatGPT's "difficult inputs"; HumanEval+ has ``fib(63)``,
   ``is_prime(123456791)``).
-* **Typed empties** (``typed_empty``): an empty list, tuple, set or dict is refilled with a few
-  items of a non-empty value of the same type at the same place (the same argument in another
-  input of the pool, or a sibling item), instead of EvalPlus's random items of a random type. A
-  random ``["gBjYCJNf", ...]`` for a list of ints passes a contract that checks only ``type(l)
-  == list``, and the reference may even return on it, but it is no input of the task.
+* **Boundary values** (``boundary``): with probability :data:`BOUNDARY_PROBABILITY` a step
+  replaces an int, float or string by one of :data:`BOUNDARY_VALUES` (0, 1, -1, powers of ten up
+  to 10^9; ``""``), the "interesting values" of fuzzers (AFL) and of boundary-value analysis, or
+  a number by a random one of random magnitude (up to 10^10): Table 1 reaches 0 from 10 only
+  through ten lucky steps, ``modp(0, 1)`` needs two at once, and a large prime is out of reach.
+* **Typed empties** (``typed_empty``): half the time, an empty list, tuple, set or dict is
+  refilled with a few items of a non-empty value of the same type at the same place (the same
+  argument in another input of the pool, or a sibling item) instead of EvalPlus's random items of
+  a random type: a random ``["gBjYCJNf", ...]`` for a list of ints passes a contract that checks
+  only ``type(l) == list``, and the reference may even return on it, but it is no input of the
+  task (the other half keeps EvalPlus's generation, which also finds inputs such as a list of
+  bools for a list of ints that the contract does accept).
 
 Everything here is trusted code on plain data: inputs reach it only as values rebuilt from
 plain data (:mod:`evaluation.augment.release`), never as program text.
@@ -66,8 +73,8 @@ import string
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["MAX_MULTI_STEP", "MUTATE_PATIENCE", "GROW_PROBABILITY", "Mutation", "Ingredients", "TypedMutator",
-           "stable_key"]
+__all__ = ["MAX_MULTI_STEP", "MUTATE_PATIENCE", "GROW_PROBABILITY", "BOUNDARY_PROBABILITY", "BOUNDARY_VALUES",
+           "Mutation", "Ingredients", "TypedMutator", "stable_key"]
 
 MAX_MULTI_STEP = 5
 """A new input is its seed after ``randint(1, MAX_MULTI_STEP)`` mutation steps (EvalPlus: 5)."""
@@ -75,6 +82,14 @@ MUTATE_PATIENCE = 8
 """Tries per step to make a value different from its seed (EvalPlus's ``MUTATE_BOUND_SIZE``)."""
 GROW_PROBABILITY = 0.1
 """Share of mutation steps that scale a value (``grow``; see above)."""
+BOUNDARY_PROBABILITY = 0.05
+"""Share of mutation steps that take a boundary value (``boundary``; see above)."""
+BOUNDARY_VALUES: dict[type, tuple[Any, ...]] = {
+    int: (0, 1, -1, 2, 10, -10, 100, 1000, 10 ** 6, 10 ** 9, -(10 ** 9)),
+    float: (0.0, 1.0, -1.0, 0.5, 1e-6, 1e6, -1e6),
+    str: ("", " "),
+}
+"""The boundary values per type."""
 INGREDIENT_CAP = 20_000
 """Most ingredients kept per type (the first ones seen); new ones past it are ignored."""
 INGREDIENT_STR_MAX = 1_000
@@ -160,6 +175,7 @@ class TypedMutator:
         self.rng = rng
         self.ingredients = ingredients
         self.grow = GROW_PROBABILITY if mode is Mutation.EXTENDED else 0.0
+        self.boundary = BOUNDARY_PROBABILITY if mode is Mutation.EXTENDED else 0.0
         self.typed_empty = mode is Mutation.EXTENDED
         self.pool = pool
         """Inputs the typed empties draw their items from (the same argument position)."""
@@ -167,8 +183,8 @@ class TypedMutator:
             bool: self._mutate_bool, int: self._mutate_int, float: self._mutate_float,
             type(None): lambda v: None, str: self._mutate_str, list: self._mutate_list,
             tuple: lambda v: tuple(self._mutate_list(list(v))),
-            set: lambda v: set(self._mutate_list(sorted(v, key=stable_key))),
-            frozenset: lambda v: frozenset(self._mutate_list(sorted(v, key=stable_key))),
+            set: lambda v: _rebuild(set, self._mutate_list(sorted(v, key=stable_key)), v),
+            frozenset: lambda v: _rebuild(frozenset, self._mutate_list(sorted(v, key=stable_key)), v),
             dict: self._mutate_dict, complex: self._mutate_complex,
         }
 
@@ -208,14 +224,27 @@ class TypedMutator:
 
     def mutate_once(self, value: Any, like: Any = None) -> Any:
         """One type-aware mutation (Table 1, or a size step); another type is returned unchanged."""
-        if like is not None and self.typed_empty and not value and type(like) is type(value):
+        if like is not None and self.typed_empty and not value and type(like) is type(value) \
+                and self.rng.random() < 0.5:
             return self._refill(like)
+        if self.boundary and type(value) in BOUNDARY_VALUES and self.rng.random() < self.boundary:
+            return self._boundary(value)
         if self.grow and self.rng.random() < self.grow:
             grown = self._grow(value)
             if grown is not None:
                 return grown
         mutator = self._mutators.get(type(value))
         return value if mutator is None else mutator(value)
+
+    def _boundary(self, value: Any) -> Any:
+        """A boundary value of ``value``'s type, or (numbers, half the time) a random number of a
+        random magnitude, up to 10^10 (a fuzzer's "havoc" value: large primes, large counts)."""
+        rng = self.rng
+        kind = type(value)
+        if kind in (int, float) and rng.random() < 0.5:
+            bound = 10 ** rng.randint(1, 10)
+            return rng.randint(-bound, bound) if kind is int else rng.uniform(-bound, bound)
+        return rng.choice(BOUNDARY_VALUES[kind])
 
     def _refill(self, like: Any) -> Any:
         """1-3 items of ``like`` (a non-empty container), in their order."""
@@ -225,7 +254,7 @@ class TypedMutator:
         picked = [items[i] for i in sorted(self.rng.sample(range(len(items)), k))]
         if isinstance(like, dict):
             return dict(picked)
-        return type(like)(picked)
+        return _rebuild(type(like), picked, like) if isinstance(like, (set, frozenset)) else type(like)(picked)
 
     def _grow(self, value: Any) -> Any:
         """A size step (see the module), or None for a value it does not apply to."""
@@ -391,6 +420,14 @@ class TypedMutator:
         values = self.generate_list()
         key_example = self.rng.choice([0, 0.0, ""])
         return {self.generate_like(key_example): self.generate_like(v) for v in values}
+
+
+def _rebuild(kind: type, items: list[Any], original: Any) -> Any:
+    """``kind(items)`` for a set type; the original set when an item is unhashable (a generated list)."""
+    try:
+        return kind(items)
+    except TypeError:
+        return original
 
 
 def _same(a: Any, b: Any) -> bool:
