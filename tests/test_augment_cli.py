@@ -158,3 +158,24 @@ def test_bad_seeds_file_is_exit_2(tmp_path: Path, remade: dict[str, Path]) -> No
     res = _invoke("augment", "--dataset", "humaneval+", "--dataset-path", str(remade["noplus"]), "--llm-model", "x",
                   "--out", str(tmp_path / "o.jsonl"))
     assert res.exit_code == 2 and "--llm-backend" in res.output
+
+
+def test_model_seeds_through_any_backend_and_reused_on_resume(tmp_path: Path, remade: dict[str, Path]) -> None:
+    """The fake backend (a dummy model) answers with asserts on the entry point: each call is an input."""
+    out = tmp_path / "llm.jsonl"
+    args = ["augment", "--dataset", "humaneval+", "--dataset-path", str(remade["noplus"]), "--task-id", "HumanEval/55",
+            "--llm-backend", "fake", "--llm-option", "chat=true", "--llm-rounds", "3", "--llm-inputs", "5",
+            "--max-inputs", "20", "--out", str(out)]
+    res = _invoke(*args)
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert "distinct inputs from fake:fake" in res.output
+    answers = [json.loads(line) for line in (tmp_path / "llm.model-answers.jsonl").read_text().splitlines()]
+    assert answers[0]["config"]["backend"] == "fake" and all("text" in a for a in answers[1:])
+    report = json.loads((tmp_path / "llm.report.json").read_text())
+    assert report["summary"]["counts"].get("seeds_model", 0) > 0
+    assert report["tasks"]["HumanEval/55"]["origins"].get("model", 0) > 0  # fib(k) for small k are valid inputs
+    # the same command again: the answers and the task are reused, nothing asked
+    before = (tmp_path / "llm.model-answers.jsonl").read_text()
+    res = _invoke(*args)
+    assert res.exit_code == 0 and "1 task(s) reused" in res.output
+    assert (tmp_path / "llm.model-answers.jsonl").read_text() == before

@@ -182,7 +182,7 @@ def _print_augment(report: Any, dataset: str) -> None:
     click.echo(f"  checked {s['checked']:,} candidates, {100 * s['invalid_share']:.1f} % invalid ({reasons or 'none'}); "
                f"{s['duplicates']:,} duplicates and {s['unrepresentable']:,} not representable in JSON skipped")
     click.echo("  tasks ended by: " + ", ".join(f"{k} {v}" for k, v in sorted(s["stopped"].items()))
-               + f"; {s['cpu_seconds']:.1f} CPU s in tasks, {report.wall_seconds:.1f} s wall"
+               + f"; {s['cpu_seconds']:.2f} CPU s in the tasks' reference runs and mutation, {report.wall_seconds:.1f} s wall"
                + (f"; {report.reused} task(s) reused from an earlier run" if report.reused else ""))
     judge = "mbpp+" if dataset.startswith("mbpp") else "humaneval+"
     click.echo(f"  report: {report.report_file}; judge with: testgen evaluate --dataset {judge} "
@@ -193,7 +193,8 @@ def _print_augment(report: Any, dataset: str) -> None:
 @dataset_option(only=("humaneval+", "mbpp+"), help="Kind of the dataset to reduce (its plus inputs are reduced).")
 @dataset_path_option(help="The dataset file to reduce (e.g. one 'testgen augment' wrote); default: the release.")
 @click.option("--samples", "sample_files", multiple=True, type=click.Path(exists=True),
-              help="Solutions whose kills are a requirement (repeatable; any format 'testgen evaluate' reads).")
+              help="Solutions whose kills are a requirement (repeatable; any format 'testgen evaluate' reads, or a "
+                   "'testgen sample' run directory).")
 @click.option("--codet-prompts", type=click.Path(exists=True, dir_okay=False), default=None,
               help="CodeT's HumanEval_for_code_generation.jsonl(.gz), to match CodeT sample files to tasks.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
@@ -230,6 +231,8 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
     samples = []
     seen: set[str] = set()
     for f in sample_files:
+        if Path(f).is_dir() and (Path(f) / "solutions.jsonl").is_file():
+            f = str(Path(f) / "solutions.jsonl")  # a 'testgen sample' run directory
         found = read_solutions(f, dataset=ds, codet_prompts=codet_prompts)
         for s in found.solutions:
             if s.task_id not in ds.problems:
