@@ -14,8 +14,8 @@ Steps (``--steps``, default all; each writes ``WORKDIR/<step>.json`` and prints 
   rejects and base accepts, the share ours rejects; every sample ours rejects and HumanEval+
   accepts, with the input and why; pass@1 base / HumanEval+ plus / ours. ``--mutation evalplus``
   runs the same with EvalPlus's Table 1 alone.
-* ``mbpp``: ``testgen augment --dataset mbpp`` (all 427 tasks): inputs per task, share dropped as
-  invalid and why; the reference's mutants judged on the base inputs (from the asserts), on ours,
+* ``mbpp``: ``testgen augment --dataset mbpp --contracts MBPP+`` (all 427 tasks; MBPP+'s contracts
+  where a task has one that fits): inputs per task, share dropped as invalid and why; the reference's mutants judged on the base inputs (from the asserts), on ours,
   and on MBPP+'s plus inputs where the task is in MBPP+ (the mutation score M of each).
 * ``mini``: ``testgen reduce`` of HumanEval+ and of ours with CodeT's samples: tests per task,
   Table 4 (each requirement alone, all three; each fold of samples judged on a suite reduced
@@ -198,8 +198,8 @@ def step_mbpp(w: Path, workers: int) -> dict[str, Any]:
     ours = w / "mbpp_ours.jsonl.gz"
     for stale in (ours, w / "mbpp_ours.progress.jsonl"):
         stale.unlink(missing_ok=True)
-    t_aug = timed(testgen("augment", "--dataset", "mbpp", "--max-inputs", "1000", "--workers", str(workers),
-                          "--out", str(ours)), w / "augment_mbpp.log")
+    t_aug = timed(testgen("augment", "--dataset", "mbpp", "--contracts", str(MBPPPLUS), "--max-inputs", "1000",
+                          "--workers", str(workers), "--out", str(ours)), w / "augment_mbpp.log")
     report = json.loads((w / "mbpp_ours.report.json").read_text())
     s = report["summary"]
     t0 = time.perf_counter()

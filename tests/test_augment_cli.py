@@ -179,3 +179,20 @@ def test_model_seeds_through_any_backend_and_reused_on_resume(tmp_path: Path, re
     res = _invoke(*args)
     assert res.exit_code == 0 and "1 task(s) reused" in res.output
     assert (tmp_path / "llm.model-answers.jsonl").read_text() == before
+
+
+def test_contracts_borrowed_from_mbppplus_and_dropped_where_they_do_not_fit(shared_data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mbpp.jsonl"
+    res = _invoke("augment", "--dataset", "mbpp", "--task-id", "MbppEval/3", "--task-id", "MbppEval/9",
+                  "--contracts", str(shared_data / "mbppplus" / "MbppPlus-v0.2.0.jsonl.gz"), "--max-inputs", "30",
+                  "--out", str(out), "--workers", "2")
+    assert res.exit_code == 0, res.output
+    assert "contracts: 2 of 2 tasks take theirs" in res.output
+    recs = _records(out)
+    # MbppEval/3 is_not_prime(n): MBPP+'s contract (an int >= 2...) is kept and holds for every input
+    assert "invalid inputs" in recs["MbppEval/3"]["contract"]
+    # MbppEval/9: MBPP+'s contract names the parameter `s`; this reference calls it `str`: dropped
+    assert recs["MbppEval/9"]["contract"] == "" and len(recs["MbppEval/9"]["plus_input"]) == 30
+    report = json.loads((tmp_path / "mbpp.report.json").read_text())
+    assert report["tasks"]["MbppEval/9"]["stats"]["contract_dropped"] == 1
+    assert report["tasks"]["MbppEval/3"]["stats"].get("contract", 0) > 0  # candidates the contract rejected

@@ -20,7 +20,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,8 @@ def _from_record(rec: Mapping[str, Any], dataset: Dataset, kind: str) -> TaskAug
         base=tuple(tuple(a) for a in deserialize_inputs(kind, task_id, rec.get("base_input", []))),
         plus=tuple(tuple(a) for a in deserialize_inputs(kind, task_id, rec.get("plus_input", []))),
         origins=tuple(rec.get("origins", [])), stats=dict(rec.get("stats", {})),
-        stopped=str(rec.get("stopped", "")), seconds=float(rec.get("seconds", 0.0)))
+        stopped=str(rec.get("stopped", "")), seconds=float(rec.get("seconds", 0.0)),
+        contract=str(rec.get("contract", "")))
 
 
 def summarize(tasks: Mapping[str, TaskAugment]) -> dict[str, Any]:
@@ -195,7 +196,8 @@ def augment_dataset(
             augment_tasks(todo, kind=kind, seeds=seeds, config=config, engine=engine, workers=workers,
                           on_done=finished)
     ordered = {t: done[t] for t in wanted}
-    write_jsonl(out, (release_record(dataset[t], base=r.base, plus=r.plus) for t, r in ordered.items()))
+    write_jsonl(out, (release_record(replace(dataset[t], contract=r.contract), base=r.base, plus=r.plus)
+                      for t, r in ordered.items()))
     summary = summarize(ordered)
     report = {"config": header["config"], "summary": summary, "reused_tasks": reused,
               "wall_seconds": time.perf_counter() - t0,

@@ -33,7 +33,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evaluation.augment.call_sites import CallSite, literal_args, read_site_results, site_job
@@ -111,11 +111,14 @@ class TaskAugment:
     new), ``no seed``."""
     seconds: float
     """CPU seconds spent (reference time on the candidates + making them)."""
+    contract: str = ""
+    """The contract the inputs were checked against (the task's; empty when it had none or its
+    contract rejected one of its own base inputs and was dropped)."""
 
     def to_json(self) -> dict[str, Any]:
         """The progress record (the inputs are written by the caller, in the release format)."""
         return {"task_id": self.task_id, "origins": list(self.origins), "stats": dict(self.stats),
-                "stopped": self.stopped, "seconds": round(self.seconds, 3)}
+                "stopped": self.stopped, "seconds": round(self.seconds, 3), "contract": self.contract}
 
 
 @dataclass(kw_only=True)
@@ -157,7 +160,7 @@ class _Task:
         stats = dict(sorted(self.counts.items()))
         return TaskAugment(task_id=self.problem.task_id, base=tuple(self.base), plus=tuple(self.plus),
                            origins=tuple(self.origins), stats=stats, stopped=self.stopped or "inputs",
-                           seconds=self.seconds)
+                           seconds=self.seconds, contract=self.problem.contract)
 
 
 def _rng(seed: int, task_id: str) -> random.Random:
@@ -217,6 +220,19 @@ def _seed(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig) -> Non
         cands.append((found[0], origin, is_base))
         t.count(f"seeds_{origin}")
     checks = _check(engine, t, [c[0] for c in cands], config.reference_seconds)
+    if t.problem.contract and any(b and c.verdict is not Verdict.VALID for (_, _, b), c in zip(cands, checks)):
+        # A contract that rejects one of the task's own inputs (its asserts' calls), or fails on
+        # it, is not its contract (one borrowed from a release whose reference names its
+        # parameters differently): without it, more of them are valid.
+        bare = replace(t.problem, contract="")
+        with_contract, t.problem = t.problem, bare
+        again = _check(engine, t, [c[0] for c in cands], config.reference_seconds)
+        valid = sum(b and c.verdict is Verdict.VALID for (_, _, b), c in zip(cands, checks))
+        if sum(b and c.verdict is Verdict.VALID for (_, _, b), c in zip(cands, again)) > valid:
+            checks = again
+            t.count("contract_dropped")
+        else:
+            t.problem = with_contract
     for (args, origin, is_base), check in zip(cands, checks):
         t.seconds += check.seconds
         t.count(f"seed_{check.verdict.value}")

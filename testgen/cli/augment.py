@@ -61,6 +61,29 @@ def _base_sites(dataset: Dataset, tasks: list[str]) -> dict[str, Any]:
     return out
 
 
+def _borrow_contracts(dataset: Dataset, path: str) -> tuple[Dataset, list[str]]:
+    """``dataset`` with the contract of each task that ``path`` has with the same number and
+    entry point (``MbppEval/2`` and ``Mbpp/2``), and the tasks that got one."""
+    from dataclasses import replace
+
+    from evaluation.io import read_jsonl
+
+    found: dict[tuple[str, str], str] = {}
+    for _line, rec in read_jsonl(path):
+        tid, ep, contract = rec.get("task_id"), rec.get("entry_point"), rec.get("contract")
+        if isinstance(tid, str) and isinstance(ep, str) and isinstance(contract, str) and contract.strip():
+            found[(tid.rsplit("/", 1)[-1], ep)] = contract
+    problems = {}
+    borrowed = []
+    for t, p in dataset.problems.items():
+        contract = found.get((t.rsplit("/", 1)[-1], p.entry_point))
+        if contract is not None and not p.contract.strip():
+            p = replace(p, contract=contract)
+            borrowed.append(t)
+        problems[t] = p
+    return replace(dataset, problems=problems), borrowed
+
+
 def _pbt_values(dataset: Dataset, tasks: list[str], location: str | None, examples: int,
                 workers: int | None) -> dict[str, tuple[tuple[tuple[Any, ...], str], ...]]:
     from evaluation.evalplus.propertyeval import load_strategies, propertyeval_suite
@@ -82,6 +105,10 @@ def _pbt_values(dataset: Dataset, tasks: list[str], location: str | None, exampl
 @click.option("--seeds", "seed_files", multiple=True, type=click.Path(exists=True),
               help="Test generations whose calls are seed inputs: RUN/generations.jsonl or a run directory "
                    "(repeatable).")
+@click.option("--contracts", "contracts_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="An EvalPlus-format file whose 'contract' of the task with the same number and function name "
+                   "is used (MBPP sanitized has none; MBPP+'s fit). A contract that rejects one of the task's own "
+                   "base inputs is dropped for that task.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the mutation.")
 @click.option("--max-inputs", type=POSITIVE_INT, default=1000, show_default=True,
               help="New inputs per task, seeds included (EvalPlus: 1,000).")
@@ -108,7 +135,8 @@ def _pbt_values(dataset: Dataset, tasks: list[str], location: str | None, exampl
 @task_options()
 @workers_option()
 @engine_options()
-def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[str, ...], seed: int,
+def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[str, ...], contracts_path: str | None,
+            seed: int,
             max_inputs: int, task_seconds: float, mutation: str, reference_seconds: float,
             propertyeval_path: str | None, pbt_examples: int,
             llm_backend: str | None, llm_model: str | None, llm_options: tuple[str, ...], llm_template: str,
@@ -132,6 +160,11 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     ds = load_dataset(dataset, path=dataset_path)
     tasks = _selected(ds, limit, task_ids)
     sources: dict[str, Any] = {}
+    if contracts_path is not None:
+        ds, borrowed = _borrow_contracts(ds, contracts_path)
+        borrowed = [t for t in borrowed if t in set(tasks)]
+        sources["contracts"] = {"file": str(Path(contracts_path).resolve()), "tasks": borrowed}
+        notice(f"contracts: {len(borrowed)} of {len(tasks)} tasks take theirs from {contracts_path}")
     sites: dict[str, list[Any]] = {t: [] for t in tasks}
     if seed_files:
         from testgen.augment_seeds import generation_sites
