@@ -206,15 +206,3 @@ def sites_from_texts(texts: Iterable[str], entry_point: str, *, params: Sequence
                 seen.add(site.args_source)
                 out.append(site)
     return out
-
-
-def merge_sites(groups: Mapping[str, Sequence[CallSite]]) -> list[CallSite]:
-    """Sites of several origins, the first occurrence of an argument text kept."""
-    seen: set[str] = set()
-    out: list[CallSite] = []
-    for sites in groups.values():
-        for site in sites:
-            if site.args_source not in seen:
-                seen.add(site.args_source)
-                out.append(site)
-    return out

@@ -43,7 +43,7 @@ def _selected(dataset: Dataset, limit: int | None, task_ids: tuple[str, ...]) ->
     if task_ids:
         unknown = [t for t in task_ids if t not in dataset.problems]
         if unknown:
-            raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
+            raise TestgenError(f"--task-id {unknown[0]!r}: no such task in {dataset.source}")
         tasks = [t for t in tasks if t in set(task_ids)]
     return tasks[:limit] if limit else tasks
 
@@ -253,7 +253,7 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
     from evaluation.augment import KINDS, reduce_dataset
     from evaluation.datasets import load_dataset
     from evaluation.errors import TestgenError
-    from evaluation.solutions import read_solutions
+    from evaluation.solutions import read_solutions, require_known_tasks
 
     kinds = [k.strip() for k in requirements.split(",") if k.strip()]
     bad = [k for k in kinds if k not in KINDS]
@@ -267,9 +267,8 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
         if Path(f).is_dir() and (Path(f) / "solutions.jsonl").is_file():
             f = str(Path(f) / "solutions.jsonl")  # a 'testgen sample' run directory
         found = read_solutions(f, dataset=ds, codet_prompts=codet_prompts)
+        require_known_tasks(found, ds)
         for s in found.solutions:
-            if s.task_id not in ds.problems:
-                continue
             if s.solution_id in seen:
                 raise TestgenError(f"{f}: solution id {s.solution_id!r} also in an earlier --samples file")
             seen.add(s.solution_id)

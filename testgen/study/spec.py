@@ -23,6 +23,7 @@ from typing import Any, Literal
 import tomllib
 
 from evaluation.errors import TestgenError
+from testgen.study.augment_spec import AugmentSpec
 
 __all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "AugmentSpec", "SpecError", "load_spec", "parse_spec",
            "SETTINGS", "DATASETS"]
@@ -128,26 +129,6 @@ class RerankSpec:
     """RW score: the paper's rule (sum of weights + #solutions), CodeT's combination, or both."""
     timeout: float = 0.1
     """Seconds per (solution, test) run (CodeT: 0.1)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AugmentSpec:
-    """EvalPlus's engine in the study (``[augment]``; docs/augment.md): per dataset a suite of new
-    inputs made from its base inputs and the calls in the study's test generations, every sample
-    step judged on it too, and (``mini``) a reduced suite with EvalPlus's Table 4."""
-
-    enabled: bool = False
-    """Make the suites at all."""
-    datasets: tuple[str, ...] | None = None
-    """Datasets to augment (``None``: every dataset of the study)."""
-    seeds: tuple[str, ...] | None = None
-    """Models whose test generations (their ``run`` steps on the dataset) are seeds (``None``: all)."""
-    max_inputs: int = 1000
-    """New inputs per task (EvalPlus: 1,000)."""
-    mutation: Literal["extended", "evalplus"] = "extended"
-    """``evalplus``: EvalPlus's Table 1 alone; ``extended``: with size steps and typed empties."""
-    mini: bool = False
-    """Also reduce each suite (``testgen reduce``) with the study's samples."""
 
 
 @dataclass(frozen=True, kw_only=True)
