@@ -166,7 +166,7 @@ def _mutant_kills(dataset_path: Path, name: str, workers: int) -> dict[str, tupl
     """Per mutant of each reference: (killed by base, killed by base + plus) on ``dataset_path``."""
     from evaluation.datasets import load_dataset
     from evaluation.evalplus import evaluate_solutions
-    from evaluation.mutation import mutants_of
+    from evaluation.mutants import mutants_of
     from evaluation.records import Solution
 
     ds = load_dataset(name, path=dataset_path)

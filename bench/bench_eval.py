@@ -4,8 +4,8 @@ Data: ``../shared/data/codet/HumanEval_codegen16B_..._test_case.jsonl.gz`` (Chen
 ICLR 2023; github microsoft/CodeT): placeholder-style prompts (body ``pass``) ending with
 ``assert ``. This script builds a run directory in the contract format from it (what
 ``testgen run --backend replay --setting placeholder`` produces): tests extracted with
-``testgen.extraction.extract_tests(raw, entry_point=, prefix="assert ", mode="robust", limit=None)``,
-then runs :func:`testgen.evaluate_run.evaluate_run` on it and prints a figure table: wall time,
+``evaluation.extraction.extract_tests(raw, entry_point=, prefix="assert ", mode="robust", limit=None)``,
+then runs :func:`testgen.commands.score_tests.eval` on it and prints a figure table: wall time,
 CPU time (this process + children), peak memory (sum of RSS over the process tree, sampled),
 and the metrics P, P', C.
 
@@ -39,7 +39,7 @@ PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
 def build_run(run_dir: Path, *, limit_tasks: int | None = None) -> dict[str, Any]:
     """Write config.json and generations.jsonl for CodeT's raw test generations."""
     from evaluation.io import write_jsonl
-    from testgen.extraction import extract_tests
+    from evaluation.extraction import extract_tests
 
     prompts = {}
     with gzip.open(DATA / PROMPTS, "rt") as fh:
@@ -83,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("HUMANEVAL_OVERRIDE_PATH", str(DATA / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"))
-    from testgen.evaluate_run import EvalOptions, _cpu, evaluate_run
+    from testgen.commands.score_tests import EvalOptions, _cpu, eval as eval_run
 
     built = build_run(args.run_dir, limit_tasks=args.limit_tasks)
     print(f"built {args.run_dir}: {built['generations']} generations (extraction {built['extract_s']:.1f} s)")
@@ -92,7 +92,7 @@ def main() -> None:
         opts = EvalOptions(workers=args.workers, timeout=args.timeout, use_cache=False)
         c0, t0 = _cpu(), time.perf_counter()
         with PeakRss() as mem:
-            res = evaluate_run(args.run_dir, opts)
+            res = eval_run(args.run_dir, opts)
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         rows.append((wall, cpu, mem.peak, res.metrics))
         print(f"rep {rep + 1}: wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {mem.peak / 2**20:.0f} MiB")

@@ -11,10 +11,17 @@ the median of ``--repeats`` runs in this process:
 * ranking the whole pool with a fitted model;
 * the default cross-validation (5 folds x 3 seeds, baselines on the same folds).
 
-Usage (the exact command of the figures in ``docs/rerankers.md``)::
+With ``--pools DIR``, instead: ``rerank --method learned`` (the shipped model) beside CodeT and
+B4 on pools of other shapes cut from the same files (5 samples x 5 generations with tests, and
+2 x 5, which lies outside the model's training shapes), and on the whole 100 x 100 pool: each
+run twice, the second on warm caches, reporting the seconds beyond the matrix (the ranking, the
+scoring and the statistics), the process's CPU seconds, and the shape warnings ``rerank`` gave.
+
+Usage (the exact commands of the figures in ``docs/rerankers.md``)::
 
     rerank --samples ... --tests ... --verdicts ... --out RUN      # once: fills RUN/cache
     .venv/bin/python bench/bench_learned.py --cache-dir RUN/cache --repeats 3
+    .venv/bin/python bench/bench_learned.py --pools runs/pools --cache-dir RUN/cache
 """
 
 from __future__ import annotations
@@ -44,11 +51,74 @@ def _timed(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
+def _write_pool(root: Path, samples: int, generations: int) -> tuple[Path, Path]:
+    """A pool cut from CodeT's files: the first ``samples`` samples and the first ``generations``
+    generations with tests of each task, in our solutions/generations format."""
+    from evaluation.datasets import load_dataset
+    from evaluation.io import write_jsonl
+    from rerank.inputs import read_samples, read_tests
+
+    codet = _data_dir() / "codet"
+    ds = load_dataset("humaneval+")
+    sols = read_samples(codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz", dataset=ds)
+    tests = read_tests(codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz", dataset=ds)
+    sol_rows, gen_rows = [], []
+    for tid, rows in sols.items():
+        sol_rows += [{"task_id": tid, "solution_id": s.solution_id, "solution": s.code, "completion": s.completion}
+                     for s in rows[:samples]]
+        by_gen: dict[str, list[str]] = {}
+        for t in tests.tests.get(tid, []):
+            by_gen.setdefault(t.generation_id, []).append(t.source)
+        gen_rows += [{"task_id": tid, "generation_id": g, "solution_id": None, "tests": srcs}
+                     for g, srcs in list(by_gen.items())[:generations]]
+    root.mkdir(parents=True, exist_ok=True)
+    paths = root / f"solutions-{samples}.jsonl", root / f"generations-{generations}.jsonl"
+    write_jsonl(paths[0], sol_rows)
+    write_jsonl(paths[1], gen_rows)
+    return paths
+
+
+def pools_main(pools: Path, cache_dir: str) -> None:
+    """The ``--pools`` mode (see the module docstring)."""
+    from rerank.reranker import expand_methods
+    from rerank.pipeline import RerankConfig, run
+
+    codet = _data_dir() / "codet"
+    cases = [(f"{s} x {g}", *_write_pool(pools, s, g), {}) for s, g in ((5, 5), (2, 5))]
+    cases.append(("100 x 100 (CodeT's pool)",
+                  codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz",
+                  codet / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz",
+                  {"shorten_timeouts_after": 0, "codet_packing": False,
+                   "verdicts": str(codet / "codet_reference_humaneval_verdicts_codegen16B.jsonl.gz")}))
+    methods = expand_methods(("learned", "codet", "b4"))  # each with its documented defaults
+    print(f"cpus={os.cpu_count()}; load average at the start: {os.getloadavg()}")
+    for name, samples, tests, extra in cases:
+        config = RerankConfig(samples=str(samples), tests=(("t", str(tests)),), methods=methods,
+                              out=str(pools / name.split()[0]), cache_dir=cache_dir, **extra)  # type: ignore[arg-type]
+        run(config)  # cold: fills the caches
+        notes: list[str] = []
+        cpu0 = time.process_time()
+        result = run(config, notify=notes.append)
+        cpu = time.process_time() - cpu0
+        t = result.timings
+        beyond = t["total"] - t["read"] - t["matrix"] - t["verdicts"]
+        warned = [n for n in notes if "far outside" in n]
+        print(f"  {name:26s} pass@1 learned {100 * result.summary['learned']['base']['pass@1']:.2f} "
+              f"codet {100 * result.summary['codet']['base']['pass@1']:.2f} b4 {100 * result.summary['b4']['base']['pass@1']:.2f}"
+              f" | beyond the matrix {beyond:.2f} s (ranking+scoring {t['scoring']:.2f} s, statistics "
+              f"{t['statistics']:.2f} s), read {t['read']:.2f} s, whole warm run CPU {cpu:.2f} s | warnings: {warned or 'none'}")
+    print(f"load average at the end: {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache-dir", required=True, help="a rerank run's cache (OUT/cache)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pools", type=Path, help="time rerank --method learned on pools of other shapes (written here)")
     args = ap.parse_args()
+    if args.pools:
+        pools_main(args.pools, args.cache_dir)
+        return
 
     from rerank.crossval import CVConfig, cross_validate, pools_from_run
     from rerank.features import DEFAULT_FEATURES, SCORE_FEATURES, pool_features

@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/testgen_bench_mutation"))
     args = ap.parse_args()
 
-    from testgen.evaluate_run import EvalOptions, _cpu, evaluate_run
+    from testgen.commands.score_tests import EvalOptions, _cpu, eval as eval_run
 
     run = _slice(args.run_dir, args.limit_tasks, args.out / "run")
     rows: list[tuple[float, float, int, float, float, int, dict[str, Any]]] = []
@@ -67,11 +67,11 @@ def main() -> None:
         shutil.rmtree(eval_dir, ignore_errors=True)
         c0, t0 = _cpu(), time.perf_counter()
         with PeakRss() as mem:
-            evaluate_run(run, EvalOptions(workers=args.workers, out=eval_dir))
+            eval_run(run, EvalOptions(workers=args.workers, out=eval_dir))
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         c1, t1 = _cpu(), time.perf_counter()
         with PeakRss() as mem_m:
-            res = evaluate_run(run, EvalOptions(workers=args.workers, out=eval_dir, mutation=True))
+            res = eval_run(run, EvalOptions(workers=args.workers, out=eval_dir, mutation=True))
         wall_m, cpu_m = time.perf_counter() - t1, _cpu() - c1
         rows.append((wall, cpu, mem.peak, wall_m, cpu_m, mem_m.peak, dict(res.metrics["mutation"])))
         print(f"rep {rep + 1}: eval {wall:.1f} s wall / {cpu:.1f} s CPU; + --mutation {wall_m:.1f} s / {cpu_m:.1f} s")

@@ -2,7 +2,7 @@
 
 CodeT (Chen et al., ICLR 2023): 164 tasks x 100 solutions x 100 test generations. The
 reference is CodeT's own implementation on this 2-core machine: 10 min 25 s wall, 1,021 s
-CPU, 2.7 GB peak (its execution, agreement and scoring; ``../shared/PAPER_NOTES.md``).
+CPU, 2.7 GB peak (its execution, agreement and scoring; docs/benchmarks.md).
 
 Each cold run starts from empty caches (a fresh output directory and a fresh
 ``TESTGEN_CACHE`` for the HumanEval+ ground truth) and runs ``rerank`` as a subprocess:

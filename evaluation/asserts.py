@@ -21,7 +21,7 @@ How a solution is judged:
   ``math.isclose(f(x), y)``) are decided in the sandboxed child. Whatever shapes the executor
   learns to compare in trusted code apply here without change.
 * Time: first the reference runs every assert (in the executor too); an assert the reference
-  does not pass is skipped and listed (none after :mod:`evaluation.mbpp`'s repairs). Each
+  does not pass is skipped and listed (none after :mod:`evaluation.datasets.mbpp`'s repairs). Each
   assert of a task then gets ``max(min_time_limit, gt_time_limit_factor x the reference's
   time)`` (EvalPlus's rule and defaults, 1 s and 4x); the executor enforces the largest of a
   task's limits on every assert of the task.

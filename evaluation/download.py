@@ -20,15 +20,15 @@ from pathlib import Path
 
 from evaluation.errors import DatasetNotFound
 
-__all__ = ["DatasetSpec", "download", "not_found_message", "check_release_file"]
+__all__ = ["DatasetFile", "download", "not_found_message", "check_release_file"]
 
 USER_AGENT = "testgen-dataset-download"
 """Sent as ``User-Agent`` (GitHub's release CDN rejects requests without one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class DatasetSpec:
-    """How to find, fetch and check one dataset file."""
+class DatasetFile:
+    """How to find, fetch and check one dataset's file (:attr:`evaluation.datasets.DatasetSpec.file`)."""
 
     name: str
     """Registry name, e.g. ``"humaneval+"``."""
@@ -45,13 +45,14 @@ class DatasetSpec:
     sha256: str | None = None
     """sha256 of the file's (uncompressed) content, when the URL is pinned to one version: a
     download with other content is rejected."""
-    citation: str = ""
-    """Paper to cite, for ``testgen datasets`` and the README."""
-    license: str = ""
-    """License of the data."""
+    package_data: str | None = None
+    """The file ships inside an installed package: ``"package/path/inside"`` (found before any
+    environment variable or the cache)."""
+    package_distribution: str | None = None
+    """The distribution that ships :attr:`package_data` (shown as where the file was found)."""
 
 
-def not_found_message(spec: DatasetSpec, cached: Path, *, reason: str) -> str:
+def not_found_message(spec: DatasetFile, cached: Path, *, reason: str) -> str:
     """The error text for a dataset that is nowhere to be found: the three ways to provide it."""
     lines = [
         f"dataset {spec.name} ({spec.file_name}) not found: {reason}.",
@@ -68,7 +69,7 @@ def not_found_message(spec: DatasetSpec, cached: Path, *, reason: str) -> str:
     return "\n".join(lines)
 
 
-def check_release_file(path: Path, spec: DatasetSpec) -> int:
+def check_release_file(path: Path, spec: DatasetFile) -> int:
     """Check a downloaded file: text (gzipped when ``spec.file_name`` ends in ``.gz``), JSON
     objects with ``task_id``, the expected count, and the content's sha256 when the spec has one.
 
@@ -99,7 +100,7 @@ def check_release_file(path: Path, spec: DatasetSpec) -> int:
     return count
 
 
-def download(spec: DatasetSpec, dest: str | os.PathLike[str], *, timeout: float = 60.0) -> Path:
+def download(spec: DatasetFile, dest: str | os.PathLike[str], *, timeout: float = 60.0) -> Path:
     """Fetch ``spec.url`` to ``dest`` (atomically, checked) and return ``dest``."""
     import shutil
     import tempfile

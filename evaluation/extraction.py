@@ -59,11 +59,14 @@ __all__ = [
     "CODET_STOP_TOKENS",
     "Extraction",
     "ExtractionMode",
+    "EXTRACTION_MODES",
     "canonical_test",
     "extract_tests",
 ]
 
 ExtractionMode = Literal["codet", "robust"]
+EXTRACTION_MODES: tuple[ExtractionMode, ...] = ("robust", "codet")
+"""The modes, the default first."""
 """``codet``: CodeT's released postprocessing; ``robust``: the study's AST-based extraction."""
 
 CODET_STOP_TOKENS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")

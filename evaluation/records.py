@@ -1,4 +1,4 @@
-"""The records that flow between stages (see DESIGN.md).
+"""The records that flow between stages (``docs/design.md``, "Records").
 
 All records are frozen, keyword-only dataclasses. Wire formats (JSONL) are parsed into
 these once, at the edge, by :mod:`evaluation.io` and the dataset/format readers.
@@ -56,11 +56,14 @@ class Problem:
     """EvalPlus input preconditions (asserts marked ``# $_CONTRACT_$``)."""
     assertion: str = ""
     """MBPP+ only: the original MBPP assert statements."""
+    full_program: bool = False
+    """``canonical_solution`` is the whole reference program (MBPP+), not the body after the prompt."""
 
     @property
     def reference_code(self) -> str:
-        """The complete reference program (prompt + body, or the full MBPP+ solution)."""
-        if self.dataset.startswith("mbpp+"):
+        """The complete reference program (prompt + body, or the whole program when
+        :attr:`full_program`)."""
+        if self.full_program:
             return self.canonical_solution
         return self.prompt + self.canonical_solution
 

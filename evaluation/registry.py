@@ -1,9 +1,13 @@
-"""One small registry mechanism for backends, datasets, rerankers and metrics.
+"""One small registry mechanism for the four kinds of plug-in: backends
+(:data:`testgen.backends.BACKENDS`, backend classes), datasets (:data:`evaluation.datasets.DATASETS`,
+:class:`~evaluation.datasets.DatasetSpec`), rerankers (:data:`rerank.reranker.RERANKERS`,
+:class:`~rerank.reranker.RerankerSpec`) and metrics (:data:`testgen.metrics.METRICS`,
+:class:`~testgen.metrics.MetricSpec`).
 
 Built-ins are registered lazily as ``"module:attr"`` strings, so importing a package never
 imports torch or vllm; third parties add entries through the entry-point group given to the
 registry (``[project.entry-points."testgen.backends"]`` etc.), which go through the same
-lazy path as the built-ins. Unknown names raise :class:`~evaluation.errors.UnknownName`
+lazy path as the built-ins (``docs/extending.md``). Unknown names raise :class:`~evaluation.errors.UnknownName`
 with "did you mean ...?" suggestions; an entry whose module needs a missing optional
 dependency raises :class:`~evaluation.errors.MissingDependency` naming it. (The design follows
 EleutherAI's lm-evaluation-harness registry and simonw/llm's plugin hooks.)
@@ -64,6 +68,20 @@ class Registry(Generic[T]):
         """All registered names (built-ins and plugins), sorted."""
         self._load_plugins()
         return sorted(self._entries)
+
+    def builtins(self) -> list[str]:
+        """The built-in names (registered in code, not found through entry points), in the
+        order they were registered."""
+        self._load_plugins()
+        return [name for name in self._entries if name not in self._plugin_names]
+
+    def reload_plugins(self) -> None:
+        """Forget the entry points found so far: the next lookup scans them again (after
+        ``sys.path`` changed, e.g. a test that puts a plugin's distribution on it)."""
+        for name in self._plugin_names:
+            self._entries.pop(name, None)
+        self._plugin_names.clear()
+        self._loaded_plugins = False
 
     def is_plugin(self, name: str) -> bool:
         """Whether ``name`` came from an installed entry point rather than a built-in."""

@@ -304,6 +304,15 @@ def _read_evalplus_dir(p: Path, *, model: str | None) -> SolutionFile:
     return SolutionFile(path=str(p), format=SolutionFormat.EVALPLUS_DIR, solutions=tuple(out))
 
 
+def datasets_hint(task_id: str) -> str:
+    """``"; its shape is that of DATASET's task ids (--dataset ...)"``: the registered datasets whose
+    spec's task-id shape it has (``""`` if none), to say which ``--dataset`` was meant."""
+    from evaluation.datasets import DATASETS, dataset_spec
+
+    names = [n for n in DATASETS.names() if dataset_spec(n).matches(task_id)]
+    return f"; it has the shape of the task ids of {', '.join(names)} (--dataset)" if names else ""
+
+
 def require_known_tasks(found: SolutionFile, dataset: Dataset, *, hint: str = "") -> None:
     """Refuse a file with solutions of tasks ``dataset`` lacks, or CodeT prompts that match no
     task: an input error naming the file, the first such line and the field (``docs/cli.md``)."""
@@ -311,8 +320,8 @@ def require_known_tasks(found: SolutionFile, dataset: Dataset, *, hint: str = ""
         n = len(found.unknown_tasks)
         more = f" ({n} unknown tasks: {', '.join(found.unknown_tasks[:5])}{' ...' if n > 5 else ''})" if n > 1 else ""
         line = found.unknown_task_lines[0] if found.unknown_task_lines else 0
-        raise RecordError(found.path, line, f"task {found.unknown_tasks[0]!r} is not in {dataset.name}{more}{hint}",
-                          field="task_id")
+        raise RecordError(found.path, line, f"task {found.unknown_tasks[0]!r} is not in {dataset.name}{more}"
+                                            f"{hint or datasets_hint(found.unknown_tasks[0])}", field="task_id")
     if found.unmatched:
         n = len(found.unmatched)
         head = found.unmatched[0].split(": ", 1)[-1]

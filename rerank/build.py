@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import marshal
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ __all__ = [
     "build_matrices",
     "matrices_from_codet_outcomes",
     "codet_packing_compiles",
+    "sg_authors",
     "CACHE_VERSION",
 ]
 
@@ -137,6 +138,23 @@ def prepare_task(task_id: str, entry_point: str, solutions: list[Solution], test
     )
 
 
+def sg_authors(task: TaskInputs, solutions: list[Solution], tests: list[TestCase]) -> tuple[tuple[int, ...], ...] | None:
+    """Self-generated tests (SG): per distinct test of ``task``, one entry per occurrence (in
+    the order of ``tests``, as :attr:`TaskInputs.test_positions`): the distinct program whose
+    sample was in the prompt of the occurrence's generation (``TestCase.solution_id``, matched
+    to ``solutions``' ids; -1 when the generation names none or a solution not among them).
+    ``None`` when no test names a solution (placeholder tests)."""
+    if not any(t.solution_id for t in tests):
+        return None
+    prog = {code: i for i, code in enumerate(task.programs)}
+    by_id = {s.solution_id: prog[s.code] for s in solutions if s.code in prog}
+    col = {src: j for j, src in enumerate(task.tests)}
+    out: list[list[int]] = [[] for _ in task.tests]
+    for t in tests:
+        out[col[t.source]].append(by_id.get(t.solution_id or "", -1))
+    return tuple(tuple(a) for a in out)
+
+
 def codet_packing_compiles(tests: tuple[str, ...] | list[str], timeout: float = 0.1) -> bool:
     """Whether CodeT's ``_pack_test_cases`` program for these tests compiles (compile only)."""
     pad4, pad8, pad12 = " " * 4, " " * 8, " " * 12
@@ -191,6 +209,28 @@ def _matrix(task: TaskInputs, rows: Mapping[str, tuple[str, tuple[str, ...]]], o
     return _task_matrix(task, loaded, passed, output_keys=tuple(out_keys) if outputs else None)
 
 
+def _run_and_cache(jobs: Sequence[Any], done: dict[tuple[str, str, str, str], tuple[str, tuple[str, ...]]],
+                   cache: Path, *, flag: str, outputs: bool, limits: Any, engine: EngineChoice | None,
+                   workers: int | None, progress: Callable[[int, int], None] | None) -> None:
+    """Run the jobs (one per program of a task) and append each row of outcome codes (and output
+    keys) to ``done`` and the cache as it arrives."""
+    from evaluation.executor.engine import run_jobs
+
+    with JsonlAppender(cache) as app:
+        for n_done, res in enumerate(run_jobs(jobs, engine=engine, workers=workers, limits=limits), start=1):
+            tid, key, tkey = res.tag
+            values: tuple[str, ...]
+            if res.load_error:
+                codes, values = "L", ()
+            else:
+                codes = "".join(_CODE[r.outcome] for r in res.results)
+                values = tuple(_value_key(r) for r in res.results) if outputs else ()
+            done[(tid, key, tkey, flag)] = (codes, values)
+            app.write({"t": tid, "p": key, "k": tkey, "c": flag, "o": codes, "v": list(values)})
+            if progress:
+                progress(n_done, len(jobs))
+
+
 def build_matrices(
     tasks: Iterable[TaskInputs],
     *,
@@ -219,7 +259,6 @@ def build_matrices(
     program of a task whose tests CodeT could not pack (``codet_packing``, see above).
     """
     from evaluation.executor import AssertTest, Job, Limits
-    from evaluation.executor.engine import run_jobs
 
     task_list = list(tasks)
     limits = Limits(timeout=timeout, load_timeout=load_timeout, memory_mb=memory_mb,
@@ -248,19 +287,8 @@ def build_matrices(
     if progress:
         progress(0, total)
     if jobs:
-        with JsonlAppender(cache) as app:
-            for n_done, res in enumerate(run_jobs(jobs, engine=engine, workers=workers, limits=limits), start=1):
-                tid, key, tkey = res.tag
-                values: tuple[str, ...]
-                if res.load_error:
-                    codes, values = "L", ()
-                else:
-                    codes = "".join(_CODE[r.outcome] for r in res.results)
-                    values = tuple(_value_key(r) for r in res.results) if outputs else ()
-                done[(tid, key, tkey, flag)] = (codes, values)
-                app.write({"t": tid, "p": key, "k": tkey, "c": flag, "o": codes, "v": list(values)})
-                if progress:
-                    progress(n_done, total)
+        _run_and_cache(jobs, done, cache, flag=flag, outputs=outputs, limits=limits, engine=engine, workers=workers,
+                       progress=progress)
     out: dict[str, TaskMatrix] = {}
     for task in task_list:
         rows: dict[str, tuple[str, tuple[str, ...]]] = {}

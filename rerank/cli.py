@@ -6,11 +6,12 @@ A thin click layer over :func:`rerank.pipeline.run`; see ``rerank --help`` and t
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     POSITIVE_FLOAT,
     PROBABILITY,
     FriendlyCommand,
@@ -27,37 +28,77 @@ from rerank.cli_shared import matrix_options, parse_tests_option, progress_bars
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
+    from rerank.reranker import MethodSpec, RerankerOption
 
-__all__ = ["main", "rerank_cmd", "parse_tests_option", "method_specs"]
+__all__ = ["main", "rerank_cmd", "parse_tests_option", "method_options", "reranker_flags"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def method_specs(
-    names: tuple[str, ...], *, rw_p: float, rw_combine: str, b4_beta0: float, b4_alpha: float,
-    model: str | None = None,
-) -> tuple[Any, ...]:
-    """Expand ``--method`` names (with their options) into :class:`MethodSpec` rows."""
-    from rerank.pipeline import DEFAULT_METHODS, MethodSpec
+_FLAG_PREFIX = "method_flag__"
 
-    chosen = names or tuple(dict.fromkeys(m.reranker for m in DEFAULT_METHODS))
-    specs: list[MethodSpec] = []
-    for name in chosen:
-        if name == "codet-rw":
-            combines = ("paper", "codet") if rw_combine == "both" else (rw_combine,)
-            for c in combines:
-                specs.append(
-                    MethodSpec(
-                        name="codet-rw" if c == "paper" else "codet-rw[codet]",
-                        reranker="codet-rw",
-                        options={"p": rw_p, "combine": c},
-                    )
-                )
-        elif name == "b4":
-            specs.append(MethodSpec(name="b4", reranker="b4", options={"beta_0": b4_beta0, "alpha_xy": b4_alpha}))
-        elif name == "learned":
-            specs.append(MethodSpec(name="learned", reranker="learned", options={"model": model} if model else {}))
-        else:
-            specs.append(MethodSpec(name=name, reranker=name))
-    return tuple(specs)
+
+def _click_type(option: RerankerOption) -> Any:
+    """The click type of a reranker option's flag (the project's checked number types)."""
+    if option.choices:
+        return click.Choice([*option.choices, "both"] if option.variants else list(option.choices))
+    if option.type == "float" and option.above == 0 and option.at_most == 1:
+        return PROBABILITY
+    if option.type == "float" and option.above == 0:
+        return POSITIVE_FLOAT
+    if option.type == "file":
+        return click.Path(exists=True, dir_okay=False)
+    return {"float": float, "int": int, "bool": click.BOOL}.get(option.type, str)
+
+
+def reranker_flags() -> Callable[[F], F]:
+    """The built-in rerankers' own flags (``--rw-p``, ``--b4-alpha``, ``--model``, ...), made from
+    their specs (:attr:`~rerank.reranker.RerankerOption.flag`), in the rerankers' order; the
+    command receives each as ``method_flag__<reranker>__<option>``."""
+
+    def apply(f: F) -> F:
+        from rerank.reranker import builtin_specs
+
+        flagged = [(spec, opt, opt.flag) for spec in builtin_specs() for opt in spec.options if opt.flag]
+        for spec, opt, flag in reversed(flagged):
+            default = opt.flag_default if opt.flag_default is not None else opt.default
+            dest = f"{_FLAG_PREFIX}{spec.name.replace('-', '_')}__{opt.name}"
+            f = click.option(flag, dest, type=_click_type(opt), default=default, show_default=default is not None,
+                             help=opt.help)(f)
+        return f
+
+    return apply
+
+
+def _method_help() -> str:
+    from rerank.reranker import builtin_specs
+
+    specs = builtin_specs()
+    return (f"Reranker to report (repeat). Default: {', '.join(s.name for s in specs if s.default)}; also "
+            f"{', '.join(s.name for s in specs if not s.default)} (see --model and 'rerank train --help'), or a "
+            "plugin's.")
+
+
+def method_options(names: tuple[str, ...], flags: Mapping[str, Any], method_option: tuple[str, ...]
+                   ) -> tuple[MethodSpec, ...]:
+    """The reported methods: ``--method`` names (default: the rerankers whose specs say so) with
+    their options, from the built-ins' flags and ``--method-option NAME.OPTION=VALUE`` (which
+    wins); see :func:`rerank.reranker.expand_methods`."""
+    from rerank.reranker import builtin_specs, expand_methods
+
+    given: dict[str, dict[str, Any]] = {}
+    for spec in builtin_specs():
+        for opt in spec.options:
+            dest = f"{_FLAG_PREFIX}{spec.name.replace('-', '_')}__{opt.name}"
+            if opt.flag and dest in flags and flags[dest] is not None:
+                given.setdefault(spec.name, {})[opt.name] = flags[dest]
+    for item in method_option:
+        target, sep, value = item.partition("=")
+        name, dot, option = target.rpartition(".")
+        if not sep or not dot or not name or not option:
+            raise click.BadParameter(f"expected RERANKER.OPTION=VALUE, got {item!r}", param_hint="'--method-option'")
+        given.setdefault(name, {})[option] = value
+    return expand_methods(names, given)
 
 
 def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, ...]) -> None:
@@ -99,17 +140,11 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 @dataset_path_option()
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
-@click.option("--method", "methods", multiple=True,
-              help="Reranker to report (repeat). Default: random, codet, codet-rw, mbr-exec, b4; also "
-                   "'learned' (see --model and 'rerank train --help').")
-@click.option("--model", type=click.Path(exists=True, dir_okay=False),
-              help="Model file of --method learned (written by 'rerank train'); default: the model shipped "
-                   "with the package (trained on CodeT's CodeGen-Mono-16B HumanEval data).")
-@click.option("--rw-p", default=0.8, show_default=True, type=PROBABILITY, help="RW: the i-th test weighs p^(i-1).")
-@click.option("--rw-combine", default="both", show_default=True, type=click.Choice(["paper", "codet", "both"]),
-              help="RW score: paper = sum of weights + #solutions; codet = weighted tests x sqrt(#solutions).")
-@click.option("--b4-beta0", default=1e5, show_default=True, type=POSITIVE_FLOAT, help="B4: prior beta_0.")
-@click.option("--b4-alpha", default=1e3, show_default=True, type=POSITIVE_FLOAT, help="B4: prior alpha_xy.")
+@click.option("--method", "methods", multiple=True, help=_method_help())
+@click.option("--method-option", "method_option", multiple=True, metavar="RERANKER.OPTION=VALUE",
+              help="An option of a reranker (repeat), e.g. b4.alpha_xy=500 or codet-rw.combine=codet; every option "
+                   "of every reranker, plugins included (docs/rerankers.md lists them); it wins over the flags below.")
+@reranker_flags()
 @matrix_options()
 @click.option("--codet-packing/--no-codet-packing", default=True, show_default=True,
               help="CodeT parity: a task whose tests CodeT's harness cannot compile together (e.g. a "
@@ -136,11 +171,7 @@ def rerank_cmd(
     dataset_path: str | None,
     prompts: str | None,
     methods: tuple[str, ...],
-    model: str | None,
-    rw_p: float,
-    rw_combine: str,
-    b4_beta0: float,
-    b4_alpha: float,
+    method_option: tuple[str, ...],
     tests_per_generation: int,
     timeout: float,
     shorten_timeouts_after: int,
@@ -156,6 +187,7 @@ def rerank_cmd(
     cache_dir: str | None,
     progress: bool,
     debug: bool,
+    **method_flags: Any,
 ) -> None:
     """Pick the best of many sampled solutions using generated tests (CodeT and others).
 
@@ -180,8 +212,7 @@ def rerank_cmd(
         dataset=dataset,
         dataset_path=dataset_path,
         prompts=prompts,
-        methods=method_specs(methods, rw_p=rw_p, rw_combine=rw_combine, b4_beta0=b4_beta0, b4_alpha=b4_alpha,
-                             model=model),
+        methods=method_options(methods, method_flags, method_option),
         tests_per_generation=tests_per_generation,
         timeout=timeout,
         shorten_timeouts_after=shorten_timeouts_after,

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from evaluation.cli_common import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, timeout_option
+from commandline import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, timeout_option
 
 __all__ = ["parse_tests_option", "progress_bars", "matrix_options"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     POSITIVE_FLOAT,
     POSITIVE_INT,
     FriendlyCommand,
@@ -159,9 +159,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
               help="Model: direct (non-negative weights maximising the training pass@1 on a grid), pointwise "
                    "logistic regression, pairwise or listwise (softmax) linear ranking, or gradient boosting "
                    "(cross-validation only: not saved). See docs/rerankers.md.")
-@click.option("--features", "feature_set", default="scores", show_default=True, type=click.Choice(["scores", "all"]),
-              help="scores: the published rerankers' scores (B4, CodeT, functional overlap, MBR-exec); all: every "
-                   "feature of rerank.features.")
+@click.option("--features", "feature_set", default="shapes", show_default=True,
+              type=click.Choice(["shapes", "scores", "sg", "all"]),
+              help="shapes: the published rerankers' scores (B4, CodeT, functional overlap, MBR-exec) in forms that "
+                   "mean the same on any pool shape; scores: the same as logs (the first model, for CodeT's pool "
+                   "shape); sg: for self-generated tests (generations naming the solution in their prompt); all: "
+                   "every feature of rerank.features but the SG ones.")
 @click.option("--c", "c_value", default=None, type=POSITIVE_FLOAT,
               help="Fixed inverse regularisation strength (instead of choosing it from --c-grid).")
 @click.option("--c-grid", default="0.001,0.003,0.01,0.03,0.1", show_default=True,
@@ -171,6 +174,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @click.option("--seeds", default="0,1,2", show_default=True, help="One CV repetition per seed (comma-separated).")
 @click.option("--cv/--no-cv", default=True, show_default=True,
               help="Cross-validate before fitting the model (its figures go into the model file).")
+@click.option("--shapes", "shapes_text", default=None, metavar="grid|SxGxA,...",
+              help="Train across pool shapes: subsample the pool into these shapes (samples x test generations x "
+                   "tests per generation per task; 'grid': the 40 shapes of docs/rerankers.md), --shape-seeds times "
+                   "each, with task folds shared by every shape. Builds the matrix with exact deadlines and without "
+                   "CodeT's packing rule (applied to each subsample instead), so that a subsample is a sub-matrix.")
+@click.option("--shape-seeds", default="0,1,2", show_default=True,
+              help="Subsampling seeds (each shape is drawn once per seed).")
+@click.option("--transfer-shapes", default=None, metavar="SxGxA,...",
+              help="With --shapes: also train on each of these shapes alone and score every shape "
+                   "(the train-shape x test-shape table of cv-shapes.md).")
 @matrix_options()
 @workers_option()
 @engine_options()
@@ -196,6 +209,9 @@ def train_cmd(
     folds: int,
     seeds: str,
     cv: bool,
+    shapes_text: str | None,
+    shape_seeds: str,
+    transfer_shapes: str | None,
     tests_per_generation: int,
     timeout: float,
     shorten_timeouts_after: int,
@@ -234,11 +250,18 @@ def train_cmd(
                                  param_hint="'--label'")
     if kind == "boosting" and not cv:
         raise click.BadParameter("a boosting model is not saved; it only makes sense with --cv", param_hint="'--kind'")
+    shapes, transfer = _shape_options(shapes_text, transfer_shapes)
+    if shapes and kind == "boosting":
+        raise click.BadParameter("--shapes trains a model to save: not with --kind boosting", param_hint="'--kind'")
+    if shapes and shorten_timeouts_after:
+        notice("--shapes: building the matrix with exact deadlines (--shorten-timeouts-after 0) and without "
+               "CodeT's packing rule, so that every subsample is a sub-matrix of it")
     config = RerankConfig(
         samples=samples, tests=parse_tests_option(tests), dataset=dataset, dataset_path=dataset_path,
         prompts=prompts, methods=(), tests_per_generation=tests_per_generation, timeout=timeout,
-        shorten_timeouts_after=shorten_timeouts_after, short_timeout=short_timeout, workers=workers,
+        shorten_timeouts_after=0 if shapes else shorten_timeouts_after, short_timeout=short_timeout, workers=workers,
         engine=engine, verdicts=verdicts, evalplus=evalplus, out=out, cache_dir=cache_dir,
+        codet_packing=not shapes,
     )
     outdir = Path(out)
     with progress_bars(progress) as factory:
@@ -251,6 +274,16 @@ def train_cmd(
         cv_config = CVConfig(folds=folds, seeds=seed_list, kind=kind,  # type: ignore[arg-type]
                              c=c_value if c_value is not None else 0.01, c_grid=grid, label=label,
                              features=features)
+        if shapes:
+            from rerank.cli_train_shapes import train_on_shapes
+
+            train_on_shapes(loaded, pools[0], cv_config, shapes=shapes, transfer=transfer,
+                            seeds=_ints(shape_seeds, "--shape-seeds"), cv=cv, outdir=outdir, factory=factory,
+                            inputs={"samples": Path(samples).name, "tests": Path(config.tests[0][1]).name,
+                                    "dataset": dataset, "tests_per_generation": tests_per_generation,
+                                    "timeout": timeout, "shorten_timeouts_after": 0})
+            click.echo(f"wrote {out}/{{model.json{', cv-shapes.json, cv-shapes.md' if cv else ''}}}", err=True)
+            return
         cv_summary: dict[str, Any] | None = None
         if cv:
             result = cross_validate(pools[0], cv_config, eval_pools=pools[1:], progress=factory("cross-validation"))
@@ -283,6 +316,21 @@ def train_cmd(
         _print_summary(cv_summary)
     wrote = ", ".join(p for p in ("model.json" if model_path else "", "cv.json, cv.md" if cv else "") if p)
     click.echo(f"wrote {out}/{{{wrote}}}", err=True)
+
+
+def _shape_options(shapes_text: str | None, transfer_text: str | None) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``--shapes`` and ``--transfer-shapes`` parsed (errors name the option)."""
+    from rerank.shapes import parse_shapes
+
+    if transfer_text and not shapes_text:
+        raise click.BadParameter("needs --shapes", param_hint="'--transfer-shapes'")
+    out = []
+    for text, option in ((shapes_text, "--shapes"), (transfer_text, "--transfer-shapes")):
+        try:
+            out.append(parse_shapes(text) if text else ())
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
+    return out[0], out[1]
 
 
 def _with_cv(model: Any, summary: dict[str, Any], config: Any, grid: tuple[float, ...]) -> Any:

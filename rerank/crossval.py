@@ -44,7 +44,7 @@ __all__ = ["LabelledPool", "CVConfig", "FoldResult", "CVResult", "cross_validate
 
 BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("codet", "codet", {}),
-    ("b4", "b4", {"beta_0": 1e5, "alpha_xy": 1e3}),
+    ("b4", "b4", {}),  # B4's documented defaults (its spec, rerank.methods.b4)
     ("mbr-exec", "mbr-exec", {}),
     ("random", "random", {}),
 )

@@ -30,15 +30,17 @@ import numpy as np
 import numpy.typing as npt
 
 from rerank.matrix import TaskMatrix
-from rerank.methods import Ranking, b4, codet
+from rerank.methods import Ranking, b4, codet, codet_rw
 
 __all__ = ["FeatureSpec", "FEATURES", "FEATURE_NAMES", "DEFAULT_FEATURES", "LOG_OF", "SCORE_FEATURES", "FEATURE_SETS",
+           "SHAPE_FEATURES", "SG_FEATURES", "SG_SET",
            "pool_features",
            "with_pool_info", "MissingFeatureInput"]
 
-Needs = Literal["matrix", "outputs", "sizes", "logprobs"]
+Needs = Literal["matrix", "outputs", "sizes", "logprobs", "authors"]
 """What a feature is computed from: the pass/fail matrix (always there), the programs'
-outputs on the tests' inputs (``TaskMatrix.output_keys``), program sizes, log-probabilities."""
+outputs on the tests' inputs (``TaskMatrix.output_keys``), program sizes, log-probabilities,
+and (self-generated tests) which solution each test was written for (``TaskMatrix.test_authors``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +131,40 @@ _BASE_FEATURES: tuple[FeatureSpec, ...] = (
                     "program of the task)."),
     FeatureSpec(name="task_log_programs", needs="matrix", source="task context",
                 doc="log of the number of distinct programs of the task."),
+    # Shape-invariant forms (issue 31): ranks and shares within the task, in [0, 1], whose
+    # meaning does not change with the number of samples, generations or tests per generation.
+    FeatureSpec(name="codet_pct", needs="matrix", source="CodeT",
+                doc="within-task percentile of CodeT's score: share of the task's loaded samples (by "
+                    "occurrence) whose score is at most this program's (1 for CodeT's pick); 0 when unranked."),
+    FeatureSpec(name="b4_pct", needs="matrix", source="B4 (ASE 2024)",
+                doc="within-task percentile of B4's log score (as codet_pct; 1 for B4's pick)."),
+    FeatureSpec(name="rw_pct", needs="matrix", source="RW (arXiv 2310.05727)",
+                doc="within-task percentile of the RW score with CodeT's combination (p = 0.8; as codet_pct)."),
+    FeatureSpec(name="rw_score_rel", needs="matrix", source="RW (arXiv 2310.05727)",
+                doc="the RW score with CodeT's combination / the task's best; 0 when unranked."),
+    FeatureSpec(name="overlap_pct", needs="outputs", source="SRank (arXiv 2311.03366)",
+                doc="within-task percentile of functional_overlap (as codet_pct)."),
+    FeatureSpec(name="mbr_pct", needs="outputs", source="MBR-exec (EMNLP 2022)",
+                doc="within-task percentile of behaviour_share (as codet_pct; 0 when it errs on every input)."),
+    FeatureSpec(name="b4_gap_per_test", needs="matrix", source="B4 (ASE 2024)",
+                doc="-(best B4 log score of the task - this pattern's) / (distinct tests + 1): B4's log "
+                    "posterior gap per test, so that it does not grow with the number of tests; "
+                    "0 for B4's pick."),
+    FeatureSpec(name="b4_log_gap_per_test", needs="matrix", source="B4 (ASE 2024)",
+                doc="-log(1 + (best B4 log score of the task - this pattern's) / (distinct tests + 1)): "
+                    "b4_log_gap with the gap taken per test; 0 for B4's pick."),
+    # Self-generated tests (SG; Xiong, Guo, Chen, arXiv 2310.05727, Section 7): each generation
+    # was written with one of the pool's samples in the prompt.
+    FeatureSpec(name="sg_own_tests_passed", needs="authors", source="SG (arXiv 2310.05727)",
+                doc="share of the test occurrences written with this program in the prompt that it passes "
+                    "(0 when none was)."),
+    FeatureSpec(name="sg_own_tests_support", needs="authors", source="SG (arXiv 2310.05727)",
+                doc="mean, over the test occurrences written with this program in the prompt, of the share of "
+                    "the task's loaded samples passing the test: do the others agree with the tests it led "
+                    "to? (0 when none was)."),
+    FeatureSpec(name="sg_others_tests_passed", needs="authors", source="SG (arXiv 2310.05727)",
+                doc="share of the test occurrences written for other programs (or for none) that it passes: "
+                    "tests_passed_share without its own tests."),
 )
 """The features before their log variants, in column order."""
 
@@ -155,8 +191,12 @@ FEATURES: tuple[FeatureSpec, ...] = _BASE_FEATURES + tuple(
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 """Column names of :data:`FEATURES`."""
 
-DEFAULT_FEATURES: tuple[str, ...] = tuple(f.name for f in FEATURES if f.needs != "logprobs")
-"""What a model uses when the training samples carry no log-probabilities (CodeT's data)."""
+DEFAULT_FEATURES: tuple[str, ...] = tuple(f.name for f in FEATURES if f.needs not in ("logprobs", "authors"))
+"""What a model uses when the training samples carry no log-probabilities and the tests are not
+self-generated (CodeT's data)."""
+
+SG_FEATURES: tuple[str, ...] = tuple(f.name for f in FEATURES if f.needs == "authors")
+"""The features of self-generated tests (need :attr:`TaskMatrix.test_authors`)."""
 
 SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap",
                                    "log_behaviour_share")
@@ -164,7 +204,20 @@ SCORE_FEATURES: tuple[str, ...] = ("b4_log_gap", "log_codet_score_rel", "log_fun
 score, SRank's functional overlap and MBR-exec's class size (a linear score over these
 logs is a weighted product of the four)."""
 
-FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES}
+SHAPE_FEATURES: tuple[str, ...] = ("b4_gap_per_test", "codet_score_rel", "functional_overlap_rel",
+                                   "behaviour_share_rel")
+"""The published rerankers' scores in forms that mean the same on any pool shape (issue 31):
+B4's log-posterior gap to the task's best per test, CodeT's score and SRank's functional
+overlap relative to the task's best, the MBR-exec class relative to the largest. The shipped
+model's features (``docs/rerankers.md``)."""
+
+SG_SET: tuple[str, ...] = ("b4_gap_per_test", "codet_score_rel", "functional_overlap_rel", "sg_own_tests_support",
+                           "sg_others_tests_passed")
+"""For self-generated tests: :data:`SHAPE_FEATURES` with the MBR-exec class swapped for two SG
+features (the ``direct`` kind takes at most 5)."""
+
+FEATURE_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_FEATURES, "scores": SCORE_FEATURES,
+                                            "shapes": SHAPE_FEATURES, "sg": SG_SET}
 """Named feature sets (``rerank train --features``)."""
 
 _SPEC = {f.name: f for f in FEATURES}
@@ -179,8 +232,10 @@ def with_pool_info(
     *,
     sizes: Sequence[int] | None = None,
     logprobs: Sequence[float | None] | None = None,
+    authors: tuple[tuple[int, ...], ...] | None = None,
 ) -> TaskMatrix:
-    """The matrix with per-program sizes and log-probabilities attached (for features)."""
+    """The matrix with per-program sizes, log-probabilities and (SG) test authors attached
+    (for features; see :attr:`TaskMatrix.test_authors`)."""
     lp: npt.NDArray[np.float64] | None = None
     if logprobs is not None and all(v is not None for v in logprobs):
         lp = np.asarray([float(v) for v in logprobs if v is not None], np.float64)
@@ -188,6 +243,7 @@ def with_pool_info(
         matrix,
         solution_sizes=None if sizes is None else np.asarray(sizes, np.int64),
         solution_logprobs=lp,
+        test_authors=authors,
     )
 
 
@@ -214,6 +270,46 @@ def _safe_div(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64] | float) ->
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.divide(a, b)
     return np.where(np.isfinite(r), r, 0.0)
+
+
+def _percentile(score: npt.NDArray[np.float64], weight: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Per ranked program (finite score), the share of ``weight`` (the task's loaded samples by
+    occurrence) on programs scoring at most its own, unranked ones counting as below every score:
+    1 for the top group; 0 for an unranked program (NaN)."""
+    out = np.zeros(score.shape, np.float64)
+    ranked = np.isfinite(score)
+    total = float(weight.sum())
+    if not ranked.any() or total <= 0:
+        return out
+    # equal up to float noise (tests x sqrt(samples) computed two ways) is equal: 9 digits
+    scale = float(np.abs(score[ranked]).max()) or 1.0
+    key = np.round(score[ranked] / scale, 9)
+    order = np.argsort(key, kind="stable")
+    cum = np.cumsum(weight[ranked][order])
+    at_most = cum[np.searchsorted(key[order], key, side="right") - 1]
+    out[ranked] = (at_most + float(weight[~ranked].sum())) / total
+    return out
+
+
+def _sg_features(matrix: TaskMatrix, pf: npt.NDArray[np.float64], wl: npt.NDArray[np.float64],
+                 n_loaded: float) -> dict[str, npt.NDArray[np.float64]]:
+    """The SG features (see :data:`FEATURES`) from ``matrix.test_authors``."""
+    assert matrix.test_authors is not None
+    n, m = matrix.n_solutions, matrix.n_tests
+    own = np.zeros((n, m))  # own[i, j]: occurrences of test j written with program i in the prompt
+    for j, authors in enumerate(matrix.test_authors):
+        for a in authors:
+            if 0 <= a < n:
+                own[a, j] += 1
+    tw = matrix.test_counts.astype(np.float64)
+    q = (wl @ pf) / n_loaded if n_loaded and m else np.zeros(m)
+    n_own = own.sum(axis=1)
+    others = tw[None, :] - own
+    return {
+        "sg_own_tests_passed": _safe_div((own * pf).sum(axis=1), n_own),
+        "sg_own_tests_support": _safe_div(own @ q, n_own),
+        "sg_others_tests_passed": _safe_div((others * pf).sum(axis=1), others.sum(axis=1)),
+    }
 
 
 def _output_codes(
@@ -250,6 +346,9 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
         raise MissingFeatureInput(f"{matrix.task_id}: features need program sizes (rerank.features.with_pool_info)")
     if "logprobs" in needs and matrix.solution_logprobs is None:
         raise MissingFeatureInput(f"{matrix.task_id}: features need log-probabilities (samples carry no 'logprob')")
+    if "authors" in needs and matrix.test_authors is None:
+        raise MissingFeatureInput(f"{matrix.task_id}: features need self-generated tests (generations that name the "
+                                  f"solution in their prompt, 'solution_id', as 'testgen run --setting self' writes)")
 
     n, m = matrix.n_solutions, matrix.n_tests
     w = matrix.solution_counts.astype(np.float64)
@@ -283,20 +382,31 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
         agreement[rows] = set_size[inverse]
     cols["agreement_share"] = agreement / total if total else np.zeros(n)
 
-    if want & {"codet_score_rel", "codet_top", "codet_rank", "task_codet_top_share"}:
+    if want & {"codet_score_rel", "codet_top", "codet_rank", "task_codet_top_share", "codet_pct"}:
         ranking = codet(matrix)
         score, group = _per_program(ranking, n)
+        cols["codet_pct"] = _percentile(score, wl)
         best = np.nanmax(score) if ranking.groups else 0.0
         cols["codet_score_rel"] = np.where(np.isnan(score), 0.0, _safe_div(np.nan_to_num(score), best))
         cols["codet_top"] = (group == 0).astype(np.float64)
         cols["codet_rank"] = _rank_feature(group, len(ranking.groups))
         top = float(w[group == 0].sum()) / total if total else 0.0
         cols["task_codet_top_share"] = np.full(n, top)
-    if want & {"b4_posterior", "b4_top", "b4_rank", "b4_log_gap"}:
+    if want & {"rw_pct", "rw_score_rel"}:
+        score, _ = _per_program(codet_rw(matrix, p=0.8, combine="codet"), n)
+        cols["rw_pct"] = _percentile(score, wl)
+        best = float(np.nanmax(score)) if np.isfinite(score).any() else 0.0
+        cols["rw_score_rel"] = np.where(np.isnan(score), 0.0, _safe_div(np.nan_to_num(score), best))
+    if want & {"b4_posterior", "b4_top", "b4_rank", "b4_log_gap", "b4_pct", "b4_gap_per_test", "b4_log_gap_per_test"}:
         ranking = b4(matrix)
         score, group = _per_program(ranking, n)
         gap = np.nanmax(score) - score if ranking.groups else np.full(n, np.nan)
         cols["b4_log_gap"] = np.where(np.isnan(gap), -10.0, -np.log1p(np.nan_to_num(gap)))
+        cols["b4_pct"] = _percentile(score, wl)
+        per_test = -gap / (m + 1)
+        floor = float(np.nanmin(per_test)) if np.isfinite(per_test).any() else 0.0
+        cols["b4_gap_per_test"] = np.where(np.isnan(per_test), floor, per_test)
+        cols["b4_log_gap_per_test"] = -np.log1p(-cols["b4_gap_per_test"])
         post = np.zeros(n)
         if ranking.groups:
             # normalise over distinct patterns: each consensus set counted once
@@ -355,10 +465,15 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
             overlap /= m
         cols["functional_overlap"] = overlap
 
+        cols["overlap_pct"] = _percentile(np.where(usable, np.round(overlap, 12), np.nan), wl)
+        cols["mbr_pct"] = _percentile(np.where(usable, behaviour, np.nan), wl)
+
     if "outputs" in needs:
         for rel, src in (("functional_overlap_rel", "functional_overlap"), ("behaviour_share_rel", "behaviour_share")):
             top = float(cols[src].max()) if n else 0.0
             cols[rel] = cols[src] / top if top > 0 else np.zeros(n)
+    if "authors" in needs:
+        cols |= _sg_features(matrix, pf, wl, n_loaded)
     for b in LOG_OF:
         if f"log_{b}" in want:
             cols[f"log_{b}"] = np.log(np.maximum(cols[b], LOG_FLOOR))

@@ -36,6 +36,7 @@ from evaluation.datasets import Dataset
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import empty_file, read_jsonl, require
 from evaluation.records import Solution, TestCase
+from evaluation.solutions import datasets_hint
 
 __all__ = ["read_samples", "read_tests", "TestSet", "codet_solution_extract", "CODET_STOP_TOKENS"]
 
@@ -208,7 +209,8 @@ def read_tests(
         for line, rec in read_jsonl(p):
             tid = require(rec, "task_id", str, path=str(p), line=line)
             if tid not in dataset.problems:
-                raise RecordError(str(p), line, f"task {tid!r} is not in {dataset.name}", field="task_id")
+                raise RecordError(str(p), line, f"task {tid!r} is not in {dataset.name}{datasets_hint(tid)}",
+                                  field="task_id")
             srcs = require(rec, "tests", list, path=str(p), line=line)
             if not all(isinstance(s, str) for s in srcs):
                 raise RecordError(str(p), line, "expected a list of strings", field="tests")

@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -63,7 +63,10 @@ __all__ = [
     "load_model",
     "save_model",
     "default_model_path",
+    "shipped_model_path",
+    "SHIPPED_MODELS",
     "training_fingerprint",
+    "model_shape_warnings",
     "MODEL_FORMAT",
 ]
 
@@ -273,6 +276,18 @@ def _simplex(dim: int, step: float) -> npt.NDArray[np.float64]:
     return np.asarray(pts, np.float64).T / n
 
 
+def _contenders(x: npt.NDArray[np.float64], y: npt.NDArray[np.bool_], w: npt.NDArray[np.float64]
+                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """The rows that can be in the top tie group for some non-negative weights summing to 1:
+    a row below another in *every* feature never is (it is strictly below it whatever the
+    weights), so dropping it changes no pick and no tie. Speeds up the grid search."""
+    if len(x) < 3:
+        return x, y, w
+    below = np.any(np.all(x[:, None, :] < x[None, :, :], axis=2), axis=1)
+    keep = ~below
+    return x[keep], y[keep], w[keep]
+
+
 def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray[np.float64], float]:
     """Maximise the training pass@1 itself over non-negative weights on a grid.
 
@@ -287,9 +302,10 @@ def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray
         raise TestgenError(f"the 'direct' model searches a grid: at most {DIRECT_MAX_FEATURES} features, got {dim}")
     grid = _simplex(dim, DIRECT_STEP)
     total = np.zeros(grid.shape[1])
-    for x, y, w in data:
-        if not y.any():
-            continue  # nothing to gain: every pick is wrong
+    for x_all, y_all, w_all in data:
+        if not y_all.any() or y_all.all():
+            continue  # nothing to gain or lose: every pick is wrong, or every pick is right
+        x, y, w = _contenders(x_all, y_all, w_all)
         s = np.round(x @ grid, 9)  # [programs, grid points]; rounding merges float noise into ties
         top = s == s.max(axis=0)
         total += (top * (w * y)[:, None]).sum(axis=0) / (top * w[:, None]).sum(axis=0)
@@ -339,18 +355,30 @@ def fit(
     c: float = DEFAULT_C,
     label: str = "",
     inputs: Mapping[str, Any] | None = None,
+    shapes: Mapping[str, Any] | None = None,
+    source: Sequence[TaskMatrix] | None = None,
 ) -> LinearModel:
-    """Train a savable model on whole pools (every task given is a training task)."""
+    """Train a savable model on whole pools (every task given is a training task).
+
+    ``matrices`` may hold several pools of the same tasks (subsamples of many shapes, see
+    :mod:`rerank.shape_cv`): then ``shapes`` describes them (``{"shapes": [labels], "seeds":
+    [...], "range": rerank.shapes.shape_range(pools)}``) and ``source`` is the pool they were
+    drawn from (its fingerprints are what ``rerank`` compares to detect in-sample tasks).
+    Without ``shapes`` the model records the shape of ``matrices`` as one pool."""
+    from rerank.shapes import shape_range
+
     if kind == "boosting":
         raise TestgenError("a 'boosting' model cannot be saved (no public export); use it under cross-validation")
     tables = [pool_features(m, features) for m in matrices]
     _, model = fit_scorer(tables, matrices, verdicts, kind=kind, c=c)
     assert model is not None
-    prints = {m.task_id: training_fingerprint(m) for m in matrices}
-    data_hash = hashlib.sha256(
-        json.dumps({"fingerprints": prints, "verdicts": {v.task_id: np.packbits(v.correct).tobytes().hex()
-                                                          for v in verdicts}}, sort_keys=True).encode()
-    ).hexdigest()[:16]
+    origin = list(source) if source is not None else list(matrices)
+    prints = {m.task_id: training_fingerprint(m) for m in origin}
+    shape_info = dict(shapes) if shapes is not None else {"shapes": [], "range": shape_range([origin])}
+    data_hash = hashlib.sha256(json.dumps({
+        "fingerprints": [training_fingerprint(m) for m in matrices],
+        "verdicts": [f"{v.task_id}:{np.packbits(v.correct).tobytes().hex()}" for v in verdicts],
+    }).encode()).hexdigest()[:16]
     return LinearModel(
         kind=kind,
         features=tuple(features),
@@ -361,12 +389,14 @@ def fit(
         options={"label": label, **({"step": DIRECT_STEP} if kind == "direct" else {"C": c})},
         training={
             "data_hash": data_hash,
-            "tasks": len(matrices),
+            "tasks": len(prints),
+            "pools": len(matrices) // max(len(prints), 1),
             "programs": int(sum(m.n_solutions for m in matrices)),
             "samples": int(sum(int(m.solution_counts.sum()) for m in matrices)),
             "correct_programs": int(sum(int(v.correct.sum()) for v in verdicts)),
             "task_fingerprints": prints,
             "inputs": dict(inputs or {}),
+            "shapes": shape_info,
         },
         versions=library_versions(),
     )
@@ -415,9 +445,36 @@ def load_model(path: str | os.PathLike[str]) -> LinearModel:
     )
 
 
+def model_shape_warnings(model: LinearModel, matrices: Iterable[TaskMatrix]) -> list[str]:
+    """Where the pool's shape (samples, test generations, tests per generation per task) is far
+    outside the shapes the model was trained on (:func:`rerank.shapes.shape_warnings`); nothing
+    for a model that does not record them."""
+    from rerank.shapes import shape_warnings
+
+    trained = (model.training.get("shapes") or {}).get("range")
+    return shape_warnings(trained, matrices) if isinstance(trained, dict) else []
+
+
+SHIPPED_MODELS: dict[str, str] = {
+    "shapes": "codegen16b-humaneval.json",
+    "full": "codegen16b-humaneval-full.json",
+}
+"""The models shipped with the package (``docs/rerankers.md``): ``shapes`` (the default), trained
+across 40 shapes subsampled from CodeT's CodeGen-Mono-16B HumanEval pool; ``full``, the first
+model's configuration for pools of about that pool's shape (100 samples, 10 generations with
+tests, 4-5 tests each)."""
+
+
+def shipped_model_path(name: str = "shapes") -> Path:
+    """Path of a shipped model (:data:`SHIPPED_MODELS`), e.g. for ``rerank --model``."""
+    if name not in SHIPPED_MODELS:
+        raise TestgenError(f"no shipped model {name!r} (known: {', '.join(SHIPPED_MODELS)})")
+    return Path(str(resources.files("rerank") / "models" / SHIPPED_MODELS[name]))
+
+
 def default_model_path() -> Path:
-    """The model shipped with the package (trained on CodeT's CodeGen-Mono-16B HumanEval data)."""
-    return Path(str(resources.files("rerank") / "models" / "codegen16b-humaneval.json"))
+    """The model ``rerank --method learned`` uses without ``--model`` (the ``shapes`` one)."""
+    return shipped_model_path("shapes")
 
 
 _LOADED: dict[tuple[str, int], LinearModel] = {}

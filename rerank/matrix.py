@@ -53,6 +53,11 @@ class TaskMatrix:
     solution_logprobs: npt.NDArray[np.float64] | None = None
     """Per distinct solution, the sample's mean token log-probability when the samples
     carry one (field ``logprob``); ``None`` otherwise."""
+    test_authors: tuple[tuple[int, ...], ...] | None = None
+    """Self-generated tests (SG): per distinct test, aligned with :attr:`test_positions`, the
+    distinct solution whose sample was in the prompt of each occurrence's generation (-1: none,
+    or a solution not in the pool); ``None`` when the tests do not say (placeholder tests).
+    A fact about the inputs, not an outcome: attached by :func:`rerank.features.with_pool_info`."""
 
     def __post_init__(self) -> None:
         n, m = len(self.solution_keys), len(self.test_keys)
@@ -62,6 +67,11 @@ class TaskMatrix:
             raise ValueError(f"{self.task_id}: test arrays do not match {m} tests")
         if self.passed.shape != (n, m):
             raise ValueError(f"{self.task_id}: passed has shape {self.passed.shape}, want {(n, m)}")
+        if self.test_authors is not None and (
+            len(self.test_authors) != m
+            or any(len(a) != int(c) for a, c in zip(self.test_authors, self.test_counts.tolist()))
+        ):
+            raise ValueError(f"{self.task_id}: test_authors do not match the tests' occurrences")
         for name in ("solution_sizes", "solution_logprobs"):
             arr = getattr(self, name)
             if arr is not None and arr.shape != (n,):

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluation.datasets import Dataset, load_dataset
+from evaluation.datasets import DEFAULT_DATASET, Dataset, load_dataset
 from evaluation.errors import TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.executor.trusted import trusted_check
@@ -45,50 +45,27 @@ from rerank.build import (
     build_matrices,
     codet_packing_compiles,
     prepare_task,
+    sg_authors,
 )
-from rerank.inputs import TestSet, read_samples, read_tests
-from rerank.matrix import TaskMatrix
-from rerank.methods import Ranking, bind_reranker
-from rerank.scoring import TaskScore, mean_scores, score_task
-from rerank.significance import add_statistics
-from rerank.verdicts import (
+from rerank.ground_truth import (
     baseline_scores,
     baseline_task_scores,
     evalplus_verdicts,
     file_verdicts,
     read_baseline,
 )
+from rerank.inputs import TestSet, read_samples, read_tests
+from rerank.matrix import TaskMatrix
+from rerank.reranker import MethodSpec, Ranking, bind_reranker, default_methods, reranker_spec
+from rerank.scoring import TaskScore, mean_scores, score_task
+from rerank.significance import add_statistics
 
-__all__ = ["MethodSpec", "RerankConfig", "RerankResult", "LoadedRun", "load", "run", "DEFAULT_METHODS",
-           "baseline_scores", "read_baseline"]
+__all__ = ["RerankConfig", "RerankResult", "LoadedRun", "load", "run", "baseline_scores", "read_baseline"]
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 """Given a step's description, returns a ``(done, total)`` callback (progress bars)."""
 Notify = Callable[[str], None]
 """Receives one-line notices: what was reused from the caches (the CLI prints them)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class MethodSpec:
-    """One reported method: a registered reranker with bound options."""
-
-    name: str
-    """Name in reports, e.g. ``codet-rw[codet]``."""
-    reranker: str
-    """Registry name."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword options for the reranker."""
-
-
-DEFAULT_METHODS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="random", reranker="random"),
-    MethodSpec(name="codet", reranker="codet"),
-    MethodSpec(name="codet-rw", reranker="codet-rw", options={"p": 0.8, "combine": "paper"}),
-    MethodSpec(name="codet-rw[codet]", reranker="codet-rw", options={"p": 0.8, "combine": "codet"}),
-    MethodSpec(name="mbr-exec", reranker="mbr-exec"),
-    MethodSpec(name="b4", reranker="b4", options={"beta_0": 1e5, "alpha_xy": 1e3}),
-)
-"""Every built-in method with its documented defaults."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,14 +76,15 @@ class RerankConfig:
     """Solutions file (ours, EvalPlus samples, or CodeT's)."""
     tests: tuple[tuple[str, str], ...]
     """``(label, path)`` of each test generations file."""
-    dataset: str = "humaneval+"
-    """Dataset name (``humaneval+``, ``mbpp+``, ``humaneval``)."""
+    dataset: str = DEFAULT_DATASET
+    """Dataset name (a registered dataset: ``testgen datasets`` lists them)."""
     dataset_path: str | None = None
     """Explicit dataset file."""
     prompts: str | None = None
     """CodeT prompt file for matching CodeT-format prompts (found next to the inputs if None)."""
-    methods: tuple[MethodSpec, ...] = DEFAULT_METHODS
-    """Methods to report."""
+    methods: tuple[MethodSpec, ...] = field(default_factory=default_methods)
+    """Methods to report (default: every built-in reranker its spec marks as a default, with its
+    documented options: :func:`rerank.reranker.default_methods`)."""
     tests_per_generation: int | None = 5
     """First N tests of each generation (CodeT: 5)."""
     timeout: float = 0.1
@@ -205,32 +183,14 @@ class LoadedRun:
     """Seconds: read, matrix, verdicts."""
 
 
-def _learned_overlap(spec: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]], notify: Notify) -> dict[str, int]:
-    """How many scored tasks the learned model was trained on (its figures there are in-sample)."""
-    from rerank.learned import default_model_path, load_model, training_fingerprint
-
-    model = load_model(spec.options.get("model") or default_model_path())
-    prints = model.training.get("task_fingerprints") or {}
-    out: dict[str, int] = {}
-    for label, by_task in matrices.items():
-        same_task = sum(1 for t in by_task if t in prints)
-        same_pool = sum(1 for t, m in by_task.items() if prints.get(t) == training_fingerprint(m))
-        out[f"learned_trained_on_task[{label}]"] = same_task
-        out[f"learned_trained_on_same_pool[{label}]"] = same_pool
-        if same_task:
-            notify(f"warning: {spec.name}: its model was trained on {same_task} of these {len(by_task)} tasks "
-                   f"({same_pool} with this very pool): its figures there are in-sample, not a measure of "
-                   f"how it generalises; see its cross-validated figures ('cv' in the model file)")
-    return out
-
-
-def _with_sizes(matrix: TaskMatrix, task: TaskInputs) -> TaskMatrix:
+def _with_sizes(matrix: TaskMatrix, task: TaskInputs, authors: tuple[tuple[int, ...], ...] | None = None) -> TaskMatrix:
     from rerank.features import with_pool_info
 
     return with_pool_info(
         matrix,
         sizes=[len(s.completion if s.completion is not None else s.code) for s in task.first_solution],
         logprobs=[s.logprob for s in task.first_solution],
+        authors=authors,
     )
 
 
@@ -341,7 +301,9 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, cache: Path, *, need_
             notify=_labelled(notify, ts.label) if several else notify,
         )
         for task in inputs.prepared[ts.label]:
-            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task)
+            # SG: which solution each test was written for (None for placeholder tests)
+            authors = sg_authors(task, inputs.samples[task.task_id], ts.tests.get(task.task_id, []))
+            matrices[ts.label][task.task_id] = _with_sizes(matrices[ts.label][task.task_id], task, authors)
     return matrices
 
 
@@ -352,7 +314,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, cache: Path, *, progress: Prog
     ``--verdicts`` file as ``original``. Never given to a reranker, only to the scoring."""
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     if config.evalplus:
-        from evaluation.verdicts import has_plus_inputs
+        from evaluation.correctness import has_plus_inputs
 
         dataset = inputs.dataset
         # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
@@ -374,7 +336,7 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     ``notify`` receives a line for each cache that was reused, saying how much of it."""
     t_start = time.perf_counter()
     methods = [(m, bind_reranker(m.reranker, m.options)) for m in config.methods]  # unknown options: refused first
-    need_outputs = any(m.reranker in ("mbr-exec", "learned") for m in config.methods)
+    need_outputs = any(reranker_spec(m.reranker).needs_outputs for m in config.methods)
     loaded = load(config, need_outputs=need_outputs, progress=progress, notify=notify)
     timings = dict(loaded.timings)
     t0 = time.perf_counter()
@@ -467,9 +429,8 @@ def _counts(loaded: LoadedRun, config: RerankConfig, notify: Notify) -> dict[str
         counts[f"checked_child[{ts.label}]"] = sum(len(flags) - sum(flags) for flags in trusted)
         counts[f"pairs_checked_trusted_code[{ts.label}]"] = sum(
             sum(flags) * len(t.programs) for flags, t in zip(trusted, prepared[ts.label]))
-    for spec in config.methods:
-        if spec.reranker == "learned":
-            counts |= _learned_overlap(spec, matrices, notify)
+    for method in config.methods:
+        counts |= reranker_spec(method.reranker).counts(method, matrices, notify)
     return counts
 
 

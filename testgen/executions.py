@@ -2,7 +2,7 @@
 executor with coverage measured, and kept in a resumable cache (``EVAL/executions.jsonl``,
 keyed by program, test, timeout and :data:`CACHE_VERSION`); branch coverage of a set of tests
 computed from the cached arcs (:mod:`testgen.coverage`). Split out of
-:mod:`testgen.evaluate_run`, which decides what to run and turns the results into metrics.
+:mod:`testgen.commands.score_tests`, which decides what to run and turns the results into metrics.
 """
 
 from __future__ import annotations

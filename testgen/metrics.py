@@ -2,7 +2,7 @@
 Code" (arXiv 2310.05727): pass rate P, deduplicated pass rate P', coverage rate C, correctness by
 test position (Figure 3) and the split by correctness of the prompt's code (Table 4).
 
-Definitions (``PAPER_NOTES.md`` section 1), for M problems x N generations:
+Definitions (the paper's, as ``docs/metrics.md`` quotes them), for M problems x N generations:
 
 * Q_ij: the first ``tests_per_generation`` (3) tests of generation j of problem i, n_ij of them;
   p_ij of them pass against the oracle (the HumanEval+ reference solution).
@@ -18,6 +18,11 @@ Definitions (``PAPER_NOTES.md`` section 1), for M problems x N generations:
   paper does not say what it counts as. :class:`EmptyPolicy` ``zero`` (default) counts it as 0 in
   P, P' and C, keeping the paper's 1/(MN) denominator (a model that writes no usable test is not
   rewarded); ``exclude`` leaves it out. Both variants are always reported, with the count.
+
+P, P' and C are the built-in entries of :data:`METRICS`, the registry of the headline metrics
+``testgen eval`` writes into ``metrics.json`` (a :class:`MetricSpec`: a name, a title, and a
+function of the generations' results); third parties add theirs through the ``testgen.metrics``
+entry-point group and ``testgen eval`` reports them beside P, P' and C (``docs/extending.md``).
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ import enum
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaluation.errors import TestgenError
 from evaluation.records import Outcome
+from evaluation.registry import Registry
 from testgen.coverage import CoverageCounts, CoverageMeasure
 
 __all__ = [
@@ -47,6 +54,11 @@ __all__ = [
     "per_task",
     "summarize",
     "generation_record",
+    "MetricContext",
+    "MetricSpec",
+    "METRICS",
+    "RESERVED_KEYS",
+    "metric_specs",
 ]
 
 
@@ -287,6 +299,66 @@ def _quantiles(values: list[float]) -> dict[str, float] | None:
     return {"min": min(values), "q1": qs[0], "median": qs[1], "q3": qs[2], "max": max(values)}
 
 
+@dataclass(frozen=True, kw_only=True)
+class MetricContext:
+    """How ``testgen eval`` was asked to count: what a metric's value may depend on besides the results."""
+
+    empty: EmptyPolicy = EmptyPolicy.ZERO
+    """What a generation without tests counts as (the headline value; the other is a variant)."""
+    measure: CoverageMeasure = CoverageMeasure.TOTAL
+    """Which coverage.py percentage C is."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricSpec:
+    """A headline metric of ``testgen eval``: one fraction from the generations' results."""
+
+    name: str
+    """Its key in ``metrics.json`` (and under ``variants``)."""
+    title: str
+    """Its row in ``testgen eval``'s table; ``{measure}`` stands for the coverage measure."""
+    help: str
+    """What it measures, in one or two sentences (``docs/metrics.md``)."""
+    compute: Callable[[Sequence[GenerationResult], MetricContext], float | None]
+    """The value in [0, 1] over the generations (``None`` when there is nothing to average)."""
+    citation: str = ""
+    """The paper that defines it."""
+
+
+_PAPER = "Xiong, Guo, Chen, The Program Testing Ability of Large Language Models for Code, arXiv 2310.05727"
+PASS_RATE = MetricSpec(name="pass_rate", title="P (pass rate)", citation=_PAPER,
+                       help="P: mean over generations of the share of their kept tests that pass on the reference.",
+                       compute=lambda gens, ctx: pass_rate(gens, empty=ctx.empty))
+DEDUP_PASS_RATE = MetricSpec(name="dedup_pass_rate", title="P' (dedup pass rate)", citation=_PAPER,
+                             help="P': P after removing duplicate tests within a generation.",
+                             compute=lambda gens, ctx: dedup_pass_rate(gens, empty=ctx.empty))
+COVERAGE = MetricSpec(name="coverage", title="C (coverage, {measure})", citation=_PAPER,
+                      help="C: mean over generations of the reference's branch coverage by their kept tests.",
+                      compute=lambda gens, ctx: coverage_rate(gens, measure=ctx.measure, empty=ctx.empty))
+
+METRICS: Registry[MetricSpec] = Registry("metric", entry_point_group="testgen.metrics")
+"""The headline metrics of ``testgen eval`` by name; plugins add theirs through ``testgen.metrics``."""
+METRICS.register("pass_rate", "testgen.metrics:PASS_RATE")
+METRICS.register("dedup_pass_rate", "testgen.metrics:DEDUP_PASS_RATE")
+METRICS.register("coverage", "testgen.metrics:COVERAGE")
+
+RESERVED_KEYS = frozenset({
+    "coverage_measure", "empty_generations", "variants", "by_position", "counts", "per_task_distribution",
+    "prompt_coverage", "prompt_correctness", "code_pass1", "run", "options", "checks", "execution", "mutation",
+    "warnings"})
+"""Keys ``metrics.json`` holds besides the metrics: no metric may take one of these names."""
+
+
+def metric_specs() -> list[MetricSpec]:
+    """Every registered metric: the built-ins (P, P', C) in their order, then the plugins' by name."""
+    names = [*METRICS.builtins(), *sorted(n for n in METRICS.names() if METRICS.is_plugin(n))]
+    specs = [METRICS.get(n) for n in names]
+    for spec in specs:
+        if spec.name in RESERVED_KEYS:
+            raise TestgenError(f"metric {spec.name!r}: its name is a key metrics.json already has")
+    return specs
+
+
 def summarize(
     gens: Sequence[GenerationResult],
     *,
@@ -310,18 +382,14 @@ def summarize(
     def task_values(key: str) -> list[float]:
         return [v[key] for v in tasks.values() if v[key] is not None]
 
+    metrics = metric_specs()
+    here, there = MetricContext(empty=empty, measure=measure), MetricContext(empty=other, measure=measure)
     body: dict[str, Any] = {
-        "pass_rate": pass_rate(gens, empty=empty),
-        "dedup_pass_rate": dedup_pass_rate(gens, empty=empty),
-        "coverage": coverage_rate(gens, measure=measure, empty=empty),
+        **{m.name: m.compute(gens, here) for m in metrics},
         "coverage_measure": measure.value,
         "empty_generations": empty.value,
         "variants": {
-            f"empty_{other.value}": {
-                "pass_rate": pass_rate(gens, empty=other),
-                "dedup_pass_rate": dedup_pass_rate(gens, empty=other),
-                "coverage": coverage_rate(gens, measure=measure, empty=other),
-            },
+            f"empty_{other.value}": {m.name: m.compute(gens, there) for m in metrics},
             **{
                 f"coverage_{m.value}": coverage_rate(gens, measure=m, empty=empty)
                 for m in CoverageMeasure

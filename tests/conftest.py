@@ -101,3 +101,20 @@ def cpu_load() -> Callable[[int], contextlib.AbstractContextManager[None]]:
                 p.join()
 
     return load
+
+
+@pytest.fixture
+def use_dataset_spec() -> Iterator[Callable[[Any], None]]:
+    """``use(spec)``: register ``spec`` in place of the dataset of its name for this test (e.g. a
+    download URL pointed at a local server); the original is put back afterwards."""
+    from evaluation.datasets import DATASETS, dataset_spec
+
+    saved: list[Any] = []
+
+    def use(spec: Any) -> None:
+        saved.append(dataset_spec(spec.name))
+        DATASETS.register(spec.name, spec, replace=True)
+
+    yield use
+    for spec in reversed(saved):
+        DATASETS.register(spec.name, spec, replace=True)

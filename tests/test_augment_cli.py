@@ -196,3 +196,16 @@ def test_contracts_borrowed_from_mbppplus_and_dropped_where_they_do_not_fit(shar
     report = json.loads((tmp_path / "mbpp.report.json").read_text())
     assert report["tasks"]["MbppEval/9"]["stats"]["contract_dropped"] == 1
     assert report["tasks"]["MbppEval/3"]["stats"].get("contract", 0) > 0  # candidates the contract rejected
+
+
+def test_the_library_function_is_the_command_without_the_command_line(remade: dict[str, Path]) -> None:
+    """testgen.commands.augment(AugmentCommandConfig(...)) writes what 'testgen augment' wrote."""
+    import testgen.commands
+    from testgen.commands.augment_inputs import AugmentCommandConfig
+
+    out = remade["root"] / "library.jsonl"
+    report = testgen.commands.augment(AugmentCommandConfig(
+        dataset="humaneval+", dataset_path=str(remade["noplus"]), seed_files=(str(remade["run"]),), max_inputs=60,
+        seed=7, out=str(out), workers=2))
+    assert report.reused == 0 and set(report.tasks) == set(TASKS)
+    assert _records(out) == _records(remade["out"])

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from evaluation.augment.release import MAX_INPUT_CHARS, canonical_input, release_record, to_json_value
+from evaluation.augment.release import MAX_INPUT_CHARS, canonical_input, plus_format, release_record, to_json_value
 from evaluation.augment.typed_mutation import (
     Ingredients,
     Mutation,
@@ -163,9 +163,16 @@ def test_canonical_input_mbpp_restores_tuples_for_the_tasks_evalplus_lists() -> 
 def test_release_record_of_mbpp_sanitized_holds_the_whole_program() -> None:
     p = Problem(task_id="MbppEval/3", dataset="mbpp", prompt="def f(n):\n    '''doc'''\n",
                 entry_point="f", canonical_solution="    return n\n", test="def check(candidate):\n    assert f(1) == 1\n")
-    rec = release_record(p, base=[(1,)], plus=[(2,), (3,)])
+    rec = release_record(p, kind="mbpp", base=[(1,)], plus=[(2,), (3,)])
     assert rec["canonical_solution"] == p.prompt + p.canonical_solution  # MBPP+ stores the whole program
     assert rec["base_input"] == [[1]] and rec["plus_input"] == [[2], [3]]
     assert to_json_value({1, 2}) == [1, 2] and to_json_value(1 + 2j) == "(1+2j)"
     with pytest.raises(ValueError):
         to_json_value(object())
+
+
+def test_the_release_format_of_an_augmented_suite_comes_from_the_dataset_specs() -> None:
+    # itself when EvalPlus's inputs judge it; its judge (judged_as); else its family's EvalPlus dataset
+    assert [getattr(plus_format(n), "name", None) for n in ("humaneval+", "humaneval", "mbpp+", "mbpp")] == \
+        ["humaneval+", "humaneval+", "mbpp+", "mbpp+"]
+    assert [getattr(plus_format(n), "evalplus_release", None) for n in ("humaneval", "mbpp")] == ["humaneval", "mbpp"]

@@ -100,7 +100,7 @@ def test_mbpp_contract_is_placed_at_the_top_of_the_body_with_its_indentation() -
     p = Problem(task_id="Mbpp/1", dataset="mbpp+", prompt="", entry_point="h",
                 canonical_solution="import math\ndef h(x):\n  '''doc'''\n  y = x\n  return y\n",
                 contract='\n    assert isinstance(x, int), "invalid inputs" # $_CONTRACT_$\n')
-    program = reference_with_contract(p)
+    program = reference_with_contract(p, "mbpp")
     assert '  assert isinstance(x, int), "invalid inputs"' in program
     compile(program, "p", "exec")
     namespace: dict[str, object] = {}

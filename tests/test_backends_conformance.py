@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conformance import check_backend
 
 from evaluation.datasets import load_dataset
 from evaluation.errors import UnknownName
 from testgen.backends import BACKENDS, create_backend
-from testgen.backends.base import Backend, Generation, Prompt, Sampling, options_help
+from testgen.backends.base import Backend, Generation, Prompt, Sampling
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -33,12 +34,8 @@ def test_builtins_registered() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_options_documented_and_validated(name: str) -> None:
+    check_backend(name)  # a backend class that declares its capabilities and documents its options
     cls = BACKENDS.get(name)
-    assert issubclass(cls, Backend) and cls.name == name
-    assert dataclasses.is_dataclass(cls.Options) and cls.Options.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    for field_name, _default, doc in options_help(cls.Options):
-        assert doc, f"{name}: option {field_name} has no docstring"
-    assert cls.runtime_options <= {f.name for f in dataclasses.fields(cls.Options)}
     fields = [f.name for f in dataclasses.fields(cls.Options)]
     bogus = (fields[0] + "x") if fields else "temperature"
     with pytest.raises(UnknownName) as err:

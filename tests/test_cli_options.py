@@ -1,5 +1,5 @@
 """The options both CLIs share (``--dataset``, ``--dataset-path``, ``--workers``, ``--timeout``,
-``--debug``) are defined once, in :mod:`evaluation.cli_common`: every command that has one has
+``--debug``) are defined once, in :mod:`commandline`: every command that has one has
 it with the same type, and its default (where it has one) is stated in ``--help``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from evaluation.cli_common import DatasetFile, DatasetName, PositiveFloat, PositiveInt, run_cli
+from commandline import DatasetFile, DatasetName, PositiveFloat, PositiveInt, run_cli
 from rerank.cli import rerank_cmd
 from rerank.cli_train import train_cmd
 from testgen.cli import COMMANDS, cli

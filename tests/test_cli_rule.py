@@ -7,7 +7,7 @@ the option) where there is one, and no traceback. A failure while running exits 
 line. A torn last line in a run directory that ``testgen eval`` reads (our own output, from a
 killed ``testgen run``) is dropped with one ``warning:`` line instead.
 
-The commands are invoked through :func:`evaluation.cli_common.run_cli`, the path the console
+The commands are invoked through :func:`commandline.run_cli`, the path the console
 scripts take. :data:`NOT_APPLICABLE` says why a command has no case of a kind; the second test
 fails when a command is added without cases (or a reason) for every kind.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.cli_common import run_cli
+from commandline import run_cli
 from testgen.cli import COMMANDS, cli
 
 KINDS = ("missing file", "empty file", "truncated last line", "unknown task", "unknown dataset", "bad count")

@@ -19,7 +19,8 @@ from click.testing import CliRunner
 
 from evaluation.errors import DatasetNotFound
 from testgen import __version__
-from testgen.cli import COMMANDS, FriendlyCommand, cli, run_cli
+from commandline import FriendlyCommand, run_cli
+from testgen.cli import COMMANDS, cli
 
 HEP = "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz"
 MBPPP = "mbppplus/MbppPlus-v0.2.0.jsonl.gz"

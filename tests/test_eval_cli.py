@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from testgen.cli import cli, run_cli
+from commandline import run_cli
+from testgen.cli import cli
 
 HE0 = "has_close_elements"
 GOOD = [

@@ -1,4 +1,4 @@
-"""Tests for ``testgen.extraction``: CodeT parity on CodeT's real data, the robust mode on a
+"""Tests for ``evaluation.extraction``: CodeT parity on CodeT's real data, the robust mode on a
 hand-checked sample of real CodeGen-Mono-16B generations, and one synthetic case per robustness
 rule (fences, prose, split asserts, truncation, ``candidate``, no entry point, chat answers).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from testgen.extraction import Extraction, extract_tests
+from evaluation.extraction import Extraction, extract_tests
 
 TEST_CASE_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
 REFERENCE_FILE = "codet_reference_outcomes_codegen16B.jsonl.gz"
@@ -458,7 +458,7 @@ def test_unknown_mode_is_rejected() -> None:
 
 
 def test_canonical_test_ignores_layout_only() -> None:
-    from testgen.extraction import canonical_test
+    from evaluation.extraction import canonical_test
 
     assert canonical_test("assert \tadd(1,2)==3") == "assert add(1, 2) == 3"
     assert canonical_test("assert (\n    add(1, 2) == 3\n)") == "assert add(1, 2) == 3"

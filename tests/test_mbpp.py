@@ -12,7 +12,7 @@ import hashlib
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,9 +25,9 @@ from evaluation.datasets import FoundBy, load_dataset, locate_dataset
 from evaluation.errors import DatasetNotFound, RecordError
 from evaluation.executor import AssertTest, Job, Limits, execute
 from evaluation.human_tests import human_tests
-from evaluation.mbpp import read_codet_mbpp, reindent_body
+from evaluation.datasets.mbpp import read_codet_mbpp, reindent_body
 from evaluation.records import Solution
-from evaluation.verdicts import judge_solutions
+from evaluation.correctness import judge_solutions
 from testgen.cli import cli
 from testgen.prompting import builtin_template, code_generation_head, placeholder_code, render
 
@@ -178,15 +178,16 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def test_checked_download_of_codets_plain_jsonl(
-    shared_data: Path, server: tuple[str, Path], isolated: Path, monkeypatch: pytest.MonkeyPatch
+    shared_data: Path, server: tuple[str, Path], isolated: Path, monkeypatch: pytest.MonkeyPatch,
+    use_dataset_spec: Callable[[ds.DatasetSpec], None],
 ) -> None:
     base, www = server
     content = gzip.decompress((shared_data / CODE).read_bytes())
     (www / "mbpp.jsonl").write_bytes(content)
-    spec = ds.SPECS["mbpp"]
-    assert spec.sha256 == hashlib.sha256(content).hexdigest()  # the pinned CodeT commit's file
+    spec = ds.dataset_spec("mbpp").file
+    assert spec is not None and spec.sha256 == hashlib.sha256(content).hexdigest()  # the pinned CodeT commit's file
     assert spec.url is not None and "raw.githubusercontent.com/microsoft/CodeT/" in spec.url
-    monkeypatch.setitem(ds.SPECS, "mbpp", replace(spec, url=f"{base}/mbpp.jsonl"))
+    use_dataset_spec(replace(ds.dataset_spec("mbpp"), file=replace(spec, url=f"{base}/mbpp.jsonl")))
     data = load_dataset("mbpp")
     assert (data.found_by, len(data)) == (FoundBy.DOWNLOAD, 427)
     assert (isolated / spec.file_name).read_bytes() == content
@@ -247,7 +248,7 @@ def test_evaluate_cli_on_mbpp(mbpp: ds.Dataset, shared_data: Path, tmp_path: Pat
     assert "75.0" in res.output  # pass@1 = (1 + 1/2) / 2
     res = CliRunner().invoke(cli, ["evaluate", "--dataset", "mbpp", "--dataset-path", str(shared_data / CODE),
                                    "--samples", str(samples), "--evaluator", "evalplus"])
-    assert res.exit_code == 2 and "MBPP sanitized has none" in res.output
+    assert res.exit_code == 2 and "MBPP (sanitized) has none" in res.output
 
 
 def test_datasets_lists_mbpp(shared_data: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -304,7 +305,7 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
     """CodeT's MBPP test generations are not in the shared data; a file in CodeT's format on its
     real MBPP test prompts (one made-up sample each) shows which tasks a replay matches by
     prompt text: all but the 12 repaired ones."""
-    from testgen.pipeline import RunConfig, run
+    from testgen.commands.write_tests import RunConfig, run
     from testgen.settings import Setting
 
     raw = _raw(shared_data, TESTS)
@@ -325,8 +326,8 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
 
 
 def test_every_setting_runs_on_mbpp_and_eval_uses_the_repaired_oracle(shared_data: Path, tmp_path: Path) -> None:
-    from testgen.evaluate_run import evaluate_run
-    from testgen.pipeline import RunConfig, run
+    from testgen.commands.score_tests import eval as eval_run
+    from testgen.commands.write_tests import RunConfig, run
     from testgen.settings import Setting
 
     path = str(shared_data / CODE)
@@ -343,9 +344,9 @@ def test_every_setting_runs_on_mbpp_and_eval_uses_the_repaired_oracle(shared_dat
     assert oracle[0]["prompt"].startswith(refs[0].reference_code)  # the repaired reference is shown
     # MbppEval/2's reference defines similar_elements under CodeT's docstring, re-indented
     assert "    res = tuple(set(test_tup1) & set(test_tup2))" in oracle[0]["prompt"]
-    m = evaluate_run(tmp_path / "cross").metrics
+    m = eval_run(tmp_path / "cross").metrics
     assert m["options"]["reference_dataset"] == "mbpp" and m["counts"]["tests_kept"] == 12
-    m = evaluate_run(tmp_path / "self").metrics  # the fake model's constants fail the asserts
+    m = eval_run(tmp_path / "self").metrics  # the fake model's constants fail the asserts
     assert m["code_pass1"] == 0.0 and m["prompt_correctness"]["only_correct"]["tasks"] == 2
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from evaluation.mutation import OPERATORS, mutants_of
+from evaluation.mutants import OPERATORS, mutants_of
 
 CLAMP = '''def clamp(x: int) -> int:
     """Clamp x at zero from below."""

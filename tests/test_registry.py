@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conformance import check_dataset
 
 from evaluation import registry as registry_module
-from evaluation.datasets import DATASETS, SPECS, Dataset
+from evaluation.datasets import DATASETS
 from evaluation.errors import MissingDependency, TestgenError, UnknownName
 from evaluation.registry import Registry
 
@@ -45,9 +45,8 @@ def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, group: str, entries: list[tuple[str, str]]) -> None:
     """Monkeypatch importlib.metadata.entry_points to report ``entries`` for ``group``."""
-    from importlib.metadata import EntryPoint
-
     import importlib.metadata as md
+    from importlib.metadata import EntryPoint
 
     real = md.entry_points
 
@@ -118,7 +117,7 @@ def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch, plugin_dir: Path) 
 def test_dataset_plugin_through_entry_point(monkeypatch: pytest.MonkeyPatch, plugin_dir: Path) -> None:
     _fake_entry_points(monkeypatch, "testgen.datasets", [("tiny", "fake_plugin:tiny_dataset")])
     reg: Registry[object] = Registry("dataset", entry_point_group="testgen.datasets")
-    reg.register("humaneval", "evaluation.datasets:load_humaneval")
+    reg.register("humaneval", "evaluation.datasets.humaneval:SPEC")
     assert reg.names() == ["humaneval", "tiny"]
     sys.modules.pop("fake_plugin", None)
 
@@ -146,30 +145,15 @@ def test_unknown_entry_point_group_is_empty() -> None:
 
 @pytest.mark.parametrize("name", DATASETS.names())
 def test_dataset_conformance(name: str, shared_data: Path) -> None:
-    loader = DATASETS.get(name)
-    signature = inspect.signature(loader)
-    # Keyword-only options, and only the documented one.
-    assert list(signature.parameters) == ["path"]
-    assert signature.parameters["path"].kind is inspect.Parameter.KEYWORD_ONLY
-    assert inspect.getdoc(loader)
-    with pytest.raises(TypeError):
-        loader(pathh="x")  # a misspelled option is rejected, not swallowed
-    # Every built-in has a spec (version, citation, license) and loads its stated size.
-    spec = SPECS[name]
-    assert spec.citation and spec.license and spec.version
-    rel = SHARED_FILES[name]
-    dataset = loader(path=shared_data / rel) if rel else loader()
-    assert isinstance(dataset, Dataset)
-    assert (dataset.name, len(dataset)) == (name, spec.expected_size)
-    for problem in dataset:
-        assert problem.dataset == name
-        assert problem.prompt and problem.entry_point and problem.canonical_solution
-        assert dataset[problem.task_id] is problem
+    """Every registered dataset, a plugin's too: its spec describes it and its loader loads what
+    the spec says (:func:`conformance.check_dataset`). A built-in is read from the shared data; a
+    plugin finds its own."""
+    rel = SHARED_FILES.get(name)
+    check_dataset(name, shared_data / rel if rel else None)
 
 
-def test_every_registered_dataset_is_listed_in_specs() -> None:
-    assert set(DATASETS.names()) == set(SPECS) == set(SHARED_FILES)
-
+def test_every_builtin_dataset_is_tested_on_the_shared_data() -> None:
+    assert set(DATASETS.builtins()) == set(SHARED_FILES)
 
 
 # --- one mechanism for every kind of plug-in ---------------------------------------------------
@@ -178,18 +162,31 @@ def test_every_registered_dataset_is_listed_in_specs() -> None:
 def test_backends_datasets_and_rerankers_share_one_registry_and_the_declared_groups() -> None:
     """Each kind is a :class:`Registry` whose entry-point group is one ``pyproject.toml``
     declares, so a third-party plug-in is one file plus one entry point, and a built-in one
-    file plus one ``register`` line; each kind has its conformance test (datasets above,
-    backends in ``test_backends_conformance.py``, rerankers in ``test_rerank_methods.py``)."""
+    file plus one ``register`` line; each kind has its conformance test (``tests/conformance.py``:
+    datasets above, backends in ``test_backends_conformance.py``, rerankers in
+    ``test_rerank_methods.py``, metrics in ``test_metrics.py``; the example plugins in
+    ``tests/plugins/``)."""
     tomllib = pytest.importorskip("tomllib")
-    from rerank.methods import RERANKERS
+    from rerank.reranker import RERANKERS
     from testgen.backends import BACKENDS
+    from testgen.metrics import METRICS
 
     with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as fh:
         groups = set(tomllib.load(fh)["project"]["entry-points"])
-    kinds = {"backend": BACKENDS, "dataset": DATASETS, "reranker": RERANKERS}
+    kinds = {"backend": BACKENDS, "dataset": DATASETS, "reranker": RERANKERS, "metric": METRICS}
     for kind, reg in kinds.items():
         assert isinstance(reg, Registry) and reg.kind == kind
         assert reg.entry_point_group in groups, (kind, reg.entry_point_group, groups)
         for name in reg.names():  # built-ins are lazy "module:attr" paths, resolved by the registry
             assert ":" in reg.target(name), (kind, name)
     assert {reg.entry_point_group for reg in kinds.values()} == groups
+
+
+def test_a_task_id_names_the_datasets_whose_shape_it_has() -> None:
+    """A samples file of another dataset's tasks is refused saying which ``--dataset`` was meant,
+    from the specs' task-id shapes."""
+    from evaluation.solutions import datasets_hint
+
+    assert datasets_hint("Mbpp/2").endswith("of mbpp+ (--dataset)")
+    assert "humaneval, humaneval+" in datasets_hint("HumanEval/163")
+    assert datasets_hint("MbppEval/11").endswith("of mbpp (--dataset)") and datasets_hint("Other/1") == ""

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from testgen.cli import cli, run_cli
+from commandline import run_cli
+from testgen.cli import cli
 
 RAW = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
 PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
@@ -26,8 +27,8 @@ PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
 
 @pytest.fixture(scope="module")
 def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from testgen.evaluate_run import EvalOptions, evaluate_run
-    from testgen.extraction import extract_tests
+    from testgen.commands.score_tests import EvalOptions, eval as eval_run
+    from evaluation.extraction import extract_tests
 
     prompts = {}
     with gzip.open(shared_data / PROMPTS, "rt") as fh:
@@ -49,7 +50,7 @@ def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
                                                   "unparsable": ex.dropped_unparsable}}) + "\n")
     (run / "config.json").write_text(json.dumps({"dataset": "humaneval+", "setting": "placeholder",
                                                  "model": "codegen-16b", "backend": "replay"}))
-    evaluate_run(run, EvalOptions(dataset_path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",
+    eval_run(run, EvalOptions(dataset_path=shared_data / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz",
                                   workers=2))
     return run
 

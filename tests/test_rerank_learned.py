@@ -38,6 +38,7 @@ from rerank.learned import (
     load_model,
     ranking_from_scores,
     save_model,
+    shipped_model_path,
 )
 from rerank.matrix import TaskMatrix
 from rerank.methods import b4, codet, mbr_exec
@@ -45,6 +46,9 @@ from rerank.methods import b4, codet, mbr_exec
 SOLUTIONS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
 TESTS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"
 MATRIX_ONLY = tuple(f.name for f in FEATURES if f.needs in ("matrix", "sizes"))
+INVARIANT = ("codet_pct", "b4_pct", "rw_pct", "rw_score_rel", "codet_score_rel", "b4_posterior", "b4_gap_per_test", "pool_share",
+             "agreement_share", "tests_passed_share", "soft_agreement")
+"""Features that must not change when every sample and every test occurrence is doubled."""
 """Features the reference outcomes support (they carry no output values)."""
 
 
@@ -110,7 +114,7 @@ def test_features_cannot_see_verdicts(reference_pool: LabelledPool) -> None:
     # A new field must not carry verdicts: extend this list only after checking that.
     assert [f.name for f in dataclasses.fields(TaskMatrix)] == [
         "task_id", "solution_keys", "solution_counts", "loaded", "test_keys", "test_counts", "test_positions",
-        "passed", "output_keys", "solution_sizes", "solution_logprobs",
+        "passed", "output_keys", "solution_sizes", "solution_logprobs", "test_authors",
     ]
     with pytest.raises(AttributeError):
         pool_features(reference_pool.verdicts["original"][0], MATRIX_ONLY)  # type: ignore[arg-type]
@@ -218,15 +222,33 @@ def test_model_file_round_trip_and_errors(reference_pool: LabelledPool, tmp_path
 
 
 def test_shipped_model_reports_its_cross_validated_figures() -> None:
+    """The shipped model was trained across the 40 shapes of CodeT's pool and carries its
+    cross-validated figures per held-out shape: never below the better of CodeT and B4."""
     model = load_model(default_model_path())
     assert set(model.features) <= set(FEATURE_NAMES)
     assert model.training["tasks"] == 164
+    shapes = model.training["shapes"]
+    assert len(shapes["shapes"]) == 40 and len(shapes["seeds"]) >= 3
+    assert shapes["range"]["samples"] == [5, 100] and shapes["range"]["tests_per_generation"][0] == 1
     cv = model.cv
-    assert cv is not None and cv["folds"] == 5 and len(cv["seeds"]) >= 3
-    figures = next(iter(cv["pass@1"].values()))
-    assert {"original", "base", "plus"} <= set(figures)
-    for kind in ("original", "base", "plus"):
-        assert {LEARNED, "codet", "b4", "mbr-exec", "random"} <= set(figures[kind])
+    assert cv is not None and cv["shapes"]["folds"] == 5 and len(cv["shapes"]["seeds"]) >= 3
+    figures = cv["shapes"]["pass@1"]
+    assert set(figures) == set(shapes["shapes"])
+    for per_kind in figures.values():
+        assert {"original", "base", "plus"} <= set(per_kind)
+        row = per_kind["original"]
+        assert {LEARNED, "codet", "b4", "codet-rw", "mbr-exec", "random"} <= set(row)
+        assert row[LEARNED] >= max(row["codet"], row["b4"])
+    selection = cv["shapes"]["selection"]
+    assert selection["target"] == "100x100x5" and len(selection["chosen"]) == 15
+    assert selection["limits"]["original"]["oracle_set"] > selection["summary"]["original"][LEARNED]["estimate"]
+    # the first model's configuration, for pools of CodeT's shape, records that shape
+    full = load_model(shipped_model_path("full"))
+    assert full.features == ("b4_log_gap", "log_codet_score_rel", "log_functional_overlap", "log_behaviour_share")
+    assert full.training["shapes"]["shapes"] == ["100x100x5"]
+    assert full.training["shapes"]["range"]["samples"] == [100, 100]
+    with pytest.raises(TestgenError, match="no shipped model"):
+        shipped_model_path("nope")
 
 
 @pytest.fixture(scope="module")
@@ -300,3 +322,44 @@ def test_a_model_is_also_scored_on_another_pool_of_the_same_tasks(reference_pool
         cross_validate(reference_pool, config, eval_pools=[LabelledPool(
             label="short", matrices=reference_pool.matrices[:10],
             verdicts={k: v[:10] for k, v in reference_pool.verdicts.items()})])
+
+
+def test_shape_invariant_features(reference_pool: LabelledPool) -> None:
+    """The within-task ranks and shares mean the same on a pool twice as large: doubling every
+    sample and every test occurrence leaves them unchanged; the percentiles are 1 exactly on the
+    method's pick and order the programs as the method's scores do."""
+    for m in reference_pool.matrices[:60]:
+        doubled = dataclasses.replace(m, solution_counts=2 * m.solution_counts, test_counts=2 * m.test_counts,
+                                      test_positions=tuple(p + p for p in m.test_positions))
+        assert np.allclose(pool_features(m, INVARIANT), pool_features(doubled, INVARIANT)), m.task_id
+        x = pool_features(m, ("codet_pct", "b4_pct", "codet_top", "b4_top", "codet_score_rel"))
+        assert ((0 <= x[:, :2]) & (x[:, :2] <= 1)).all()
+        for pct, top in ((0, 2), (1, 3)):
+            if x[:, top].any():
+                assert np.array_equal(x[:, pct] == 1.0, x[:, top] == 1.0), m.task_id
+        ranked = x[:, 4] > 0
+        order = np.argsort(x[ranked, 4])
+        assert (np.diff(x[ranked, 0][order]) >= -1e-12).all()  # codet_pct grows with CodeT's score
+        assert not x[~m.loaded, :2].any()
+
+
+def test_sg_features_use_which_solution_a_test_was_written_for() -> None:
+    """Hand-made SG pool: program 0 (2 samples) wrote tests t0, t1; program 1 wrote t2;
+    program 2 wrote nothing; t3 came from a generation whose solution is not in the pool."""
+    m = TaskMatrix.build(
+        task_id="T/0", solution_keys=["a", "b", "c"], solution_counts=[2, 1, 1], loaded=[True, True, True],
+        test_keys=["t0", "t1", "t2", "t3"], test_counts=[1, 2, 1, 1],
+        test_positions=[(0,), (1, 0), (0,), (0,)],
+        passed=[[1, 1, 0, 1], [0, 1, 1, 0], [1, 0, 0, 1]],
+    )
+    with pytest.raises(MissingFeatureInput, match="self-generated"):
+        pool_features(m, ("sg_own_tests_passed",))
+    sg = with_pool_info(m, authors=((0,), (0, 1), (1,), (-1,)))
+    x = pool_features(sg, ("sg_own_tests_passed", "sg_own_tests_support", "sg_others_tests_passed"))
+    # share of the loaded samples (4) passing each test: t0 3/4, t1 3/4, t2 1/4, t3 3/4
+    q = np.array([0.75, 0.75, 0.25, 0.75])
+    assert x[0].tolist() == pytest.approx([1.0, (q[0] + q[1]) / 2, 2 / 3])      # own: t0, t1; others: t1(b), t2, t3
+    assert x[1].tolist() == pytest.approx([1.0, (q[1] + q[2]) / 2, 1 / 3])      # own: t1, t2; others: t0, t1(a), t3
+    assert x[2].tolist() == pytest.approx([0.0, 0.0, 2 / 5])                    # owns nothing; passes t0, t3 of 5
+    with pytest.raises(ValueError, match="test_authors"):
+        with_pool_info(m, authors=((0,), (0,), (1,), (-1,)))

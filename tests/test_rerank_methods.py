@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from conformance import check_reranker
 
 from evaluation.errors import TestgenError, UnknownName
 from rerank.matrix import TaskMatrix
-from rerank.methods import RERANKERS, Ranking, b4, bind_reranker, codet, codet_rw, mbr_exec, random_pick
+from rerank.methods import RERANKERS, Ranking, b4, codet, codet_rw, mbr_exec, random_pick
+from rerank.reranker import expand_methods
 from rerank.scoring import expected_pass_at_k, mean_scores, score_task, unbiased_pass_at_k
 
 
@@ -215,24 +217,34 @@ def test_mean_scores_hard_subset() -> None:
     assert mean_scores([easy, hard], (1,), hard_only=True) == {"pass@1": pytest.approx(0.25), "tasks": 1.0}
 
 
-def test_registry_conformance_every_reranker() -> None:
-    mat = _m(
-        counts=[2, 1, 3],
-        loaded=[True, True, True],
-        passed=[[1, 1], [1, 0], [0, 1]],
-        test_counts=[1, 2],
-        outputs=[("x",), ("x",), ("y",)],
-    )
-    assert {"codet", "codet-rw", "mbr-exec", "b4", "random"} <= set(RERANKERS.names())
-    for name in RERANKERS.names():
-        fn = RERANKERS.get(name)
-        assert fn.__doc__ and fn.__module__, name
-        r = bind_reranker(name)(mat)
-        scores = [g.score for g in r.groups]
-        assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores), name
-        for g in r.groups:
-            assert len(g.members) == len(g.weights) and all(w > 0 for w in g.weights)
-        with pytest.raises(TestgenError, match="unknown option"):
-            bind_reranker(name, {"no_such_option": 1})
+@pytest.mark.parametrize("name", RERANKERS.names())
+def test_registry_conformance_every_reranker(name: str) -> None:
+    """Every registered reranker, a plugin's too (:func:`conformance.check_reranker`)."""
+    check_reranker(name)
+
+
+def test_builtin_rerankers_and_did_you_mean() -> None:
+    assert {"codet", "codet-rw", "mbr-exec", "b4", "random", "learned"} <= set(RERANKERS.names())
     with pytest.raises(UnknownName, match="did you mean"):
         RERANKERS.get("codt")
+
+
+def test_defaults_and_variants_come_from_the_specs() -> None:
+    """What ``rerank`` reports without --method, and how an option with variants expands: from the specs."""
+    methods = expand_methods(())
+    assert [(m.name, m.reranker, dict(m.options)) for m in methods] == [
+        ("random", "random", {}), ("codet", "codet", {}),
+        ("codet-rw", "codet-rw", {"p": 0.8, "combine": "paper"}),
+        ("codet-rw[codet]", "codet-rw", {"p": 0.8, "combine": "codet"}),
+        ("mbr-exec", "mbr-exec", {}), ("b4", "b4", {"beta_0": 1e5, "alpha_xy": 1e3})]
+    one = expand_methods(["codet-rw", "b4", "learned"], {"codet-rw": {"combine": "codet", "p": "0.5"},
+                                                         "b4": {"alpha_xy": "500"}})
+    assert [(m.name, dict(m.options)) for m in one] == [
+        ("codet-rw[codet]", {"p": 0.5, "combine": "codet"}), ("b4", {"beta_0": 1e5, "alpha_xy": 500.0}),
+        ("learned", {})]
+    with pytest.raises(TestgenError, match="must be <= 1"):
+        expand_methods(["codet-rw"], {"codet-rw": {"p": "1.5"}})
+    with pytest.raises(TestgenError, match="not one of paper, codet"):
+        expand_methods(["codet-rw"], {"codet-rw": {"combine": "sum"}})
+    with pytest.raises(TestgenError, match="expected float"):
+        expand_methods(["b4"], {"b4": {"beta_0": "many"}})

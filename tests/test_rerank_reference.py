@@ -75,7 +75,7 @@ def test_random_reproduces_released_number(reference) -> None:  # type: ignore[n
 
 
 def test_b4_matches_its_released_strategy_figure(reference) -> None:  # type: ignore[no-untyped-def]
-    # PAPER_NOTES: B4's released strategy code gives pass@1 41.5 on all 164 tasks here.
+    # B4's released strategy code gives pass@1 41.5 on all 164 tasks here.
     assert round(_score(reference, "b4", beta_0=1e5, alpha_xy=1e3)["pass@1"] * 100, 1) == 41.5
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.cli_common import run_cli
+from commandline import run_cli
 from evaluation.datasets import load_dataset
 from evaluation.io import read_jsonl, write_jsonl
 from rerank.cli import main, rerank_cmd
@@ -48,10 +48,16 @@ def slice_files(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         for g in range(N_GEN):
             gid = f"{tid}/gen/{g}"
             gen_rows.append({"task_id": tid, "generation_id": gid, "solution_id": None, "tests": by_gen.get(gid, [])})
+    # the same generations as if written with sample j in the prompt (testgen run --setting self), the
+    # first of each task for a solution that is not in the pool
+    ids = {tid: [s.solution_id for s in sols[tid][:N_SOL]] for tid in TASKS}
+    sg_rows = [dict(row, solution_id=ids[row["task_id"]][j % N_GEN % N_SOL] if j % N_GEN else "elsewhere/0")
+               for j, row in enumerate(gen_rows)]
     files = {"samples": root / "solutions.jsonl", "tests": root / "generations.jsonl",
-             "verdicts": root / "verdicts.jsonl", "root": root}
+             "sg": root / "sg-generations.jsonl", "verdicts": root / "verdicts.jsonl", "root": root}
     write_jsonl(files["samples"], sol_rows)
     write_jsonl(files["tests"], gen_rows)
+    write_jsonl(files["sg"], sg_rows)
     write_jsonl(files["verdicts"], ver_rows)
     return files
 
@@ -90,6 +96,69 @@ def test_train_then_rerank_with_the_model(slice_files: dict[str, Path], capsys: 
     run = json.loads((res_dir / "run.json").read_text())
     assert run["counts"]["learned_trained_on_same_pool[ph]"] == 6
     assert "95% bootstrap interval" in output.out
+
+
+def test_train_across_shapes_and_warn_outside_them(slice_files: dict[str, Path],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--shapes: subsampled shapes, task folds shared by them, a model that records its shapes;
+    rerank warns where a pool's shape is far outside them, and only there."""
+    f = slice_files
+    common = ["--samples", str(f["samples"]), "--tests", f"ph={f['tests']}", "--verdicts", str(f["verdicts"]),
+              "--no-evalplus", "--workers", "2", "--no-progress", "--cache-dir", str(f["root"] / "cache")]
+    out = f["root"] / "shapes"
+    status = run_cli(train_cmd, [*common, "--shapes", "5x2x1,20x100x5", "--transfer-shapes", "5x2x1",
+                                 "--shape-seeds", "0,1", "--folds", "3", "--seeds", "0", "--out", str(out)])
+    output = capsys.readouterr()
+    assert status == 0, output.err
+    assert "exact deadlines" in output.err
+    model = load_model(out / "model.json")
+    shapes = model.training["shapes"]
+    assert shapes["shapes"] == ["5x2x1", "20x100x5"] and shapes["seeds"] == [0, 1]
+    assert shapes["range"]["samples"] == [5, 20] and shapes["range"]["tests_per_generation"][0] == 1
+    assert model.training["tasks"] == len(TASKS) and model.training["pools"] == 4
+    assert model.cv is not None and set(model.cv["shapes"]["pass@1"]) == {"5x2x1", "20x100x5"}
+    report = (out / "cv-shapes.md").read_text()
+    assert "| 20x100x5 |" in report and "Transfer" in report and "trained on 5x2x1" in report
+    cvj = json.loads((out / "cv-shapes.json").read_text())
+    assert set(cvj["summary"]) == {"all", "5x2x1"} and len(cvj["fold_weights"]["all"]) == 3
+
+    # the slice pool (20 samples, all its generations, 5 tests each) is inside the range: no warning
+    def rerank_with(model_path: Path, name: str) -> str:
+        assert run_cli(rerank_cmd, [*common, "--method", "learned", "--model", str(model_path),
+                                    "--out", str(f["root"] / name)]) == 0
+        return capsys.readouterr().err
+
+    assert "far outside" not in rerank_with(out / "model.json", "inside")
+    # a model trained on 5 samples x 2 generations of single tests warns about this pool, per axis
+    small = f["root"] / "small"
+    assert run_cli(train_cmd, [*common, "--shapes", "5x2x1", "--shape-seeds", "0", "--no-cv", "--out", str(small)]) == 0
+    capsys.readouterr()
+    err = rerank_with(small / "model.json", "outside")
+    assert "samples per task 20 is far outside the model's training range 5-5" in err
+    assert "tests per generation" in err
+    assert run_cli(train_cmd, [*common, "--shapes", "5x2", "--out", str(f["root"] / "bad")]) == 2
+    assert "--shapes" in capsys.readouterr().err
+
+
+def test_self_generated_tests_feed_rerank(slice_files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """SG: generations that name the solution in their prompt carry it into the matrix; a model over
+    the SG features trains and ranks on such a pool, and is refused on placeholder tests."""
+    f = slice_files
+    common = ["--samples", str(f["samples"]), "--verdicts", str(f["verdicts"]), "--no-evalplus", "--workers", "2",
+              "--no-progress", "--cache-dir", str(f["root"] / "cache")]
+    out = f["root"] / "sg-model"
+    status = run_cli(train_cmd, [*common, "--tests", f"sg={f['sg']}", "--features", "sg", "--no-cv",
+                                 "--out", str(out)])
+    assert status == 0, capsys.readouterr().err
+    model = load_model(out / "model.json")
+    assert {"sg_own_tests_support", "sg_others_tests_passed"} & set(model.features)
+    assert run_cli(rerank_cmd, [*common, "--tests", f"sg={f['sg']}", "--method", "learned", "--method", "codet",
+                                "--model", str(out / "model.json"), "--out", str(f["root"] / "sg-rerank")]) == 0
+    capsys.readouterr()
+    status = run_cli(rerank_cmd, [*common, "--tests", f"ph={f['tests']}", "--method", "learned",
+                                  "--model", str(out / "model.json"), "--out", str(f["root"] / "sg-on-ph")])
+    err = capsys.readouterr().err
+    assert status != 0 and "self-generated tests" in err
 
 
 def test_train_refuses_bad_options(slice_files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.cli_common import run_cli
+from commandline import run_cli
 from evaluation.datasets import load_dataset
 from evaluation.io import read_jsonl, write_jsonl
 from rerank.inputs import read_samples, read_tests

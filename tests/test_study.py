@@ -45,7 +45,8 @@ def test_defaults_are_the_papers() -> None:
     assert (spec.n, spec.tests_per_generation, spec.test_temperature, spec.code_temperature) == (100, 3, 0.2, 0.2)
     assert (spec.temperatures, spec.samples, spec.top_p) == ((0.2, 0.6, 0.8), 200, 0.95)
     r = spec.rerank
-    assert (r.temperature, r.n, r.tests_per_generation, r.rw_p, r.methods) == (0.8, 100, 5, 0.8, ("codet", "codet-rw"))
+    assert (r.temperature, r.n, r.tests_per_generation, r.methods) == (0.8, 100, 5, ("codet", "codet-rw"))
+    assert (r.option("codet-rw", "p"), r.option("codet-rw", "combine")) == (0.8, "paper")  # the paper's RW
     assert spec.cross.temperature == 0.2 and spec.limit is None
 
 
@@ -88,7 +89,7 @@ def test_shipped_specs_parse() -> None:
     assert {"CodeGen-Mono-16B", "StarCoder-15B", "GPT-3.5-turbo", "WizardCoder-15B"} <= {
         m.paper_name for m in paper.models}
     assert [m.backend for m in paper.models].count("openai") == 1
-    assert len(paper.cross.models) == 4 and paper.rerank.rw_p == 0.8 and paper.samples == 200
+    assert len(paper.cross.models) == 4 and paper.rerank.option("codet-rw", "p") == 0.8 and paper.samples == 200
     offline = load_spec(STUDIES / "offline.toml")
     assert {m.backend for m in offline.models} == {"human", "replay", "hf"}
     assert offline.limit is not None

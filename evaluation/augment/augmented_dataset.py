@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.augment.inputgen import AugmentConfig, TaskAugment, TaskSeeds, augment_tasks
-from evaluation.augment.release import release_record, to_json_value
+from evaluation.augment.release import plus_format, release_record, to_json_value
 from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
+from evaluation.evalplus.oracles import EvalPlusRelease
 from evaluation.io import JsonlAppender, file_sha256, read_jsonl, write_jsonl
 
 __all__ = ["AugmentReport", "augment_dataset", "sidecar_paths", "evalplus_kind", "summarize"]
@@ -65,10 +66,14 @@ def sidecar_paths(out: str | os.PathLike[str]) -> tuple[Path, Path]:
     return p.with_name(name + ".progress.jsonl"), p.with_name(name + ".report.json")
 
 
-def evalplus_kind(dataset: Dataset) -> str:
-    """EvalPlus's kind of the dataset (``mbpp`` for MBPP sanitized and MBPP+: MBPP+'s input
-    deserialization and oracles, which key on the task number and the function's name)."""
-    return "mbpp" if dataset.name.startswith("mbpp") else "humaneval"
+def evalplus_kind(dataset: Dataset) -> EvalPlusRelease:
+    """EvalPlus's release whose input deserialization and oracles (keyed on the task number and
+    the function's name) apply to the dataset's augmented suite (:func:`plus_format`'s)."""
+    spec = plus_format(dataset.name)
+    if spec is None or spec.evalplus_release is None:
+        raise TestgenError(f"dataset {dataset.name!r}: no dataset of its family is judged on EvalPlus's inputs, "
+                           "so its new inputs have no release format to be written in")
+    return spec.evalplus_release
 
 
 def _read_progress(path: Path, header: Mapping[str, Any], dataset: Dataset) -> dict[str, dict[str, Any]]:
@@ -196,7 +201,7 @@ def augment_dataset(
             augment_tasks(todo, kind=kind, seeds=seeds, config=config, engine=engine, workers=workers,
                           on_done=finished)
     ordered = {t: done[t] for t in wanted}
-    write_jsonl(out, (release_record(replace(dataset[t], contract=r.contract), base=r.base, plus=r.plus)
+    write_jsonl(out, (release_record(replace(dataset[t], contract=r.contract), kind=kind, base=r.base, plus=r.plus)
                       for t, r in ordered.items()))
     summary = summarize(ordered)
     report = {"config": header["config"], "summary": summary, "reused_tasks": reused,

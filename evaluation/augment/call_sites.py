@@ -21,7 +21,7 @@ reference with :mod:`ast`); a call with ``*args``/``**kwargs`` or an unknown key
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 

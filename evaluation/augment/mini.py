@@ -251,7 +251,7 @@ def reduce_dataset(
     for task_id in truth.tasks:
         tt = truth.tasks[task_id]
         chosen = covers[task_id].chosen
-        records.append(release_record(dataset[task_id], base=tt.base_inputs,
+        records.append(release_record(dataset[task_id], kind=truth.kind, base=tt.base_inputs,
                                       plus=[tt.plus_inputs[i] for i in chosen]))
     write_jsonl(out, records)
     rows = table4(m, samples, groups, kinds, n_base, n_plus)

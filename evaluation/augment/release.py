@@ -18,14 +18,30 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluation.evalplus.oracles import deserialize_inputs
+from evaluation.datasets import DATASETS, DatasetSpec, Judge, dataset_spec
+from evaluation.evalplus.oracles import MBPP_RELEASE, deserialize_inputs
 from evaluation.records import Problem
 
-__all__ = ["MAX_INPUT_CHARS", "to_json_value", "canonical_input", "input_key", "release_record"]
+__all__ = ["MAX_INPUT_CHARS", "to_json_value", "canonical_input", "input_key", "release_record", "plus_format"]
 
 MAX_INPUT_CHARS = 10_000
 """Longest input kept, as JSON text (characters): mutation grows lists and strings step by step
 (and ten-fold with the size steps); the largest HumanEval+ v0.1.10 plus input is 1,485 characters."""
+
+
+def plus_format(name: str) -> DatasetSpec | None:
+    """The dataset whose release format an augmented (or reduced) suite of dataset ``name`` is
+    written in and judged as (``testgen evaluate --dataset``): ``name`` itself when EvalPlus's
+    inputs judge it (HumanEval+, MBPP+), the dataset that judges it (:attr:`DatasetSpec.judged_as`:
+    HumanEval -> HumanEval+), else the dataset of its family that EvalPlus's inputs judge (MBPP
+    sanitized -> MBPP+); ``None`` when there is none (such a dataset cannot be augmented)."""
+    spec = dataset_spec(name)
+    if spec.judged_as:
+        spec = dataset_spec(spec.judged_as)
+    if spec.judge is Judge.EVALPLUS and spec.evalplus_release:
+        return spec
+    return next((s for s in (DATASETS.get(n) for n in DATASETS.names())
+                 if s.family == spec.family and s.judge is Judge.EVALPLUS and s.evalplus_release), None)
 
 
 def to_json_value(value: Any, depth: int = 0) -> Any:
@@ -86,20 +102,20 @@ def _json_args(args: Sequence[Any]) -> list[Any]:
     return [to_json_value(a) for a in args]
 
 
-def release_record(problem: Problem, *, base: Sequence[Sequence[Any]], plus: Sequence[Sequence[Any]],
-                   extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def release_record(problem: Problem, *, kind: str, base: Sequence[Sequence[Any]],
+                   plus: Sequence[Sequence[Any]], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One task of a dataset in EvalPlus's release format (what ``--dataset-path`` reads as
     ``humaneval+``/``mbpp+``): the problem's fields, ``base_input`` and ``plus_input``.
 
-    An MBPP (sanitized) problem, whose reference is prompt + body, is written with the whole
-    program as ``canonical_solution``, as MBPP+ stores it. ``extra`` adds fields (ignored by
-    the dataset reader)."""
-    mbpp_plain = problem.dataset == "mbpp"
+    ``kind``: EvalPlus's release the record is for; in MBPP+'s, ``canonical_solution`` is the
+    whole program (an MBPP sanitized problem, whose reference is prompt + body, is written so).
+    ``extra`` adds fields (ignored by the dataset reader)."""
+    whole_program = kind == MBPP_RELEASE
     record: dict[str, Any] = {
         "task_id": problem.task_id,
         "prompt": problem.prompt,
         "entry_point": problem.entry_point,
-        "canonical_solution": problem.reference_code if mbpp_plain else problem.canonical_solution,
+        "canonical_solution": problem.reference_code if whole_program else problem.canonical_solution,
         "contract": problem.contract,
         "base_input": [_json_args(a) for a in base],
         "plus_input": [_json_args(a) for a in plus],

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaluation.evalplus.oracles import check_output
+from evaluation.evalplus.oracles import MBPP_RELEASE, check_output
 from evaluation.records import Outcome, Problem
 
 __all__ = ["REFERENCE_SECONDS", "Check", "Verdict", "reference_with_contract", "reference_job", "read_checks"]
@@ -92,16 +92,17 @@ def _insert_contract(program: str, entry_point: str, contract: str) -> str | Non
     return "".join(lines[:at]) + block + "".join(lines[at:])
 
 
-def reference_with_contract(problem: Problem) -> str:
+def reference_with_contract(problem: Problem, kind: str) -> str:
     """The reference program with the task's contract asserts at the top of its body.
 
-    HumanEval+ as EvalPlus builds it (``prompt + contract + canonical_solution``); MBPP+ (whole
-    program as reference) with the asserts put before the first statement of the function,
-    re-indented to the body's indentation (EvalPlus's ``concate_code_and_contract``). Without
-    a contract, the reference as it is."""
+    ``kind``: EvalPlus's release (:func:`~evaluation.augment.augmented_dataset.evalplus_kind`).
+    HumanEval+ as EvalPlus builds it (``prompt + contract + canonical_solution``); MBPP+ and MBPP
+    sanitized with the asserts put before the first statement of the function, re-indented to
+    the body's indentation (EvalPlus's ``concate_code_and_contract``). Without a contract, the
+    reference as it is."""
     if not problem.contract.strip():
         return problem.reference_code
-    if not problem.dataset.startswith("mbpp"):
+    if kind != MBPP_RELEASE:
         return problem.prompt + problem.contract + problem.canonical_solution
     placed = _insert_contract(problem.reference_code, problem.entry_point, problem.contract)
     return placed if placed is not None else problem.reference_code
@@ -114,7 +115,7 @@ def reference_job(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]]
     from evaluation.evalplus.truth import _program_for
     from evaluation.executor import CallTest, Job, Limits
 
-    source = program if program is not None else reference_with_contract(problem)
+    source = program if program is not None else reference_with_contract(problem, kind)
     wrapped, fn = _program_for(source, problem.entry_point, kind, reference=True)
     tests = tuple(CallTest(entry_point=fn, args=(seconds, *a)) for a in inputs)
     return Job(program=wrapped, tests=tests, want_values=True, dedup="exact", tag=tag,

@@ -51,7 +51,7 @@ Differences from EvalPlus
 Modules
     :mod:`evaluation.evalplus.oracles` (MBPP+ input deserialization, special oracles,
     :func:`check_output`); :mod:`evaluation.evalplus.truth` (the time limits, the ground truth
-    and the harness the programs run in); :mod:`evaluation.evalplus.verdicts` (:class:`SplitJudge`,
+    and the harness the programs run in); :mod:`evaluation.evalplus.judge` (:class:`SplitJudge`,
     :func:`evaluate_solutions`); :mod:`evaluation.evalplus.reference` (the installed ``evalplus``
     package's own checker, :func:`evaluate_solutions_evalplus`);
     :mod:`evaluation.evalplus.propertyeval` (PropertyEval's property-based inputs, a third
@@ -60,6 +60,7 @@ Modules
     imported from here (``evaluation.evalplus:SplitJudge`` is the judge the executor's worker loads).
 """
 
+from evaluation.evalplus.judge import SplitJudge as SplitJudge, Status, _expectations as _expectations, evaluate_solutions
 from evaluation.evalplus.oracles import (
     MBPP_OUTPUT_NOT_NONE_TASKS as MBPP_OUTPUT_NOT_NONE_TASKS,
     MBPP_OUTPUT_SET_EQ_TASKS as MBPP_OUTPUT_SET_EQ_TASKS,
@@ -78,7 +79,6 @@ from evaluation.evalplus.truth import (
     default_cache_dir as default_cache_dir,  # the cache-directory helper ground_truth uses (tests/test_io.py)
     ground_truth,
 )
-from evaluation.evalplus.verdicts import SplitJudge as SplitJudge, Status, _expectations as _expectations, evaluate_solutions
 
 __all__ = [
     "TimeLimits",

@@ -1,5 +1,6 @@
 """EvalPlus 0.3.1's comparison of outputs: MBPP+ input deserialization, the special oracles,
-:func:`check_output`, and which dataset kind selects them (see :mod:`evaluation.evalplus`).
+:func:`check_output`, and which EvalPlus release selects them (a dataset's spec names it:
+:attr:`evaluation.datasets.DatasetSpec.evalplus_release`; see :mod:`evaluation.evalplus`).
 
 Read from ``evalplus==0.3.1`` (``data/mbpp.py``, ``eval/__init__.py``,
 ``eval/_special_oracle.py``) and reproduced line by line.
@@ -9,11 +10,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from evaluation.errors import TestgenError
 
-__all__ = ["MBPP_OUTPUT_NOT_NONE_TASKS", "MBPP_OUTPUT_SET_EQ_TASKS", "check_output", "deserialize_inputs", "dataset_kind"]
+__all__ = ["MBPP_OUTPUT_NOT_NONE_TASKS", "MBPP_OUTPUT_SET_EQ_TASKS", "EvalPlusRelease", "HUMANEVAL_RELEASE",
+           "MBPP_RELEASE", "check_output", "deserialize_inputs", "dataset_kind"]
+
+EvalPlusRelease = Literal["humaneval", "mbpp"]
+"""EvalPlus's own name for a release (its ``dataset`` argument): which oracles apply."""
+HUMANEVAL_RELEASE: EvalPlusRelease = "humaneval"
+"""HumanEval+: inputs as they are; ``find_zero`` (HumanEval/32) has a special oracle."""
+MBPP_RELEASE: EvalPlusRelease = "mbpp"
+"""MBPP+: inputs deserialized (lists back into tuples, ...); several special oracles."""
 
 MBPP_OUTPUT_NOT_NONE_TASKS = ("check_str", "text_match_three", "text_starta_endb")
 """EvalPlus 0.3.1: MBPP+ entry points whose output is only checked for ``is not None``."""
@@ -29,16 +38,19 @@ MBPP_OUTPUT_SET_EQ_TASKS = (
 """EvalPlus 0.3.1: MBPP+ entry points whose list output is compared as a set."""
 
 
-def dataset_kind(name: str) -> str:
-    """EvalPlus's dataset name for one of ours (``humaneval+`` -> ``humaneval``)."""
-    if name.startswith("humaneval+") or name == "humanevalplus":
-        return "humaneval"
-    if name.startswith("mbpp+") or name == "mbppplus":
-        return "mbpp"
-    raise TestgenError(
-        f"the HumanEval+ evaluator needs a dataset with base and plus inputs (humaneval+ or mbpp+), "
-        f"not {name!r} (its own asserts judge it: evaluation.verdicts.judge_solutions)"
-    )
+def dataset_kind(name: str) -> EvalPlusRelease:
+    """The EvalPlus release whose oracles judge dataset ``name`` (its spec's
+    :attr:`~evaluation.datasets.DatasetSpec.evalplus_release`)."""
+    from evaluation.datasets import DATASETS, dataset_spec
+
+    release = dataset_spec(name).evalplus_release
+    if release is None:
+        judged = ", ".join(n for n in DATASETS.names() if dataset_spec(n).evalplus_release)
+        raise TestgenError(
+            f"the HumanEval+ evaluator needs a dataset with base and plus inputs ({judged}), "
+            f"not {name!r} (its own asserts judge it: evaluation.correctness.judge_solutions)"
+        )
+    return release
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,7 +79,7 @@ def deserialize_inputs(kind: str, task_id: str, inputs: Sequence[Any]) -> list[A
     ``mbpp_deserialize_inputs`` (lists back into tuples, sets, complex numbers).
     """
     inputs = list(inputs)
-    if kind != "mbpp":
+    if kind != MBPP_RELEASE:
         return inputs
     n = int(task_id.split("/")[-1])
     if n in _MBPP_TUPLE_ARGS:
@@ -151,7 +163,7 @@ def check_output(
     """
     try:
         exact_match: Any = out == exp
-        if kind == "mbpp":
+        if kind == MBPP_RELEASE:
             if entry_point == "are_equivalent":  # Mbpp/164
                 exact_match = exact_match or True
             elif entry_point == "sum_div":  # Mbpp/295
@@ -168,7 +180,7 @@ def check_output(
                     exact_match = out == exp
                 else:
                     exact_match = exp == (out is not None)
-        if kind == "humaneval" and entry_point == "find_zero":
+        if kind == HUMANEVAL_RELEASE and entry_point == "find_zero":
             return bool(abs(_poly(*inp, out)) <= atol), atol  # type: ignore[call-arg]  # inp: the one argument, xs
         if atol == 0 and _is_floats(exp):
             atol = 1e-6

@@ -48,25 +48,27 @@ import pickle
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.datasets import Dataset
+from evaluation.datasets import Dataset, dataset_spec
 from evaluation.errors import MissingDependency, TestgenError
-from evaluation.evalplus.oracles import check_output, dataset_kind
+from evaluation.evalplus.oracles import HUMANEVAL_RELEASE, check_output
 from evaluation.evalplus.strategies import (
+    DRAWER_SOURCE,
     PROPERTYEVAL_COMMIT as PROPERTYEVAL_COMMIT,
     PROPERTYEVAL_CONTENT_SHA256 as PROPERTYEVAL_CONTENT_SHA256,
     PROPERTYEVAL_ENV as PROPERTYEVAL_ENV,
     PROPERTYEVAL_URL as PROPERTYEVAL_URL,
     Strategies,
+    draw_inputs,
     load_strategies,
 )
 from evaluation.evalplus.truth import TaskTruth, _execute, _load_output, _program_for
 from evaluation.io import cache_dir as default_cache_dir, file_sha256
-from evaluation.records import Outcome
+from evaluation.records import Outcome, Problem
 
 __all__ = [
     "PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "PBT_VERSION",
@@ -85,50 +87,6 @@ REFERENCE_LIMIT = 10.0
 """CPU seconds the reference may take on one drawn input; an input it needs longer for is dropped."""
 DRAW_LIMIT = 300.0
 """CPU seconds the sandboxed child may spend drawing one task's inputs (Hypothesis included)."""
-
-# ---------------------------------------------------------------------------------------------
-# Drawing, in the sandbox
-
-
-_DRAW_FUNCTION = "__testgen_propertyeval_draw__"
-_DRAWER = f'''
-
-
-def {_DRAW_FUNCTION}(n):
-    """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically."""
-    import pickle
-    from hypothesis import HealthCheck, Phase, given, seed, settings, strategies
-
-    parts = strategy if isinstance(strategy, tuple) else (strategy,)
-    drawn = []
-
-    @seed(0)
-    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(strategies.tuples(*parts))
-    def collect(args):
-        drawn.append(args)
-
-    collect()
-    return pickle.dumps(drawn, 4)
-'''
-
-
-def _draw_program(limits: str, strategy: str) -> str:
-    """The sandboxed program: ``limits.limits`` made importable from its text, the strategy
-    module's text as it is, then the drawing function."""
-    preamble = (
-        "import sys as __testgen_sys, types as __testgen_types\n"
-        "__testgen_pkg = __testgen_types.ModuleType('limits')\n"
-        "__testgen_pkg.__path__ = []\n"
-        "__testgen_mod = __testgen_types.ModuleType('limits.limits')\n"
-        f"exec(compile({limits!r}, 'limits/limits.py', 'exec'), __testgen_mod.__dict__)\n"
-        "__testgen_pkg.limits = __testgen_mod\n"
-        "__testgen_sys.modules['limits'] = __testgen_pkg\n"
-        "__testgen_sys.modules['limits.limits'] = __testgen_mod\n"
-    )
-    return preamble + strategy + _DRAWER
-
 
 # ---------------------------------------------------------------------------------------------
 # The suite
@@ -218,7 +176,7 @@ def _draw_key(strategies: Strategies, examples: int, hypothesis: str) -> str:
     """What the drawn inputs depend on: the snapshot, Hypothesis, Python, ``examples``, the drawer."""
     parts = [DRAW_VERSION, strategies.content_sha256, f"hypothesis {hypothesis}",
              f"python {sys.version_info[0]}.{sys.version_info[1]}", str(examples),
-             hashlib.sha256(_DRAWER.encode()).hexdigest()]
+             hashlib.sha256(DRAWER_SOURCE.encode()).hexdigest()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
@@ -248,6 +206,38 @@ def _write_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+@dataclass
+class _Build:
+    """The state of one :func:`propertyeval_suite` call: where its caches are, what is done."""
+
+    dataset: Dataset
+    strat: Strategies
+    examples: int
+    refresh: bool
+    key_dir: Path
+    """The suite's cache (per task: its usable inputs and the reference's outputs)."""
+    draw_dir: Path
+    """The draws' cache (per task: the distinct inputs drawn; independent of the dataset file)."""
+    progress: Callable[[int, int], None] | None
+    done: dict[str, PbtTask] = field(default_factory=dict)
+    total: int = 0
+    finished: int = 0
+
+    def cache_file(self, task_id: str) -> Path:
+        return self.key_dir / (task_id.replace("/", "_") + ".pkl")
+
+    def draw_file(self, task_id: str) -> Path:
+        return self.draw_dir / (task_id.replace("/", "_") + ".pkl")
+
+    def finish(self, task: PbtTask) -> None:
+        """``task`` is done: cached as soon as it is, and counted."""
+        self.done[task.task_id] = task
+        _write_atomic(self.cache_file(task.task_id), task)
+        self.finished += 1
+        if self.progress:
+            self.progress(self.finished, self.total)
+
+
 def propertyeval_suite(
     dataset: Dataset,
     *,
@@ -267,14 +257,13 @@ def propertyeval_suite(
     ``tasks`` limits it to some of ``dataset``'s tasks (default: all). Strategies come from
     ``strategies``, else :func:`load_strategies` (``location``). Drawing and the reference run
     in the sandboxed executor (``executor``, or a pool of ``workers``); each task is cached
-    as soon as it is done. Only HumanEval+ has PropertyEval strategies. ``draw_seconds``: CPU
-    seconds the sandboxed child may spend drawing one task's inputs (a strategy that needs more
-    leaves its task without inputs, and says so).
+    as soon as it is done. Only a dataset whose spec says PropertyEval covers its tasks
+    (HumanEval+) has them. ``draw_seconds``: CPU seconds the sandboxed child may spend drawing
+    one task's inputs (a strategy that needs more leaves its task without inputs, and says so).
+    Steps: the cached tasks, the cached draws, drawing the others, the reference on the draws.
     """
-    from evaluation.executor import CallTest, Job, Limits
-
-    if dataset_kind(dataset.name) != "humaneval":
-        raise TestgenError(f"PropertyEval has strategies for HumanEval+ tasks only, not {dataset.name}")
+    if not dataset_spec(dataset.name).propertyeval:
+        raise TestgenError(f"PropertyEval has strategies for HumanEval tasks only, not for {dataset.name}'s")
     if examples < 1:
         raise TestgenError(f"--pbt-examples must be at least 1, not {examples}")
     t0 = time.perf_counter()
@@ -286,102 +275,96 @@ def propertyeval_suite(
         raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     draw_key = _draw_key(strat, examples, hyp)
-    draw_dir = cache_root / "propertyeval" / f"draws-{draw_key}"
-    key_dir = cache_root / "propertyeval" / _suite_key(draw_key, file_sha256(dataset.source))
-    key_dir.mkdir(parents=True, exist_ok=True)
-    draw_dir.mkdir(parents=True, exist_ok=True)
+    build = _Build(dataset=dataset, strat=strat, examples=examples, refresh=refresh, progress=progress,
+                   draw_dir=cache_root / "propertyeval" / f"draws-{draw_key}",
+                   key_dir=cache_root / "propertyeval" / _suite_key(draw_key, file_sha256(dataset.source)))
+    build.key_dir.mkdir(parents=True, exist_ok=True)
+    build.draw_dir.mkdir(parents=True, exist_ok=True)
+    missing, todo = _cached_tasks(build, wanted)
+    from_cache = len(build.done)
+    if todo and hyp == "missing":
+        raise MissingDependency("the PropertyEval suite needs Hypothesis: pip install 'testgen[pbt]'")
+    build.total = len(todo)
+    if progress:
+        progress(build.finished, build.total)
+    drawn, to_draw = _cached_draws(build, todo)
+    draws_from_cache = len(todo) - len(to_draw)
+    drawn.update(_draw(build, to_draw, workers=workers, executor=executor, draw_seconds=draw_seconds))
+    _run_reference(build, drawn, workers=workers, executor=executor)
+    ordered = {t: build.done[t] for t in wanted if t in build.done}
+    return PbtSuite(tasks=ordered, source=strat.source, content_sha256=strat.content_sha256, pinned=strat.pinned,
+                    examples=examples, hypothesis_version=hyp, cache_dir=str(build.key_dir), from_cache=from_cache,
+                    draws_from_cache=draws_from_cache,
+                    seconds=time.perf_counter() - t0, missing=tuple(missing))
 
-    def cache_file(task_id: str) -> Path:
-        return key_dir / (task_id.replace("/", "_") + ".pkl")
 
-    def draw_file(task_id: str) -> Path:
-        return draw_dir / (task_id.replace("/", "_") + ".pkl")
-
-    done: dict[str, PbtTask] = {}
+def _cached_tasks(build: _Build, wanted: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The tasks whose suite is cached (read into ``build.done``); the tasks PropertyEval has no
+    strategy for, and those still to do."""
     missing: list[str] = []
     todo: list[str] = []
     for task_id in wanted:
         n = _task_number(task_id)
-        if n is None or n not in strat.strategies:
+        if n is None or n not in build.strat.strategies:
             missing.append(task_id)
             continue
-        f = cache_file(task_id)
-        if f.is_file() and not refresh:
+        f = build.cache_file(task_id)
+        if f.is_file() and not build.refresh:
             with open(f, "rb") as fh:
-                done[task_id] = pickle.load(fh)
+                build.done[task_id] = pickle.load(fh)
         else:
             todo.append(task_id)
-    from_cache = len(done)
-    if todo and hyp == "missing":
-        raise MissingDependency("the PropertyEval suite needs Hypothesis: pip install 'testgen[pbt]'")
-    total = len(todo)
-    finished = 0
-    if progress:
-        progress(finished, total)
+    return missing, todo
 
-    # 1. Draw, one sandboxed job per task (cached apart: the draws do not depend on the dataset).
+
+def _cached_draws(build: _Build, todo: Sequence[str]) -> tuple[dict[str, tuple[list[Any], int]], list[str]]:
+    """The draws already cached (task -> (distinct inputs, number drawn)); a cached failure finishes
+    its task; and the tasks still to draw."""
     drawn: dict[str, tuple[list[Any], int]] = {}
     to_draw: list[str] = []
-    draws_from_cache = 0
     for task_id in todo:
-        f = draw_file(task_id)
-        if f.is_file() and not refresh:
-            draws_from_cache += 1
+        f = build.draw_file(task_id)
+        if f.is_file() and not build.refresh:
             with open(f, "rb") as fh:
                 stored = pickle.load(fh)
             if stored.get("error"):
-                done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"])
-                _write_atomic(cache_file(task_id), done[task_id])
-                finished += 1
-                if progress:
-                    progress(finished, total)
+                build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"]))
             else:
                 drawn[task_id] = (stored["inputs"], stored["drawn"])
         else:
             to_draw.append(task_id)
-    draw_limits = Limits(timeout=draw_seconds, load_timeout=min(60.0, draw_seconds), memory_mb=4096, value_bytes=64 * 1024 * 1024)
-    jobs = [Job(program=_draw_program(strat.limits, strat.strategies[_task_number(t) or 0]),
-                tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
-                want_values=True, dedup="exact", tag=t) for t in to_draw]
-    for res in _execute(jobs, workers=workers, executor=executor):
-        task_id = res.tag
-        r = res.results[0]
-        why = ""
-        if res.load_error:
-            why = f"strategy does not load: {res.load_error}"
-        elif r.outcome is not Outcome.PASSED:
-            why = f"drawing failed: {r.outcome.value}: {r.detail}"
-        else:
-            try:
-                values = _load_output(r.value)
-                if not isinstance(values, list) or not all(isinstance(v, tuple) for v in values):
-                    raise ValueError("not a list of argument tuples")
-            except ValueError as exc:
-                why = f"drawing failed: {exc}"
-        if why:
-            done[task_id] = PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=why[:300])
-            _write_atomic(draw_file(task_id), {"error": why[:300]})
-            _write_atomic(cache_file(task_id), done[task_id])
-            finished += 1
-            if progress:
-                progress(finished, total)
-            continue
-        seen: set[bytes] = set()
-        distinct: list[Any] = []
-        for v in values:
-            blob = pickle.dumps(v, 4)
-            if blob not in seen:
-                seen.add(blob)
-                distinct.append(v)
-        drawn[task_id] = (distinct, len(values))
-        _write_atomic(draw_file(task_id), {"inputs": distinct, "drawn": len(values)})
+    return drawn, to_draw
 
-    # 2. The reference on the drawn inputs (its contract drops the invalid ones).
+
+def _draw(build: _Build, to_draw: Sequence[str], *, workers: int | None, executor: Any, draw_seconds: float
+          ) -> dict[str, tuple[list[Any], int]]:
+    """Draw each task's inputs (:func:`~evaluation.evalplus.strategies.draw_inputs`, in the sandbox),
+    cached apart (the draws do not depend on the dataset); a task whose strategy fails finishes
+    without inputs, saying why."""
+    drawn: dict[str, tuple[list[Any], int]] = {}
+    for task_id, got in draw_inputs(build.strat, {t: _task_number(t) or 0 for t in to_draw}, examples=build.examples,
+                                    workers=workers, executor=executor, draw_seconds=draw_seconds):
+        if isinstance(got, str):
+            _write_atomic(build.draw_file(task_id), {"error": got})
+            build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=got))
+            continue
+        drawn[task_id] = got
+        _write_atomic(build.draw_file(task_id), {"inputs": got[0], "drawn": got[1]})
+    return drawn
+
+
+def _run_reference(build: _Build, drawn: Mapping[str, tuple[list[Any], int]], *, workers: int | None,
+                   executor: Any) -> None:
+    """The reference on the drawn inputs, its contract put back (it drops the invalid ones); each
+    task finishes with the inputs whose outputs the judge can compare."""
+    from evaluation.executor import CallTest, Job, Limits
+
+    dataset = build.dataset
     ref_jobs = []
     for task_id, (inputs, _) in drawn.items():
         prob = dataset[task_id]
         reference = reference_with_contract(prob.prompt, prob.contract, prob.canonical_solution)
-        program, fn = _program_for(reference, prob.entry_point, "humaneval", reference=True)
+        program, fn = _program_for(reference, prob.entry_point, HUMANEVAL_RELEASE, reference=True)
         try:
             tests = tuple(CallTest(entry_point=fn, args=(REFERENCE_LIMIT, *a)) for a in inputs)
         except TypeError:
@@ -392,61 +375,57 @@ def propertyeval_suite(
                             want_values=True, dedup="exact", tag=task_id))
     for res in _execute(ref_jobs, workers=workers, executor=executor):
         task_id = res.tag
-        prob = dataset[task_id]
-        inputs, n_drawn = drawn[task_id]
         if res.load_error:
             raise TestgenError(f"{dataset.source}: {task_id}: the reference solution does not load: {res.load_error}")
-        kept_in: list[Any] = []
-        kept_out: list[Any] = []
-        kept_t: list[float] = []
-        rejected = errors = unjudgeable = 0
-        atol = prob.atol  # the judge's sticky tolerance, as it will evolve over the kept inputs
-        first_error = ""
-        for inp, r in zip(inputs, res.results):
-            if r.outcome is not Outcome.PASSED:
-                if r.outcome in (Outcome.FAILED, Outcome.ERROR) and r.detail.startswith("AssertionError: invalid inputs"):
-                    rejected += 1
-                else:
-                    errors += 1
-                    first_error = first_error or f"{r.outcome.value}: {r.detail}"[:200]
-                continue
-            try:
-                out = _load_output(r.value)
-            except ValueError as exc:
+        inputs, n_drawn = drawn[task_id]
+        build.finish(_usable(dataset[task_id], inputs, n_drawn, res.results))
+
+
+def _usable(prob: Problem, inputs: Sequence[Any], n_drawn: int, results: Sequence[Any]) -> PbtTask:
+    """A task's suite from the reference's results on its distinct inputs: those the contract
+    accepts, whose outputs the reference gives and the judge can compare with themselves."""
+    kept_in: list[Any] = []
+    kept_out: list[Any] = []
+    kept_t: list[float] = []
+    rejected = errors = unjudgeable = 0
+    atol = prob.atol  # the judge's sticky tolerance, as it will evolve over the kept inputs
+    first_error = ""
+    for inp, r in zip(inputs, results):
+        if r.outcome is not Outcome.PASSED:
+            if r.outcome in (Outcome.FAILED, Outcome.ERROR) and r.detail.startswith("AssertionError: invalid inputs"):
+                rejected += 1
+            else:
                 errors += 1
-                first_error = first_error or str(exc)[:200]
-                continue
-            # Against a copy, as the judge compares two separately rebuilt values: ``[nan] == [nan]``
-            # holds for one list (identity), never for two.
-            ok, next_atol = check_output("humaneval", prob.entry_point, inp, _load_output(r.value), out, atol)
-            if not ok:
-                unjudgeable += 1
-                continue
-            atol = next_atol
-            kept_in.append(inp)
-            kept_out.append(out)
-            kept_t.append(r.duration)
-        reasons: list[str] = []
-        if rejected:
-            reasons.append(f"contract rejects {rejected} of {len(inputs)} distinct inputs")
-        if errors:
-            reasons.append(f"reference fails on {errors} ({first_error})")
-        if unjudgeable:
-            reasons.append(f"reference's output fails the comparison with itself on {unjudgeable} (nan, or the task's oracle)")
-        if not kept_in:
-            reasons.insert(0, "no usable input")
-        done[task_id] = PbtTask(task_id=task_id, inputs=tuple(kept_in), expected=tuple(kept_out),
-                                times=tuple(kept_t), drawn=n_drawn, distinct=len(inputs), rejected=rejected,
-                                reference_errors=errors, unjudgeable=unjudgeable, problem="; ".join(reasons))
-        _write_atomic(cache_file(task_id), done[task_id])
-        finished += 1
-        if progress:
-            progress(finished, total)
-    ordered = {t: done[t] for t in wanted if t in done}
-    return PbtSuite(tasks=ordered, source=strat.source, content_sha256=strat.content_sha256, pinned=strat.pinned,
-                    examples=examples, hypothesis_version=hyp, cache_dir=str(key_dir), from_cache=from_cache,
-                    draws_from_cache=draws_from_cache,
-                    seconds=time.perf_counter() - t0, missing=tuple(missing))
+                first_error = first_error or f"{r.outcome.value}: {r.detail}"[:200]
+            continue
+        try:
+            out = _load_output(r.value)
+        except ValueError as exc:
+            errors += 1
+            first_error = first_error or str(exc)[:200]
+            continue
+        # Against a copy, as the judge compares two separately rebuilt values: ``[nan] == [nan]``
+        # holds for one list (identity), never for two.
+        ok, next_atol = check_output(HUMANEVAL_RELEASE, prob.entry_point, inp, _load_output(r.value), out, atol)
+        if not ok:
+            unjudgeable += 1
+            continue
+        atol = next_atol
+        kept_in.append(inp)
+        kept_out.append(out)
+        kept_t.append(r.duration)
+    reasons: list[str] = []
+    if rejected:
+        reasons.append(f"contract rejects {rejected} of {len(inputs)} distinct inputs")
+    if errors:
+        reasons.append(f"reference fails on {errors} ({first_error})")
+    if unjudgeable:
+        reasons.append(f"reference's output fails the comparison with itself on {unjudgeable} (nan, or the task's oracle)")
+    if not kept_in:
+        reasons.insert(0, "no usable input")
+    return PbtTask(task_id=prob.task_id, inputs=tuple(kept_in), expected=tuple(kept_out), times=tuple(kept_t),
+                   drawn=n_drawn, distinct=len(inputs), rejected=rejected, reference_errors=errors,
+                   unjudgeable=unjudgeable, problem="; ".join(reasons))
 
 
 def propertyeval_task(

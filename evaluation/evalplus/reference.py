@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
-from evaluation.evalplus.oracles import dataset_kind
+from evaluation.evalplus.oracles import HUMANEVAL_RELEASE, dataset_kind
 from evaluation.evalplus.truth import TimeLimits
 from evaluation.records import Solution, Verdict
 
@@ -43,7 +43,7 @@ def evaluate_solutions_evalplus(
                            f"(pip install 'testgen[evalplus]'): {exc}") from None
     cfg = time_limits or TimeLimits()
     kind = dataset_kind(dataset.name)
-    if kind == "humaneval":
+    if kind == HUMANEVAL_RELEASE:
         ep_he.HUMANEVAL_OVERRIDE_PATH = dataset.source
         problems = ep_he.get_human_eval_plus(err_incomplete=False)
         digest = ep_he.get_human_eval_plus_hash()

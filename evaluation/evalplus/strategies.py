@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import re
 import tarfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evaluation.errors import TestgenError
 from evaluation.io import cache_dir as default_cache_dir
 
 __all__ = ["PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "Strategies",
-           "content_digest", "load_strategies"]
+           "content_digest", "load_strategies", "draw_inputs", "DRAWER_SOURCE"]
 
 PROPERTYEVAL_COMMIT = "b2be813dcff867cc350c61b8d3ea57ec088ce1ac"
 """The pinned upstream snapshot (2025-03-25, "Update README.md")."""
@@ -171,3 +173,89 @@ def _download(target: Path, *, timeout: float = 60.0) -> Strategies:
         tmp.unlink(missing_ok=True)
     return Strategies(source=str(target), limits=found.limits, strategies=found.strategies,
                       content_sha256=found.content_sha256)
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing inputs from the strategies, in the sandbox
+
+
+_DRAW_FUNCTION = "__testgen_propertyeval_draw__"
+DRAWER_SOURCE = f'''
+
+
+def {_DRAW_FUNCTION}(n):
+    """Draw n examples of the module's strategy (PropertyEval's tuples(*strategy)), deterministically."""
+    import pickle
+    from hypothesis import HealthCheck, Phase, given, seed, settings, strategies
+
+    parts = strategy if isinstance(strategy, tuple) else (strategy,)
+    drawn = []
+
+    @seed(0)
+    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(strategies.tuples(*parts))
+    def collect(args):
+        drawn.append(args)
+
+    collect()
+    return pickle.dumps(drawn, 4)
+'''
+"""The drawing function the sandboxed program ends with (its text is part of the draws' cache key)."""
+
+
+def _draw_program(limits: str, strategy: str) -> str:
+    """The sandboxed program: ``limits.limits`` made importable from its text, the strategy
+    module's text as it is, then the drawing function."""
+    preamble = (
+        "import sys as __testgen_sys, types as __testgen_types\n"
+        "__testgen_pkg = __testgen_types.ModuleType('limits')\n"
+        "__testgen_pkg.__path__ = []\n"
+        "__testgen_mod = __testgen_types.ModuleType('limits.limits')\n"
+        f"exec(compile({limits!r}, 'limits/limits.py', 'exec'), __testgen_mod.__dict__)\n"
+        "__testgen_pkg.limits = __testgen_mod\n"
+        "__testgen_sys.modules['limits'] = __testgen_pkg\n"
+        "__testgen_sys.modules['limits.limits'] = __testgen_mod\n"
+    )
+    return preamble + strategy + DRAWER_SOURCE
+
+
+def draw_inputs(strat: Strategies, tasks: Mapping[str, int], *, examples: int, workers: int | None, executor: Any,
+                draw_seconds: float) -> Iterator[tuple[str, tuple[list[Any], int] | str]]:
+    """Draw ``examples`` inputs for each task (``task_id -> PropertyEval's task number``), one
+    sandboxed job per task, as they finish: ``(task_id, (distinct inputs, number drawn))``, or
+    ``(task_id, why)`` where its strategy does not load or fails (at most 300 characters)."""
+    from evaluation.evalplus.truth import _execute, _load_output
+    from evaluation.executor import CallTest, Job, Limits
+    from evaluation.records import Outcome
+
+    draw_limits = Limits(timeout=draw_seconds, load_timeout=min(60.0, draw_seconds), memory_mb=4096,
+                         value_bytes=64 * 1024 * 1024)
+    jobs = [Job(program=_draw_program(strat.limits, strat.strategies[number]),
+                tests=(CallTest(entry_point=_DRAW_FUNCTION, args=(examples,)),), limits=draw_limits,
+                want_values=True, dedup="exact", tag=task_id) for task_id, number in tasks.items()]
+    for res in _execute(jobs, workers=workers, executor=executor):
+        r = res.results[0]
+        why = ""
+        if res.load_error:
+            why = f"strategy does not load: {res.load_error}"
+        elif r.outcome is not Outcome.PASSED:
+            why = f"drawing failed: {r.outcome.value}: {r.detail}"
+        else:
+            try:
+                values = _load_output(r.value)
+                if not isinstance(values, list) or not all(isinstance(v, tuple) for v in values):
+                    raise ValueError("not a list of argument tuples")
+            except ValueError as exc:
+                why = f"drawing failed: {exc}"
+        if why:
+            yield res.tag, why[:300]
+            continue
+        seen: set[bytes] = set()
+        distinct: list[Any] = []
+        for v in values:
+            blob = pickle.dumps(v, 4)
+            if blob not in seen:
+                seen.add(blob)
+                distinct.append(v)
+        yield res.tag, (distinct, len(values))

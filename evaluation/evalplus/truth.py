@@ -15,9 +15,15 @@ from typing import Any
 
 from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
-from evaluation.evalplus.oracles import MBPP_OUTPUT_NOT_NONE_TASKS, dataset_kind, deserialize_inputs
+from evaluation.evalplus.oracles import (
+    HUMANEVAL_RELEASE,
+    MBPP_OUTPUT_NOT_NONE_TASKS,
+    MBPP_RELEASE,
+    dataset_kind,
+    deserialize_inputs,
+)
 from evaluation.io import cache_dir as default_cache_dir, file_sha256
-from evaluation.records import Outcome
+from evaluation.records import Outcome, Problem
 
 __all__ = ["TimeLimits", "TaskTruth", "GroundTruth", "ground_truth", "GROUND_TRUTH_VERSION", "DIGEST_MIN_BYTES",
            "default_cache_dir"]
@@ -128,13 +134,13 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
     against expected values the child never sees. For the MBPP+ "not None" tasks the output
     (a ``re.Match``) is first reduced to a bool, to exactly what EvalPlus compares.
     """
-    if kind == "mbpp" and entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+    if kind == MBPP_RELEASE and entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
         if reference:
             call = f"        r = {entry_point}(*args) is not None\n"
         else:
             call = (f"        r = {entry_point}(*args)\n"
                     "        r = r if isinstance(r, bool) else (r is not None)\n")
-    elif kind == "humaneval" and entry_point == "find_zero" and not reference:
+    elif kind == HUMANEVAL_RELEASE and entry_point == "find_zero" and not reference:
         # EvalPlus evaluates poly(xs, out) on the input list *after* the call, so a solution
         # that mutates xs is judged on the mutated list: send the arguments back too.
         call = f"        r = ({entry_point}(*args), args)\n"
@@ -207,6 +213,32 @@ def _execute(jobs: list[Any], *, workers: int | None, executor: Any = None) -> I
     return execute(jobs, workers=workers)
 
 
+def _task_truth(prob: Problem, base: list[Any], plus: list[Any], results: Sequence[Any]) -> TaskTruth:
+    """A task's ground truth from the reference's results on its base then plus inputs: the inputs
+    it passes, with their outputs and times (an input it fails is skipped, and said)."""
+    skipped: list[str] = []
+    split: dict[str, tuple[list[Any], list[Any], list[float]]] = {}
+    for name, inputs, outcomes in (("base", base, results[: len(base)]), ("plus", plus, results[len(base):])):
+        kept_in: list[Any] = []
+        kept_out: list[Any] = []
+        kept_t: list[float] = []
+        for i, (inp, r) in enumerate(zip(inputs, outcomes)):
+            if r.outcome is not Outcome.PASSED:
+                skipped.append(f"{name} {i}: {r.outcome.value}: {r.detail}")
+                continue
+            kept_in.append(inp)
+            kept_out.append(_load_output(r.value))
+            kept_t.append(r.duration)
+        split[name] = (kept_in, kept_out, kept_t)
+    return TaskTruth(
+        task_id=prob.task_id, entry_point=prob.entry_point, atol=prob.atol,
+        base_inputs=tuple(split["base"][0]), plus_inputs=tuple(split["plus"][0]),
+        base_expected=tuple(split["base"][1]), plus_expected=tuple(split["plus"][1]),
+        base_time=tuple(split["base"][2]), plus_time=tuple(split["plus"][2]),
+        skipped=tuple(skipped),
+    )
+
+
 def ground_truth(
     dataset: Dataset,
     *,
@@ -256,32 +288,10 @@ def ground_truth(
     tasks: dict[str, TaskTruth] = {}
     for res in _execute(jobs, workers=workers):
         prob = dataset[res.tag]
-        base, plus = inputs_of[prob.task_id]
         if res.load_error:
             raise TestgenError(f"{dataset.source}: {prob.task_id}: the reference solution does not "
                                f"load: {res.load_error}")
-        skipped: list[str] = []
-        split: dict[str, tuple[list[Any], list[Any], list[float]]] = {}
-        for name, inputs, results in (("base", base, res.results[: len(base)]),
-                                      ("plus", plus, res.results[len(base):])):
-            kept_in: list[Any] = []
-            kept_out: list[Any] = []
-            kept_t: list[float] = []
-            for i, (inp, r) in enumerate(zip(inputs, results)):
-                if r.outcome is not Outcome.PASSED:
-                    skipped.append(f"{name} {i}: {r.outcome.value}: {r.detail}")
-                    continue
-                kept_in.append(inp)
-                kept_out.append(_load_output(r.value))
-                kept_t.append(r.duration)
-            split[name] = (kept_in, kept_out, kept_t)
-        tasks[prob.task_id] = TaskTruth(
-            task_id=prob.task_id, entry_point=prob.entry_point, atol=prob.atol,
-            base_inputs=tuple(split["base"][0]), plus_inputs=tuple(split["plus"][0]),
-            base_expected=tuple(split["base"][1]), plus_expected=tuple(split["plus"][1]),
-            base_time=tuple(split["base"][2]), plus_time=tuple(split["plus"][2]),
-            skipped=tuple(skipped),
-        )
+        tasks[prob.task_id] = _task_truth(prob, *inputs_of[prob.task_id], res.results)
     ordered = {p.task_id: tasks[p.task_id] for p in problems}
     cache_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache_file.with_name(cache_file.name + f".{os.getpid()}.tmp")

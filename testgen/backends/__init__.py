@@ -1,9 +1,12 @@
 """Model backends behind one registry (``openai``, ``vllm``, ``hf``, ``replay``, ``human``, ``fake``).
 
-Built-ins are registered lazily as ``"module:Class"`` paths, so importing this package never
-imports torch, transformers, vllm or openai; third-party backends join through the
-``testgen.backends`` entry-point group (``[project.entry-points."testgen.backends"]``), exactly
-like the built-ins. Each backend validates its own ``--backend-option key=value`` options.
+A backend is one module with one class (:class:`~testgen.backends.base.Backend`): its options
+(validated from ``--backend-option key=value``), its :class:`~testgen.backends.base.Capabilities`
+(what the commands and the study ask instead of its name) and ``generate``. Built-ins are
+registered lazily as ``"module:Class"`` paths, so importing this package never imports torch,
+transformers, vllm or openai; third-party backends join through the ``testgen.backends``
+entry-point group (``[project.entry-points."testgen.backends"]``), exactly like the built-ins
+(``docs/extending.md``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from evaluation.registry import Registry
-from testgen.backends.base import Backend, ChatMessage, Generation, Prompt, Sampling
+from testgen.backends.base import Backend, Capabilities, ChatMessage, Generation, Prompt, Sampling
 
-__all__ = ["BACKENDS", "create_backend", "Backend", "ChatMessage", "Generation", "Prompt", "Sampling"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "backend_capabilities", "create_backend", "Backend", "Capabilities",
+           "ChatMessage", "Generation", "Prompt", "Sampling"]
 
 BACKENDS: Registry[type[Backend]] = Registry("backend", entry_point_group="testgen.backends")
 BACKENDS.register("openai", "testgen.backends.openai_backend:OpenAIBackend")
@@ -23,6 +27,16 @@ BACKENDS.register("hf", "testgen.backends.hf_backend:HFBackend")
 BACKENDS.register("replay", "testgen.backends.replay:ReplayBackend")
 BACKENDS.register("human", "testgen.backends.human:HumanBackend")
 BACKENDS.register("fake", "testgen.backends.fake:FakeBackend")
+
+DEFAULT_BACKEND = "openai"
+"""What ``--backend`` defaults to."""
+
+
+def backend_capabilities(name: str) -> Capabilities:
+    """The capabilities backend ``name`` declares (its class is imported, never its heavy
+    dependencies: those load when the backend is built)."""
+    caps: Capabilities = BACKENDS.get(name).capabilities
+    return caps
 
 
 def create_backend(name: str, *, model: str | None = None, options: Mapping[str, Any] | None = None) -> Backend:

@@ -22,6 +22,7 @@ from evaluation.errors import TestgenError, UnknownName
 from evaluation.records import Problem
 
 __all__ = [
+    "Capabilities",
     "ChatMessage",
     "Prompt",
     "Sampling",
@@ -148,17 +149,55 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return text[:cut], cut != len(text)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What a backend can do, declared by the backend (:attr:`Backend.capabilities`). The commands
+    and the study ask these, never the backend's name (``docs/extending.md``: adding a backend)."""
+
+    writes_code: bool = True
+    """It can sample solutions (``testgen sample``, the self setting's code, the cross and rerank
+    pools); :meth:`Backend.code_unavailable` may still refuse for its options."""
+    dataset_tests: bool = False
+    """It returns the dataset's own tests instead of a model's, all of a task's in one generation
+    (the ``human`` backend): one generation per task, the oracle setting only, and ``testgen eval``
+    keeps all of its tests."""
+    needs_model: bool = False
+    """``--model`` is required (a server's model id, a Hugging Face name or a path)."""
+    needs_server: bool = False
+    """It sends requests to a running server (``--base-url``)."""
+    logprobs: bool = False
+    """Its generations carry token log-probabilities."""
+    batch: bool = False
+    """It batches prompts inside the model (one forward pass for many prompts) rather than sending
+    them one request at a time."""
+    resumable: bool = True
+    """A run interrupted part-way and resumed generates what an uninterrupted one would. ``False``
+    where sampling is seeded once per batch: the study then redoes such a step from scratch."""
+    replays: bool = False
+    """Its generations were made elsewhere and are read from files, not sampled with the run's
+    settings (the study's notes say so)."""
+    requires: tuple[str, ...] = ()
+    """Python packages (import names) it needs; a study step whose backend lacks one is reported
+    "not run: X not installed" instead of failing."""
+    weights: Literal["none", "transformers", "vllm"] | None = None
+    """What it loads: ``"none"`` (no model weights here: a server's, files, the dataset's tests), or
+    a checkpoint read by that library, whose architecture and GPU memory the study's preflight
+    checks (:mod:`testgen.study.check`); ``None``: not declared (the preflight says it cannot check)."""
+
+
 class Backend:
     """Base class of the built-in backends (third-party ones may simply follow the protocol).
 
     Subclasses set :attr:`name`, an ``Options`` frozen dataclass (one documented field per
-    option, with defaults), and implement :meth:`generate`.
+    option, with defaults), their :attr:`capabilities`, and implement :meth:`generate`.
     """
 
     name: ClassVar[str] = ""
     """Registry name."""
     Options: ClassVar[type[Any]]
     """The backend's options: a frozen dataclass; ``--backend-option key=value`` fills it."""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    """What it can do (see :class:`Capabilities`)."""
     fixed_samples: ClassVar[int | None] = None
     """If set, the backend always yields this many generations per task (``human``: 1)."""
     runtime_options: ClassVar[frozenset[str]] = frozenset()
@@ -178,6 +217,13 @@ class Backend:
     def is_chat(self) -> bool:
         """Whether the model expects chat messages (``--prompt-style auto`` asks this)."""
         return False
+
+    def code_unavailable(self) -> str | None:
+        """Why this backend, with its options, cannot sample code (``None``: it can); asked
+        before a sampling run writes anything."""
+        if not self.capabilities.writes_code:
+            return f"the {self.name} backend writes no code; choose a model backend"
+        return None
 
     def generate(
         self,

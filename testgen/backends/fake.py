@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
 
 __all__ = ["FakeBackend", "FakeOptions"]
 
@@ -46,6 +46,7 @@ class FakeBackend(Backend):
 
     name = "fake"
     Options = FakeOptions
+    capabilities = Capabilities(weights="none")
     runtime_options = frozenset({"delay", "batch_hint"})
 
     @property

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from evaluation.errors import TestgenError
 from evaluation.human_tests import HumanTests, human_tests
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["HumanBackend", "human_tests", "HumanTests"]
 
@@ -44,6 +44,7 @@ class HumanBackend(Backend):
 
     name = "human"
     Options = HumanOptions
+    capabilities = Capabilities(writes_code=False, dataset_tests=True, weights="none")
     fixed_samples = 1
 
     def generate(

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
 
 __all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats", "read_base_urls"]
 
@@ -192,6 +192,7 @@ class OpenAIBackend(Backend):
 
     name = "openai"
     Options = OpenAIOptions
+    capabilities = Capabilities(needs_model=True, needs_server=True, requires=("openai",), weights="none")
     runtime_options = frozenset(
         {"base_url", "base_url_file", "api_key_env", "concurrency", "max_retries", "timeout", "backoff_base",
          "backoff_max", "rest_after", "rest_seconds", "batch_hint"}

@@ -30,7 +30,7 @@ from typing import Literal
 
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import empty_file, read_jsonl
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["ReplayBackend", "ReplayOptions", "ReplaySource", "load_source"]
 
@@ -119,6 +119,14 @@ class ReplayBackend(Backend):
 
     name = "replay"
     Options = ReplayOptions
+    capabilities = Capabilities(replays=True, weights="none")
+
+    def code_unavailable(self) -> str | None:
+        """Code is replayed from ``-o code_file=PATH``: without it there is none to sample."""
+        if not self.options.code_file:
+            return ("testgen sample --backend replay needs -o code_file=PATH (code samples, e.g. "
+                    "CodeT's ..._code_solution.jsonl.gz)")
+        return None
 
     def __init__(self, *, model: str, options: ReplayOptions) -> None:
         super().__init__(model=model, options=options)

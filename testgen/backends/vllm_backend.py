@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
-from testgen.backends.base import Backend, Generation, OnResult, Prompt, Sampling
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["VLLMBackend", "VLLMOptions"]
 
@@ -59,6 +59,8 @@ class VLLMOptions:
     """Seed of the engine itself (``--seed`` sets the sampling seeds)."""
     chat: Literal["auto", "true", "false"] = "auto"
     """Chat model? ``auto``: yes when the tokenizer has a chat template."""
+    chat_template: str = ""
+    """A Jinja chat template (a file, or the template itself) for a tokenizer that has none."""
     batch_hint: int = 4096
     """Prompts per ``generate`` call the pipeline sends (saved after each call)."""
 
@@ -91,7 +93,12 @@ def _engine(model: str, o: VLLMOptions) -> Any:
     }
     if o.max_model_len is not None:
         kwargs["max_model_len"] = o.max_model_len
-    return LLM(**kwargs)
+    llm = LLM(**kwargs)
+    if o.chat_template:
+        from testgen.backends.chat_templates import read_chat_template
+
+        llm.get_tokenizer().chat_template = read_chat_template(o.chat_template)
+    return llm
 
 
 def _has_chat_template(llm: Any) -> bool:
@@ -185,6 +192,7 @@ class VLLMBackend(Backend):
 
     name = "vllm"
     Options = VLLMOptions
+    capabilities = Capabilities(needs_model=True, batch=True, requires=("vllm",), weights="vllm")
     # data_parallel_size changes which copy of the same engine answers a prompt, not the model,
     # the sampling or the seeds (like batch_hint, which changes how prompts are batched)
     runtime_options = frozenset(

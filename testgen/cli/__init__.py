@@ -1,8 +1,9 @@
-"""The ``testgen`` command line: a thin click layer over the library.
+"""The ``testgen`` command line: a thin click layer over the library (:mod:`testgen.commands`).
 
-Subcommands live in their own modules and are imported only when invoked (lazy group),
+Subcommands live in their own modules (``testgen/cli/<command>.py``, each calling the library
+function named after its command) and are imported only when invoked (lazy group),
 so ``testgen --help`` stays fast and never imports torch or vllm. Errors follow the rule of
-:mod:`evaluation.cli_common` (``docs/cli.md``): exit 2 for usage and input errors, 1 for failures
+:mod:`commandline` (``docs/cli.md``): exit 2 for usage and input errors, 1 for failures
 while running, each one line; ``--debug`` shows the traceback.
 """
 
@@ -14,12 +15,10 @@ from typing import Any
 
 import click
 
-from evaluation.cli_common import FriendlyCommand, FriendlyErrors, UserError, debug_option, run_cli
+from commandline import FriendlyErrors, debug_option, run_cli
 from testgen import __version__
 
-__all__ = ["main", "cli", "LazyGroup", "FriendlyCommand", "UserError", "run_cli"]
-# FriendlyCommand, UserError and run_cli live in evaluation.cli_common (shared with rerank, which
-# must not import testgen); they are re-exported here for existing callers.
+__all__ = ["main", "cli", "LazyGroup", "COMMANDS"]
 
 #: subcommand name -> ("module:attr", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

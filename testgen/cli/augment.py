@@ -1,21 +1,18 @@
 """``testgen augment`` and ``testgen reduce``: EvalPlus's "+" inputs and "-mini" suites.
 
-Thin layers over :func:`evaluation.augment.augment_dataset` (seeds from the dataset, from test
-generations (:func:`testgen.augment_seeds.generation_sites`), from a model asked for inputs
-(:func:`testgen.augment_seeds.model_sites`) and from PropertyEval; type-aware mutation; every
-input checked in the sandbox) and :func:`evaluation.augment.reduce_dataset` (greedy set cover
-over coverage, mutants and samples; EvalPlus's Table 4). EvalPlus: Liu et al., NeurIPS 2023,
-arXiv 2305.01210. Details and measured figures: ``docs/augment.md``.
+The command lines of :func:`testgen.commands.augment_inputs.augment` and
+:func:`testgen.commands.reduce_suite.reduce`: options in, the functions' reports printed.
+EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
+``docs/augment.md``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
@@ -26,77 +23,17 @@ from evaluation.cli_common import (
     workers_option,
 )
 from testgen.cli.options import task_options
+from testgen.commands.augment_inputs import augmentable
+from testgen.commands.reduce_suite import reducible
 
 if TYPE_CHECKING:
-    from evaluation.datasets import Dataset
     from evaluation.executor.engine import EngineChoice
 
 __all__ = ["augment", "reduce"]
 
-_DATASETS = ("humaneval+", "mbpp+", "mbpp", "humaneval")
-
-
-def _selected(dataset: Dataset, limit: int | None, task_ids: tuple[str, ...]) -> list[str]:
-    from evaluation.errors import TestgenError
-
-    tasks = list(dataset.problems)
-    if task_ids:
-        unknown = [t for t in task_ids if t not in dataset.problems]
-        if unknown:
-            raise TestgenError(f"--task-id {unknown[0]!r}: no such task in {dataset.source}")
-        tasks = [t for t in tasks if t in set(task_ids)]
-    return tasks[:limit] if limit else tasks
-
-
-def _base_sites(dataset: Dataset, tasks: list[str]) -> dict[str, Any]:
-    """For tasks without base input lists (MBPP sanitized, HumanEval): their asserts' calls."""
-    from evaluation.augment.call_sites import parameter_names, sites_from_texts
-
-    out = {}
-    for t in tasks:
-        p = dataset[t]
-        if not p.base_inputs:
-            params = parameter_names(p.reference_code, p.entry_point)
-            out[t] = tuple(sites_from_texts([p.test, p.assertion], p.entry_point, params=params, origin="asserts"))
-    return out
-
-
-def _borrow_contracts(dataset: Dataset, path: str) -> tuple[Dataset, list[str]]:
-    """``dataset`` with the contract of each task that ``path`` has with the same number and
-    entry point (``MbppEval/2`` and ``Mbpp/2``), and the tasks that got one."""
-    from dataclasses import replace
-
-    from evaluation.io import read_jsonl
-
-    found: dict[tuple[str, str], str] = {}
-    for _line, rec in read_jsonl(path):
-        tid, ep, contract = rec.get("task_id"), rec.get("entry_point"), rec.get("contract")
-        if isinstance(tid, str) and isinstance(ep, str) and isinstance(contract, str) and contract.strip():
-            found[(tid.rsplit("/", 1)[-1], ep)] = contract
-    problems = {}
-    borrowed = []
-    for t, p in dataset.problems.items():
-        contract = found.get((t.rsplit("/", 1)[-1], p.entry_point))
-        if contract is not None and not p.contract.strip():
-            p = replace(p, contract=contract)
-            borrowed.append(t)
-        problems[t] = p
-    return replace(dataset, problems=problems), borrowed
-
-
-def _pbt_values(dataset: Dataset, tasks: list[str], location: str | None, examples: int,
-                workers: int | None) -> dict[str, tuple[tuple[tuple[Any, ...], str], ...]]:
-    from evaluation.evalplus.propertyeval import load_strategies, propertyeval_suite
-
-    suite = propertyeval_suite(dataset, strategies=load_strategies(location), examples=examples, tasks=tasks,
-                               workers=workers)
-    notice(f"PropertyEval: {sum(len(p.inputs) for p in suite.tasks.values()):,} usable inputs for "
-           f"{sum(p.usable for p in suite.tasks.values())} tasks ({suite.source})")
-    return {t: tuple((tuple(a), "propertyeval") for a in p.inputs) for t, p in suite.tasks.items()}
-
 
 @click.command(name="augment")
-@dataset_option(only=_DATASETS, help="Dataset to augment (its base inputs, or for mbpp/humaneval its asserts' "
+@dataset_option(accept=augmentable, help="Dataset to augment (its base inputs, or for mbpp/humaneval its asserts' "
                                      "calls, are the base inputs and the first seeds).")
 @dataset_path_option()
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
@@ -150,58 +87,20 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     without raising (both run in the sandbox). Resumable: run it again with the same options.
     Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE.
     """
-    from evaluation.augment import AugmentConfig, TaskSeeds, augment_dataset
-    from evaluation.augment.augmented_dataset import sidecar_paths
-    from evaluation.datasets import load_dataset
     from testgen.cli.options import parse_backend_options
+    from testgen.commands.augment_inputs import AugmentCommandConfig, ModelSeeds, augment as make_inputs
 
     if llm_backend is None and (llm_model or llm_options):
         raise click.UsageError("--llm-model and --llm-option need --llm-backend")
-    ds = load_dataset(dataset, path=dataset_path)
-    tasks = _selected(ds, limit, task_ids)
-    sources: dict[str, Any] = {}
-    if contracts_path is not None:
-        ds, borrowed = _borrow_contracts(ds, contracts_path)
-        borrowed = [t for t in borrowed if t in set(tasks)]
-        sources["contracts"] = {"file": str(Path(contracts_path).resolve()), "tasks": borrowed}
-        notice(f"contracts: {len(borrowed)} of {len(tasks)} tasks take theirs from {contracts_path}")
-    sites: dict[str, list[Any]] = {t: [] for t in tasks}
-    if seed_files:
-        from testgen.augment_seeds import generation_sites
-
-        found = generation_sites(list(seed_files), ds)
-        sources["generations"] = found.files
-        for t in tasks:
-            sites[t].extend(found.sites.get(t, ()))
-        notice(f"seeds: {sum(len(v) for v in found.sites.values()):,} distinct calls in {found.generations:,} "
-               f"test generations ({len(found.files)} file(s))")
-    if llm_backend is not None:
-        from testgen.augment_seeds import ModelSeedConfig, model_sites
-
-        mcfg = ModelSeedConfig(backend=llm_backend, model=llm_model or llm_backend,
-                               options=parse_backend_options(llm_options), template=llm_template, rounds=llm_rounds,
-                               inputs=llm_inputs, temperature=llm_temperature, seed=seed)
-        sources["model"] = mcfg.key()
-        progress_file, _ = sidecar_paths(out)
-        answers = progress_file.with_name(progress_file.name.replace(".progress.jsonl", ".model-answers.jsonl"))
-        asked = model_sites(ds, tasks, {t: ds[t].base_inputs for t in tasks}, mcfg, answers_file=answers)
-        for t in tasks:
-            sites[t].extend(asked.get(t, ()))
-        notice(f"seeds: {sum(len(v) for v in asked.values()):,} distinct inputs from {llm_backend}:{mcfg.model} "
-               f"(answers in {answers})")
-    values: dict[str, tuple[tuple[tuple[Any, ...], str], ...]] = {}
-    if propertyeval_path is not None:
-        values = _pbt_values(ds, tasks, propertyeval_path, pbt_examples, workers)
-        sources["propertyeval"] = {"path": str(Path(propertyeval_path).resolve()), "examples": pbt_examples}
-    base = _base_sites(ds, tasks)
-    seeds = {t: TaskSeeds(sites=tuple(sites[t]), values=values.get(t, ()), base_from_sites=base.get(t, ()))
-             for t in tasks}
-    from evaluation.augment.typed_mutation import Mutation
-
-    config = AugmentConfig(seed=seed, max_inputs=max_inputs, task_seconds=task_seconds, mutation=Mutation(mutation),
-                           reference_seconds=reference_seconds)
-    report = augment_dataset(ds, out=out, seeds=seeds, config=config, sources=sources, tasks=tasks,
-                             workers=workers, engine=engine)
+    asked = None if llm_backend is None else ModelSeeds(
+        backend=llm_backend, model=llm_model, options=parse_backend_options(llm_options), template=llm_template,
+        rounds=llm_rounds, inputs=llm_inputs, temperature=llm_temperature)
+    config = AugmentCommandConfig(
+        dataset=dataset, out=out, dataset_path=dataset_path, seed_files=seed_files, contracts_path=contracts_path,
+        seed=seed, max_inputs=max_inputs, task_seconds=task_seconds, mutation=mutation,  # type: ignore[arg-type]
+        reference_seconds=reference_seconds, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
+        model_seeds=asked, limit=limit, task_ids=task_ids, workers=workers, engine=engine)
+    report = make_inputs(config, notify=notice)
     _print_augment(report, dataset)
 
 
@@ -217,13 +116,15 @@ def _print_augment(report: Any, dataset: str) -> None:
     click.echo("  tasks ended by: " + ", ".join(f"{k} {v}" for k, v in sorted(s["stopped"].items()))
                + f"; {s['cpu_seconds']:.2f} CPU s in the tasks' reference runs and mutation, {report.wall_seconds:.1f} s wall"
                + (f"; {report.reused} task(s) reused from an earlier run" if report.reused else ""))
-    judge = "mbpp+" if dataset.startswith("mbpp") else "humaneval+"
+    from evaluation.augment.release import plus_format
+
+    judge = getattr(plus_format(dataset), "name", dataset)
     click.echo(f"  report: {report.report_file}; judge with: testgen evaluate --dataset {judge} "
                f"--dataset-path {report.out} --samples FILE")
 
 
 @click.command(name="reduce")
-@dataset_option(only=("humaneval+", "mbpp+"), help="Kind of the dataset to reduce (its plus inputs are reduced).")
+@dataset_option(accept=reducible, help="Kind of the dataset to reduce (its plus inputs are reduced).")
 @dataset_path_option(help="The dataset file to reduce (e.g. one 'testgen augment' wrote); default: the release.")
 @click.option("--samples", "sample_files", multiple=True, type=click.Path(exists=True),
               help="Solutions whose kills are a requirement (repeatable; any format 'testgen evaluate' reads, or a "
@@ -250,31 +151,13 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
     Table 4: tests per task and pass@1 with each requirement alone and all together, every
     sample judged on a suite reduced without its own model's (or fold's) samples.
     """
-    from evaluation.augment import KINDS, reduce_dataset
-    from evaluation.datasets import load_dataset
-    from evaluation.errors import TestgenError
-    from evaluation.solutions import read_solutions, require_known_tasks
+    from testgen.commands.reduce_suite import ReduceConfig, reduce as reduce_suite
 
-    kinds = [k.strip() for k in requirements.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise click.BadParameter(f"{bad[0] if bad else requirements!r}: choose from {', '.join(KINDS)}",
-                                 param_hint="--requirements")
-    ds = load_dataset(dataset, path=dataset_path)
-    samples = []
-    seen: set[str] = set()
-    for f in sample_files:
-        if Path(f).is_dir() and (Path(f) / "solutions.jsonl").is_file():
-            f = str(Path(f) / "solutions.jsonl")  # a 'testgen sample' run directory
-        found = read_solutions(f, dataset=ds, codet_prompts=codet_prompts)
-        require_known_tasks(found, ds)
-        for s in found.solutions:
-            if s.solution_id in seen:
-                raise TestgenError(f"{f}: solution id {s.solution_id!r} also in an earlier --samples file")
-            seen.add(s.solution_id)
-            samples.append(s)
-    report = reduce_dataset(ds, samples, out=out, kinds=kinds, holdout=holdout,  # type: ignore[arg-type]
-                            folds=folds, workers=workers, engine=engine, note=notice)
+    kinds = tuple(k.strip() for k in requirements.split(",") if k.strip())
+    config = ReduceConfig(dataset=dataset, out=out, dataset_path=dataset_path, samples=sample_files,
+                          codet_prompts=codet_prompts, requirements=kinds, holdout=holdout,  # type: ignore[arg-type]
+                          folds=folds, workers=workers, engine=engine)
+    report = reduce_suite(config, notify=notice)
     _print_reduce(report)
 
 

@@ -1,80 +1,18 @@
 """``testgen datasets``: list the datasets, their versions, sizes and where each was found.
 
-A thin layer over :func:`evaluation.datasets.locate_dataset` and
-:func:`evaluation.datasets.load_dataset`. Nothing is downloaded unless ``--download`` is
-given; a dataset that is not found is listed with the three ways to provide it.
+A thin layer over :func:`testgen.commands.list_datasets.datasets`. Nothing is downloaded unless
+``--download`` is given; a dataset that is not found is listed with the three ways to provide it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import click
 
-from evaluation.cli_common import dataset_path_option
+from commandline import dataset_path_option
 
-__all__ = ["datasets", "DatasetRow", "dataset_rows"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class DatasetRow:
-    """One line of the listing."""
-
-    name: str
-    """Registry name."""
-    version: str
-    """Release version ("" for a plugin dataset without a spec)."""
-    problems: int | None
-    """Number of problems loaded, or None when the file was not found."""
-    found_by: str | None
-    """Which step of the resolution order found it, or None."""
-    path: str | None
-    """The file read, or None."""
-    error: str | None = None
-    """Why it was not found (with how to provide it), or None."""
-    fixes: int = 0
-    """Records the loader repaired (``mbpp``: see docs/datasets.md)."""
-
-
-def dataset_rows(
-    names: list[str], *, dataset_path: str | None = None, allow_download: bool = False
-) -> list[DatasetRow]:
-    """Locate and load each dataset; a missing one becomes a row with its ``error``."""
-    from evaluation.datasets import SPECS, load_dataset, locate_dataset
-    from evaluation.errors import DatasetNotFound
-
-    rows = []
-    for name in names:
-        spec = SPECS.get(name)
-        version = spec.version if spec else ""
-        try:
-            if spec is None:  # a plugin dataset: its loader finds its own file
-                dataset = load_dataset(name, path=dataset_path)
-                found_by = dataset.found_by.value if dataset.found_by else "plugin"
-            else:
-                # Locate first, so a missing file is reported without a download attempt.
-                located = locate_dataset(name, dataset_path, allow_download=allow_download)
-                dataset = load_dataset(name, path=located.path)
-                found_by = located.found_by.value + (f" ({located.detail})" if located.detail else "")
-        except DatasetNotFound as exc:
-            if dataset_path is not None:
-                raise
-            rows.append(
-                DatasetRow(name=name, version=version, problems=None, found_by=None, path=None, error=str(exc))
-            )
-            continue
-        rows.append(
-            DatasetRow(
-                name=name,
-                version=dataset.version or version,
-                problems=len(dataset),
-                found_by=found_by,
-                path=dataset.source,
-                fixes=len(dataset.fixes),
-            )
-        )
-    return rows
+__all__ = ["datasets"]
 
 
 @click.command(name="datasets")
@@ -90,6 +28,7 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     then (with --download, or when a command needs the data) the official release URL.
     """
     from evaluation.datasets import DATASETS
+    from testgen.commands.list_datasets import datasets as dataset_rows
 
     if dataset_path is not None:
         if len(names) != 1:

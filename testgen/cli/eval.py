@@ -1,15 +1,16 @@
 """``testgen eval RUN_DIR``: pass rate P, deduplicated pass rate P' and branch coverage C of a
 run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
-:func:`testgen.evaluate_run.evaluate_run`."""
+:func:`testgen.commands.score_tests.eval`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     NON_NEGATIVE_INT,
     DatasetName,
     dataset_path_option,
@@ -84,10 +85,9 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         TextColumn,
         TimeRemainingColumn,
     )
-    from rich.table import Table
 
+    from testgen.commands.score_tests import EvalOptions, eval as eval_run
     from testgen.coverage import CoverageMeasure
-    from testgen.evaluate_run import EvalOptions, evaluate_run
     from testgen.metrics import DedupKey, EmptyPolicy
 
     opts = EvalOptions(
@@ -109,15 +109,27 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
                 ids[stage] = bar.add_task(f"running tests on {stage}", total=total)
             bar.update(ids[stage], completed=done, total=total)
 
-        result = evaluate_run(run_dir, opts, progress=progress, notify=notice)
+        result = eval_run(run_dir, opts, progress=progress, notify=notice)
     m = result.metrics
+    Console().print(_metrics_table(m, run_dir))
+    for w in m.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    click.echo(f"wrote {result.out_dir / 'metrics.json'} and {result.out_dir / 'generations.jsonl'}")
+
+
+def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
+    """The terminal table of ``metrics.json``: the headline metrics (P, P', C and any plugin's), their
+    other empty-generation variant, correctness by position, counts, Table 4's split, M, time."""
+    from rich.table import Table
+
+    from testgen.metrics import metric_specs
+
     table = Table(title=f"testgen eval: {run_dir}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     other = m["variants"][f"empty_{'exclude' if m['empty_generations'] == 'zero' else 'zero'}"]
-    table.add_row("P (pass rate)", _pct(m["pass_rate"]))
-    table.add_row("P' (dedup pass rate)", _pct(m["dedup_pass_rate"]))
-    table.add_row(f"C (coverage, {m['coverage_measure']})", _pct(m["coverage"]))
+    for spec in metric_specs():
+        table.add_row(spec.title.format(measure=m["coverage_measure"]), _pct(m[spec.name]))
     if "prompt_coverage" in m:
         table.add_row("C on the prompt's code", _pct(m["prompt_coverage"]))
     table.add_row(f"P / P' / C, empty generations {'excluded' if m['empty_generations'] == 'zero' else 'as 0'}",
@@ -133,6 +145,14 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
     checks = m["checks"]["distinct_tests"]
     table.add_row("distinct tests checked in trusted code / in the program's process",
                   f"{checks['trusted_code']} / {checks['child']}")
+    _prompt_rows(table, m)
+    _mutation_rows(table, m.get("mutation"))
+    table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
+    return table
+
+
+def _prompt_rows(table: Any, m: Mapping[str, Any]) -> None:
+    """Table 4's split by whether the prompt's code is correct, and that code's pass@1."""
     split = m.get("prompt_correctness")
     if split:
         for key in ("correct", "incorrect"):
@@ -144,20 +164,19 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
                       f"{_pct(g['dedup_pass_rate'])} ({_pct(g['coverage'])})")
     if m.get("code_pass1") is not None:
         table.add_row("code pass@1 (prompt solutions)", _pct(m["code_pass1"]))
-    mut = m.get("mutation")
-    if mut is not None:
-        table.add_row("M (mutation score)", _pct(mut["score"]))
-        table.add_row("M, generations without tests left out", _pct(mut.get("score_generations_with_tests")))
-        table.add_row("M, the task's tests together", _pct(mut["score_union"]))
-        table.add_row("mutants / equivalent / non-equivalent killed",
-                      f"{mut['mutants']} / {mut['equivalent']} / {mut['killed_union']} of {mut['non_equivalent']}")
-        table.add_row("tasks scored (without a non-equivalent mutant)",
-                      f"{mut['tasks_scored']} ({len(mut['tasks_without_nonequivalent_mutants'])})")
-        ex = mut["execution"]
-        table.add_row("mutation wall / CPU (equivalence, matrix)",
-                      f"{ex['wall_s']:.1f} s / {ex['cpu_s']:.1f} s ({ex['equivalence_s']:.1f} s, {ex['matrix_s']:.1f} s)")
-    table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
-    Console().print(table)
-    for w in m.get("warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {w}")
-    click.echo(f"wrote {result.out_dir / 'metrics.json'} and {result.out_dir / 'generations.jsonl'}")
+
+
+def _mutation_rows(table: Any, mut: dict[str, Any] | None) -> None:
+    """The mutation score M and its counts (``--mutation``)."""
+    if mut is None:
+        return
+    table.add_row("M (mutation score)", _pct(mut["score"]))
+    table.add_row("M, generations without tests left out", _pct(mut.get("score_generations_with_tests")))
+    table.add_row("M, the task's tests together", _pct(mut["score_union"]))
+    table.add_row("mutants / equivalent / non-equivalent killed",
+                  f"{mut['mutants']} / {mut['equivalent']} / {mut['killed_union']} of {mut['non_equivalent']}")
+    table.add_row("tasks scored (without a non-equivalent mutant)",
+                  f"{mut['tasks_scored']} ({len(mut['tasks_without_nonequivalent_mutants'])})")
+    ex = mut["execution"]
+    table.add_row("mutation wall / CPU (equivalence, matrix)",
+                  f"{ex['wall_s']:.1f} s / {ex['cpu_s']:.1f} s ({ex['equivalence_s']:.1f} s, {ex['matrix_s']:.1f} s)")

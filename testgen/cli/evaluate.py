@@ -1,93 +1,85 @@
 """``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
 
-A thin layer over :func:`evaluation.solutions.read_solutions`,
-:func:`evaluation.evalplus.evaluate_solutions` (ours, in our sandboxed executor) or
-:func:`evaluation.evalplus.evaluate_solutions_evalplus` (the installed ``evalplus`` 0.3.1, to
-check ours against), :func:`evaluation.asserts.evaluate_on_asserts` (MBPP sanitized: its
-original asserts, no plus inputs), :func:`evaluation.evalplus.propertyeval.propertyeval_suite`
-(``--pbt``: PropertyEval's property-based inputs, a third suite) and
-:func:`evaluation.passk.verdict_pass_at_k`. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210.
-PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
+A thin click layer over :func:`testgen.commands.judge_code.evaluate` (``docs/evaluate.md``): it
+builds the configuration, shows progress bars and the library's notices, and prints the pass@k
+table.
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from evaluation.cli_common import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
+from commandline import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
+from testgen.commands.judge_code import judged_on_own
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
+    from testgen.commands.judge_code import EvaluateResult
 
-__all__ = ["evaluate", "verdict_record", "default_out_path"]
-
-
-def verdict_record(verdict: Any, solution: Any) -> dict[str, Any]:
-    """The JSONL record written per sample (``plus`` is null for a dataset without plus inputs)."""
-    no_plus = "plus_status" in verdict.extra and verdict.extra["plus_status"] is None
-    record: dict[str, Any] = {
-        "task_id": verdict.task_id,
-        "solution_id": verdict.solution_id,
-        "model": solution.model,
-        "sample_index": solution.sample_index,
-        "base": verdict.base,
-        "plus": None if no_plus else verdict.plus,
-        "base_status": verdict.extra.get("base_status"),
-        "plus_status": verdict.extra.get("plus_status"),
-        "base_detail": verdict.base_detail,
-        "plus_detail": verdict.plus_detail,
-        "duplicates": verdict.extra.get("duplicates"),
-        "call_seconds": verdict.extra.get("call_seconds"),
-        "decisive_seconds": verdict.extra.get("decisive_seconds"),
-    }
-    if "pbt" in verdict.extra:  # judged on PropertyEval's inputs too (--pbt)
-        record["pbt"] = verdict.extra["pbt"]
-        record["pbt_status"] = verdict.extra.get("pbt_status")
-        record["pbt_detail"] = verdict.extra.get("pbt_detail", "")
-    return record
+__all__ = ["evaluate"]
 
 
-def _propertyeval(bar: Any, console: Any, dataset: Any, present: set[str], strategies: Any, examples: int,
-                  workers: int | None) -> Any:
-    """The PropertyEval suite of the tasks present (drawn and cached on first use), and what it
-    could not use printed."""
-    from evaluation.evalplus.propertyeval import propertyeval_suite
+@contextmanager
+def _bars(console: Any) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
+    """Transient progress bars on stderr: a factory from a step's description to its update."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    task = bar.add_task("PropertyEval inputs", total=None)
-    suite = propertyeval_suite(dataset, strategies=strategies, examples=examples, workers=workers,
-                               tasks=[t for t in dataset.problems if t in present],
-                               progress=lambda done, total: bar.update(task, completed=done, total=total))
-    bar.remove_task(task)
-    kept = sum(len(p.inputs) for p in suite.tasks.values())
-    console.print(f"PropertyEval ({'pinned snapshot' if suite.pinned else 'NOT the pinned snapshot'} "
-                  f"{suite.content_sha256[:12]}, {suite.source}; Hypothesis {suite.hypothesis_version}): "
-                  f"{kept:,} usable inputs for {sum(p.usable for p in suite.tasks.values())} tasks; "
-                  f"{suite.from_cache} tasks from the cache, {len(suite.tasks) - suite.from_cache} computed "
-                  f"({suite.draws_from_cache} of them from cached draws; {suite.seconds:.1f} s), cached in {suite.cache_dir}",
-                  highlight=False, soft_wrap=True)
-    problems = suite.problems()
-    if problems:
-        console.print(f"[yellow]{len(problems)} task(s) whose PropertyEval strategy or contract made inputs "
-                      f"unusable:[/]", highlight=False)
-        for task_id, why in problems:
-            console.print(f"  {task_id}: {why}", highlight=False, soft_wrap=True)
-    return suite
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+
+        def factory(description: str) -> Callable[[int, int], None]:
+            task = bar.add_task(description, total=None)
+            return lambda done, total: bar.update(task, completed=done, total=total)
+
+        yield factory
 
 
-def default_out_path(samples: str) -> Path:
-    """``<samples file name without extensions>.verdicts.jsonl`` in the current directory."""
-    from evaluation.solutions import model_name_from_path
+def _print_table(result: EvaluateResult, evaluator: str) -> None:
+    """The pass@k table on stdout (base and plus, or the original asserts; +pbt rows when judged)."""
+    from rich.console import Console
+    from rich.table import Table
 
-    return Path(f"{model_name_from_path(samples)}.verdicts.jsonl")
+    from evaluation.datasets import Judge
+
+    table_data = result.pass_at_k
+    ks = sorted(set(table_data["base"]) | set(table_data["plus"]))
+    dataset = result.dataset
+    table = Table(title=f"{dataset.name} ({dataset.version}), {result.tasks} tasks, "
+                        f"{result.samples} samples ({result.distinct} distinct), evaluator: {evaluator}")
+    table.add_column("tests")
+    for k in ks:
+        table.add_column(f"pass@{k}", justify="right")
+    asserts_only = result.judge is Judge.ASSERTS
+    rows: tuple[tuple[str, str], ...] = (("base", "original asserts"),) if asserts_only else (
+        ("base", "base (original tests)"), ("plus", "plus (base + extra)"))
+    if "pbt" in table_data:
+        rows += (("pbt", "+pbt (base + extra + PropertyEval)"),
+                 ("base_pbt", "base + PropertyEval (PropertyEval's column)"))
+    for split, label in rows:
+        table.add_row(label, *(f"{100 * table_data[split][k].value:.1f}" for k in ks))
+    Console().print(table)
+    if asserts_only:
+        click.echo(_no_plus_note(dataset.name))
+
+
+def _no_plus_note(name: str) -> str:
+    """Said under the table of a dataset judged on its asserts: where its plus inputs are, if anywhere."""
+    from evaluation.datasets import DATASETS, Judge, dataset_spec
+
+    spec = dataset_spec(name)
+    plus = [s for s in map(dataset_spec, DATASETS.names()) if s.family == spec.family and s.judge is Judge.EVALPLUS]
+    hint = "".join(f" ({s.title}'s extra inputs: --dataset {s.name}, {s.expected_size} tasks)" for s in plus)
+    return f"{spec.title} has no plus inputs: pass@k on its original asserts only{hint}."
 
 
 @click.command(name="evaluate")
-@dataset_option(only=("humaneval+", "mbpp+", "mbpp"), dest="dataset_name",
-                help="Dataset whose base and plus inputs judge (mbpp: MBPP sanitized, its original asserts only).")
+@dataset_option(accept=judged_on_own, dest="dataset_name",
+                help="Dataset whose base and plus inputs judge (or its own asserts, for a dataset without plus "
+                     "inputs: MBPP sanitized).")
 @click.option("--samples", required=True, type=click.Path(exists=True),
               help="Solutions: our/EvalPlus samples JSONL (task_id + solution|completion), "
                    "CodeT's {prompt, samples} JSONL(.gz), an EvalPlus samples folder, "
@@ -140,129 +132,18 @@ def evaluate(
     these inputs all pass.
     """
     from rich.console import Console
-    from rich.table import Table
 
-    from evaluation.datasets import load_dataset
-    from evaluation.errors import TestgenError
-    from evaluation.evalplus import (
-        TimeLimits,
-        evaluate_solutions,
-        evaluate_solutions_evalplus,
-        ground_truth,
+    from testgen.commands.judge_code import EvaluateConfig, evaluate as judge
+
+    config = EvaluateConfig(
+        samples=samples, dataset=dataset_name, dataset_path=dataset_path, out=out, evaluator=evaluator,  # type: ignore[arg-type]
+        model=model, codet_prompts=codet_prompts, min_time_limit=min_time_limit,
+        gt_time_limit_factor=gt_time_limit_factor, pbt=pbt, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
+        workers=workers, engine=engine,
     )
-    from evaluation.io import write_jsonl
-    from evaluation.passk import verdict_pass_at_k
-    from evaluation.solutions import read_solutions, require_known_tasks
-
     console = Console(stderr=True)
-    t0 = time.perf_counter()
-    asserts_only = dataset_name == "mbpp"
-    if asserts_only and evaluator == "evalplus":
-        raise click.UsageError("--evaluator evalplus judges HumanEval+/MBPP+ inputs; MBPP sanitized has none "
-                               "(use --evaluator ours, or --dataset mbpp+)")
-    if evaluator == "evalplus" and engine.name != "local":
-        raise click.UsageError("--evaluator evalplus runs the installed evalplus on this machine; --engine ray runs "
-                               "ours (--evaluator ours)")
-    pbt = pbt or propertyeval_path is not None
-    if pbt and (dataset_name != "humaneval+" or evaluator != "ours"):
-        raise click.UsageError("--pbt judges HumanEval+ samples with our evaluator: PropertyEval has strategies for "
-                               "HumanEval tasks only (--dataset humaneval+ --evaluator ours)")
-    strategies = None
-    if pbt:  # found (or refused) before any work is done
-        from evaluation.evalplus.propertyeval import load_strategies
-
-        strategies = load_strategies(propertyeval_path)
-    if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
-        samples = str(Path(samples) / "solutions.jsonl")
-    dataset = load_dataset(dataset_name, path=dataset_path)
-    found = read_solutions(samples, dataset=dataset, model=model, codet_prompts=codet_prompts)
-    require_known_tasks(found, dataset, hint="" if codet_prompts or not found.unmatched else "; pass --codet-prompts")
-    present = set(found.tasks())
-    missing = [t for t in dataset.problems if t not in present]
-    if missing:
-        console.print(f"[yellow]{len(missing)} of {len(dataset)} tasks have no solution[/] "
-                      f"(evaluating the {len(dataset) - len(missing)} present): "
-                      + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
-    sols = [s for s in found.solutions if s.task_id in dataset.problems]
-    if not sols:
-        raise TestgenError(f"{samples}: no solution of a {dataset_name} task")
-    limits = TimeLimits(min_time_limit=min_time_limit, gt_time_limit_factor=gt_time_limit_factor)
-
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
-        if asserts_only:
-            from evaluation.asserts import assert_truth, evaluate_on_asserts
-
-            gt_task = bar.add_task("references on their asserts", total=None)
-            from dataclasses import replace
-
-            needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
-            atruth = assert_truth(needed, workers=workers, time_limits=limits)
-            bar.remove_task(gt_task)
-            kept = sum(len(s.tests) for s in atruth.tasks.values())
-            console.print(f"references: pass {kept} of {kept + len(atruth.skipped)} original asserts "
-                          f"({atruth.seconds:.1f}s)")
-            for line in atruth.skipped:
-                console.print(f"[yellow]skipped (the reference fails it):[/] {line}")
-            task = bar.add_task("distinct programs", total=None)
-            verdicts = evaluate_on_asserts(
-                dataset, sols, workers=workers, time_limits=limits, truth=atruth, engine=engine,
-                progress=lambda done, total: bar.update(task, completed=done, total=total))
-        elif evaluator == "ours":
-            gt_task = bar.add_task("ground truth", total=None)
-            truth = ground_truth(dataset, workers=workers)
-            bar.remove_task(gt_task)
-            console.print(f"ground truth of {len(truth.tasks):,} tasks: from the cache {truth.cache_file}"
-                          if truth.from_cache else
-                          f"ground truth of {len(truth.tasks):,} tasks: computed in {truth.seconds:.1f} s, "
-                          f"cached in {truth.cache_file}", highlight=False, soft_wrap=True)
-            suite = None
-            if pbt:
-                suite = _propertyeval(bar, console, dataset, present, strategies, pbt_examples, workers)
-            task = bar.add_task("distinct programs", total=None)
-            verdicts = evaluate_solutions(
-                dataset, sols, workers=workers, time_limits=limits, truth=truth, engine=engine,
-                propertyeval=suite,
-                progress=lambda done, total: bar.update(task, completed=done, total=total))
-        else:
-            task = bar.add_task("evalplus", total=None)
-            verdicts = evaluate_solutions_evalplus(
-                dataset, sols, workers=workers, time_limits=limits,
-                progress=lambda done, total: bar.update(task, completed=done, total=total))
-    elapsed = time.perf_counter() - t0
-
-    out_path = Path(out) if out else default_out_path(samples)
-    judged = [s for s in sols if s.solution_id in verdicts]
-    if len(judged) < len(sols):
-        unjudged = sorted({s.task_id for s in sols if s.solution_id not in verdicts})
-        console.print(f"[yellow]{len(unjudged)} task(s) have no test the reference passes; their "
-                      f"{len(sols) - len(judged)} samples are not judged:[/] " + ", ".join(unjudged[:10]))
-    write_jsonl(out_path, (verdict_record(verdicts[s.solution_id], s) for s in judged))
-    table_data = verdict_pass_at_k(verdicts[s.solution_id] for s in judged)
-    ks = sorted(set(table_data["base"]) | set(table_data["plus"]))
-    distinct = len({(s.task_id, s.code) for s in sols})
-    table = Table(title=f"{dataset_name} ({dataset.version}), {len(present & set(dataset.problems))} tasks, "
-                        f"{len(sols)} samples ({distinct} distinct), evaluator: {evaluator}")
-    table.add_column("tests")
-    for k in ks:
-        table.add_column(f"pass@{k}", justify="right")
-    rows: tuple[tuple[str, str], ...] = (("base", "original asserts"),) if asserts_only else (
-        ("base", "base (original tests)"), ("plus", "plus (base + extra)"))
-    if "pbt" in table_data:
-        rows += (("pbt", "+pbt (base + extra + PropertyEval)"),
-                 ("base_pbt", "base + PropertyEval (PropertyEval's column)"))
-    for split, label in rows:
-        table.add_row(label, *(f"{100 * table_data[split][k].value:.1f}" for k in ks))
-    Console().print(table)
-    if asserts_only:
-        click.echo("MBPP (sanitized) has no plus inputs: pass@k on its original asserts only "
-                   "(MBPP+'s extra inputs: --dataset mbpp+, 378 tasks).")
-    console.print(f"verdicts: {out_path}   ({elapsed:.1f}s)")
+    with _bars(console) as bars:
+        result = judge(config, progress=bars,
+                       notify=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
+    _print_table(result, evaluator)
+    console.print(f"verdicts: {result.out}   ({result.seconds:.1f}s)", markup=False, highlight=False)

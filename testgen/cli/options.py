@@ -1,6 +1,6 @@
 """Options that ``testgen run`` and ``testgen sample`` share: which tasks, and how to reach and
 configure the backend (``--base-url``, ``--backend-option KEY=VALUE``, ``--list-backend-options``).
-The options both CLIs share (``--dataset``, ``--workers``, ...) are in :mod:`evaluation.cli_common`.
+The options both CLIs share (``--dataset``, ``--workers``, ...) are in :mod:`commandline`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from evaluation.cli_common import POSITIVE_INT
+from commandline import POSITIVE_INT
 
 __all__ = ["task_options", "backend_options", "parse_backend_options", "resolve_backend_options"]
 

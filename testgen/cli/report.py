@@ -1,8 +1,7 @@
 """``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
 CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.report.write_report`;
-``testgen report STUDY_DIR`` writes a ``testgen study`` folder's report instead
-(:func:`testgen.study.report.write_study_report`)."""
+Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.commands.compare_runs.report`,
+which writes a ``testgen study`` folder's report instead when given one (``testgen report STUDY_DIR``)."""
 
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
     significantly different from it."""
     from rich.table import Table
 
-    from testgen.report import SETTING_ORDER
+    from testgen.commands.compare_runs import SETTING_ORDER
     from testgen.report_stats import ALPHA, METRIC_NAMES
 
     runs = res["runs"]
@@ -82,21 +81,17 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     Given one 'testgen study' folder instead, write the study's report (Tables 1-6, Figures 2-3,
     index.html) into DIR/report (docs/study.md).
     """
-    if len(run_dirs) == 1 and (run_dirs[0] / "study.json").is_file():
-        from testgen.cli.study import open_study
-        from testgen.study.report import write_study_report
-
-        folder = run_dirs[0]
-        files = write_study_report(open_study(folder), folder)
-        click.echo(f"wrote {len(files)} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
-        return
     from rich.console import Console
     from rich.table import Table
 
-    from testgen.report import write_report
+    from testgen.commands.compare_runs import report as write_report
 
     res = write_report(list(run_dirs), out, code_pass1=_parse_pass1(code_pass1),
                        tests_only=coverage_arcs == "tests-only")
+    if "study" in res:
+        folder = res["study"]
+        click.echo(f"wrote {len(res['files'])} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
+        return
     table = Table(title="P' (C), %  (Table 2 shape; each column names its C)")
     for i, h in enumerate(res["header"]):
         table.add_column(h, justify="left" if i == 0 else "right")

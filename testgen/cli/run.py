@@ -1,6 +1,6 @@
 """``testgen run``: make a model write tests in the oracle/self/cross/placeholder settings.
 
-A thin layer over :func:`testgen.pipeline.run` (Xiong, Guo, Chen, arXiv 2310.05727).
+A thin layer over :func:`testgen.commands.write_tests.run` (Xiong, Guo, Chen, arXiv 2310.05727).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
@@ -18,6 +18,8 @@ from evaluation.cli_common import (
     notice,
 )
 from evaluation.errors import TestgenError
+from evaluation.extraction import EXTRACTION_MODES
+from testgen.backends import DEFAULT_BACKEND
 from testgen.cli.options import backend_options, resolve_backend_options, task_options
 
 __all__ = ["run"]
@@ -38,7 +40,8 @@ def _solutions_file(path: str | None) -> str | None:
 @click.command(name="run")
 @dataset_option()
 @dataset_path_option()
-@click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, human, fake, or a plugin.")
+@click.option("--backend", default=DEFAULT_BACKEND, show_default=True,
+              help="A registered backend: openai, vllm, hf, replay, human, fake, or a plugin's (docs/extending.md).")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)
 @click.option("-n", "--num-generations", "n", type=POSITIVE_INT, default=100, show_default=True,
@@ -67,7 +70,8 @@ def _solutions_file(path: str | None) -> str | None:
                    "code with the default prompt; CodeT removes them).")
 @task_options()
 @backend_options()
-@click.option("--extraction", type=click.Choice(["robust", "codet"]), default="robust", show_default=True)
+@click.option("--extraction", type=click.Choice(EXTRACTION_MODES), default="robust", show_default=True,
+              help="robust: complete asserts found with ast (the study's); codet: exactly CodeT's extraction.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory [default: runs/<dataset>/<model>/<setting>].")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
@@ -83,17 +87,20 @@ def run(
     """Make a model write tests for every problem; appends to RUN/generations.jsonl (resumable)."""
     import sys
 
+    from testgen.backends import backend_capabilities
     from testgen.backends.base import Sampling
-    from testgen.pipeline import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
+    from testgen.commands.write_tests import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
     from testgen.settings import PromptStyle, Setting
 
     options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
     if options is None:
         return
+    caps = backend_capabilities(backend)
     source = click.get_current_context().get_parameter_source("n")
-    if backend == "human" and source is not click.core.ParameterSource.DEFAULT and n != 1:
-        click.echo("note: the human backend makes one generation per task (all human tests); -n is ignored", err=True)
-    if backend != "human" and model is None and backend in ("openai", "vllm", "hf"):
+    if caps.dataset_tests and source is not click.core.ParameterSource.DEFAULT and n != 1:
+        click.echo(f"note: the {backend} backend makes one generation per task (all of its tests); -n is ignored",
+                   err=True)
+    if model is None and caps.needs_model:
         raise click.UsageError(f"--backend {backend} needs --model")
     config = RunConfig(
         dataset=dataset,

@@ -1,7 +1,7 @@
 """``testgen sample``: sample code from a model for every problem (the paper's Table 1, and the
 pool for ``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank``).
 
-A thin layer over :mod:`testgen.sampling` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
+A thin layer over :func:`testgen.commands.sample_code.sample` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
 exit-status rule (``docs/cli.md``): 2 for a bad input (unknown dataset or backend option, a run
 directory holding another configuration), checked before anything is sampled; 1 when sampling
 fails while running (:class:`~evaluation.errors.RunFailure`: the model server gives up, ...).
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from evaluation.cli_common import (
+from commandline import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
     PROBABILITY,
@@ -21,6 +21,7 @@ from evaluation.cli_common import (
     dataset_path_option,
     notice,
 )
+from testgen.backends import DEFAULT_BACKEND
 from testgen.cli.options import backend_options, resolve_backend_options, task_options
 
 __all__ = ["sample"]
@@ -29,7 +30,9 @@ __all__ = ["sample"]
 @click.command(name="sample")
 @dataset_option()
 @dataset_path_option()
-@click.option("--backend", default="openai", show_default=True, help="openai, vllm, hf, replay, fake, or a plugin.")
+@click.option("--backend", default=DEFAULT_BACKEND, show_default=True,
+              help="A registered backend that writes code: openai, vllm, hf, replay, fake, or a plugin's "
+                   "(docs/extending.md).")
 @click.option("--model", default=None, help="Model name (server model id, HF name or path).")
 @click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
               help="Samples per task (the paper's Table 1: 200).")
@@ -63,15 +66,15 @@ def sample(
     """
     import sys
 
-    from evaluation.errors import RunFailure
+    from testgen.backends import backend_capabilities
     from testgen.backends.base import Sampling
-    from testgen.sampling import SampleConfig, prepare
+    from testgen.commands.sample_code import SampleConfig, sample as sample_code
     from testgen.settings import PromptStyle
 
     options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
     if options is None:
         return
-    if model is None and backend in ("openai", "vllm", "hf"):
+    if model is None and backend_capabilities(backend).needs_model:
         raise click.UsageError(f"--backend {backend} needs --model")
     config = SampleConfig(
         dataset=dataset, dataset_path=dataset_path, backend=backend, model=model, backend_options=options, n=n,
@@ -79,15 +82,8 @@ def sample(
         prompt_style=PromptStyle(prompt_style), code_template=code_template,
         strip_code_examples=strip_code_examples, limit=limit, task_ids=task_ids,
     )
-    prepared = prepare(config, out=Path(out) if out else None)  # bad inputs: exit 2, nothing sampled
-    try:
-        show = sys.stderr.isatty() if progress is None else progress
-        summary = prepared.run(progress=show, notify=notice)
-    except RunFailure as exc:
-        raise RunFailure(f"{exc} (what was sampled is saved in {prepared.out}; run the same command to resume)") \
-            from exc
-    finally:
-        prepared.close()
+    show = sys.stderr.isatty() if progress is None else progress
+    summary = sample_code(config, out=Path(out) if out else None, progress=show, notify=notice)
     click.echo(
         f"{summary.out}: {summary.tasks} tasks, {summary.sampled} solutions sampled, "
         f"{summary.reused} already present (reused) -> {summary.out / 'solutions.jsonl'}"

@@ -2,6 +2,6 @@
 
 :mod:`testgen.study.spec` parses the spec into frozen dataclasses, :mod:`testgen.study.plan`
 builds the step graph keyed by configuration hashes, :mod:`testgen.study.runner` runs it
-(resumable, kill-safe, ``--jobs``), :mod:`testgen.study.report` writes the paper's tables and
+(resumable, kill-safe, ``--jobs``), :mod:`testgen.study.tables` writes the paper's tables and
 figures. Nothing is imported here, so ``import testgen.study`` stays cheap.
 """

@@ -40,8 +40,11 @@ class _Builder(Protocol):
 
 
 def judge_of(dataset: str) -> str:
-    """The dataset name an augmented suite of ``dataset`` is judged as (``--dataset``)."""
-    return "mbpp+" if dataset.startswith("mbpp") else "humaneval+"
+    """The dataset name an augmented suite of ``dataset`` is judged as (``--dataset``;
+    :func:`evaluation.augment.release.plus_format`)."""
+    from evaluation.augment.release import plus_format
+
+    return getattr(plus_format(dataset), "name", dataset)
 
 
 def _augment(b: _Builder, ds: str) -> Any:

@@ -36,24 +36,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from evaluation.datasets import Judge, dataset_spec, judge_spec
+from testgen.study.paper import table5_test_set
 from testgen.study.spec import ModelSpec, StudySpec
 
-__all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION"]
+__all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION", "measures_mutation"]
 
 StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "augment", "evaluate-augmented", "reduce",
                    "report"]
 REPORT_VERSION = "2"
-"""Part of the report step's key: a report that shows more (2: the mutation score M) is rendered again."""
-MUTATION_DATASETS = ("humaneval+", "mbpp+")
-"""Datasets whose eval steps measure M when the spec asks (``mutation = true``): equivalent mutants
-are judged on their base/plus inputs (MBPP sanitized has none)."""
-"""Bumped when the report's format changes, so that a finished study re-writes its report."""
+"""Part of the report step's key, bumped when the report's format changes, so that a finished study
+re-writes its report (2: the mutation score M)."""
 
-_REQUIRES: dict[str, tuple[str, ...]] = {
-    "hf": ("torch", "transformers"),
-    "vllm": ("vllm",),
-    "openai": ("openai",),
-}
 _BUILD_REQUIRES: dict[str, tuple[str, ...]] = {"tiny-gpt2": ("torch", "transformers", "tokenizers")}
 
 
@@ -80,8 +74,9 @@ class Step:
     blocked: str | None = None
     """Why it cannot run here (then it never runs and its cells say so)."""
     restart: bool = False
-    """Redo from scratch after an interruption instead of resuming: the ``hf`` backend seeds once
-    per batch, so a resumed sampling would differ from an uninterrupted one."""
+    """Redo from scratch after an interruption instead of resuming: a backend that is not
+    :attr:`~testgen.backends.base.Capabilities.resumable` (``hf`` seeds once per batch, so a
+    resumed sampling would differ from an uninterrupted one)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """What the report needs to know (setting, temperature, test set labels, ...)."""
 
@@ -127,6 +122,13 @@ class Plan:
         return Plan(spec=self.spec, steps=tuple(kept))
 
 
+def measures_mutation(dataset: str) -> bool:
+    """Whether a study's eval steps on ``dataset`` measure M when the spec asks (``mutation =
+    true``): equivalent mutants are judged on base/plus inputs, which a dataset judged on its
+    asserts (MBPP sanitized) does not have."""
+    return dataset_spec(dataset).judge is Judge.EVALPLUS
+
+
 def _missing(modules: Sequence[str]) -> str | None:
     absent = [m for m in modules if importlib.util.find_spec(m) is None]
     return f"not run: {', '.join(absent)} not installed" if absent else None
@@ -164,7 +166,7 @@ class _Builder:
 
     def model_args(self, m: ModelSpec) -> list[str]:
         args = ["--backend", m.backend]
-        if m.model is not None and m.backend != "human":
+        if m.model is not None and not m.capabilities.dataset_tests:
             args += ["--model", m.model]
         for k, v in sorted(m.options.items()):
             args += ["-o", f"{k}={v}"]
@@ -174,12 +176,31 @@ class _Builder:
         return [] if self.spec.limit is None else ["--limit", str(self.spec.limit)]
 
     def propertyeval_args(self, judge: str) -> list[str]:
-        """``--pbt`` (and the snapshot's path) for a HumanEval+ evaluate step when the spec asks
-        for PropertyEval's inputs; PropertyEval has no strategies for MBPP."""
+        """``--pbt`` (and the snapshot's path) for an evaluate step when the spec asks for
+        PropertyEval's inputs and PropertyEval has strategies for the judging dataset's tasks."""
         pe = self.spec.propertyeval
-        if pe is False or judge != "humaneval+":
+        if pe is False or not dataset_spec(judge).propertyeval:
             return []
         return ["--pbt"] if pe is True else ["--propertyeval", str(pe)]
+
+    def reranker_option_args(self) -> list[str]:
+        """The options of the study's rerankers, from their specs: a built-in option's own flag
+        (``--rw-p 0.8``, its value the spec's or the reranker's default), ``--method-option
+        NAME.OPTION=VALUE`` for any other the spec sets."""
+        from rerank.reranker import reranker_spec
+
+        r = self.spec.rerank
+        args: list[str] = []
+        for method in r.methods:
+            for opt in reranker_spec(method).options:
+                value = r.option(method, opt.name)
+                given = opt.name in r.options.get(method, {})
+                if value is None or not (opt.flag or given):
+                    continue
+                text = _fmt_t(value) if isinstance(value, float) else str(value).lower() if isinstance(value, bool) \
+                    else str(value)
+                args += [opt.flag, text] if opt.flag else ["--method-option", f"{method}.{opt.name}={text}"]
+        return args
 
     def workers_args(self) -> list[str]:
         return [] if self.spec.workers is None else ["--workers", str(self.spec.workers)]
@@ -193,7 +214,7 @@ class _Builder:
 
     def base_blocked(self, m: ModelSpec) -> tuple[str | None, list[str]]:
         deps: list[str] = []
-        blocked = _missing(_REQUIRES.get(m.backend, ()))
+        blocked = _missing(m.capabilities.requires)
         if m.build is not None:
             b = self.add(id=f"{m.name}/build", kind="build", model=m.name, dataset=None,
                          argv=("build", m.build, m.model or ""), dir=m.model,
@@ -237,9 +258,9 @@ class _Builder:
             argv.append("--strip-code-examples")
         sid = f"{m.name}/{ds}/sample-t{_fmt_t(t)}"
         step = self.add(id=sid, kind="sample", model=m.name, dataset=ds, argv=argv, deps=deps,
-                        blocked=blocked or self.can_sample(m, t), restart=m.backend == "hf",
+                        blocked=blocked or self.can_sample(m, t), restart=not m.capabilities.resumable,
                         meta={"temperature": t, "n": n})
-        judge = "humaneval+" if ds == "humaneval" else ds
+        judge = judge_spec(ds).name
         self.add(id=f"{m.name}/{ds}/evaluate-t{_fmt_t(t)}", kind="evaluate", model=m.name, dataset=ds,
                  argv=["testgen", "evaluate", "--dataset", judge, "--samples", f"{step.dir}/solutions.jsonl",
                        *self.workers_args(), *self.propertyeval_args(judge), "--out", "{dir}/verdicts.jsonl"],
@@ -251,7 +272,7 @@ class _Builder:
             meta: Mapping[str, Any]) -> Step:
         s = self.spec
         argv = ["testgen", "run", "--dataset", ds, *self.model_args(m), "--setting", setting]
-        if m.backend != "human":
+        if not m.capabilities.dataset_tests:
             argv += ["-n", str(n)]
         argv += ["--tests-per-generation", str(tpg), "--temperature", _fmt_t(temperature), "--top-p", _fmt_t(s.top_p),
                  "--max-tokens", str(s.max_tokens), "--seed", str(s.seed), "--prompt-style", m.style,
@@ -265,7 +286,7 @@ class _Builder:
         argv += ["--out", "{dir}", "--no-progress"]
         all_deps = [*deps, *([code_from] if code_from else []), *pools]
         return self.add(id=f"{m.name}/{ds}/{what}", kind="run", model=m.name, dataset=ds, argv=argv, deps=all_deps,
-                        blocked=blocked, restart=m.backend == "hf",
+                        blocked=blocked, restart=not m.capabilities.resumable,
                         meta={"setting": setting, "n": n, "tests_per_generation": tpg, "temperature": temperature,
                               **meta})
 
@@ -273,9 +294,9 @@ class _Builder:
         s = self.spec
         argv = ["testgen", "eval", run.dir, "--out", "{dir}", "--timeout", _fmt_t(s.timeout), *self.workers_args(),
                 "--quiet"]
-        if m.backend != "human" and s.tests_per_generation != 3:
+        if not m.capabilities.dataset_tests and s.tests_per_generation != 3:
             argv += ["-k", str(s.tests_per_generation)]
-        if s.mutation and ds in MUTATION_DATASETS:
+        if s.mutation and measures_mutation(ds):
             argv += ["--mutation"]
         deps = [run.id]
         if verdicts is not None and verdicts.blocked is None:
@@ -286,7 +307,7 @@ class _Builder:
 
     def settings_of(self, m: ModelSpec) -> list[str]:
         settings = [x for x in self.spec.settings if m.settings is None or x in m.settings]
-        return [x for x in settings if x == "oracle"] if m.backend == "human" else settings
+        return [x for x in settings if x == "oracle"] if m.capabilities.dataset_tests else settings
 
     def samples_for(self, m: ModelSpec, ds: str) -> dict[float, Step]:
         """The model's sample steps on ``ds`` (made once; calling again returns the same steps)."""
@@ -337,12 +358,12 @@ class _Builder:
         if "placeholder" in settings:
             ph = self.run(m, ds, "placeholder", what="rerank-tests-placeholder", n=r.n, tpg=r.tests_per_generation,
                           temperature=test_t, blocked=blocked, deps=deps, meta={"purpose": "rerank"})
-            sets.append(("codet", ph))
+            sets.append((table5_test_set("placeholder"), ph))
         if "self" in settings and pool is not None:
             sg = self.run(m, ds, "self", what="rerank-tests-sg", n=r.n, tpg=r.tests_per_generation,
                           temperature=test_t, blocked=blocked, deps=deps, code_from=pool.id,
                           meta={"purpose": "rerank"})
-            sets.append(("sg", sg))
+            sets.append((table5_test_set("self"), sg))
         if pool is None or not sets:
             why = reason or f"not run: {m.name} runs neither the placeholder nor the self setting"
             self.add(id=f"{m.name}/{ds}/rerank", kind="rerank", model=m.name, dataset=ds, blocked=why,
@@ -354,8 +375,8 @@ class _Builder:
         argv += ["--dataset", ds]
         for method in r.methods:
             argv += ["--method", method]
-        argv += ["--rw-p", _fmt_t(r.rw_p), "--rw-combine", r.rw_combine, "--tests-per-generation",
-                 str(r.tests_per_generation), "--timeout", _fmt_t(r.timeout), *self.workers_args(), "--ks", "1"]
+        argv += [*self.reranker_option_args(), "--tests-per-generation", str(r.tests_per_generation), "--timeout",
+                 _fmt_t(r.timeout), *self.workers_args(), "--ks", "1"]
         rdeps = [pool.id, *(st.id for _, st in sets)]
         baseline = samples.get(self.spec.code_temperature)
         if baseline is not None and baseline.blocked is None:

@@ -1,7 +1,7 @@
 """Run a study's plan: every step once, skipping what is done, resuming after a kill.
 
-Each command step runs the same CLI (``testgen ...``, ``rerank ...``, through their public
-``run_cli``) in a child process of its own, with the study's folder as its working directory and
+Each command step runs the same command a user types (``testgen ...``, ``rerank ...``: the installed
+console script's function, found through its entry point) in a child process of its own, with the study's folder as its working directory and
 its output in the step's log. The children are forks of a ``forkserver`` that has imported the CLI
 and torch once (a fresh interpreter per step spent 20-30 s importing torch on the loaded 2-core
 machine). Why separate processes rather than calls in the study's process: every command already
@@ -128,21 +128,28 @@ def _child_main(prog: str, argv: list[str], cwd: str, log_path: str, env: dict[s
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)  # noqa: SIM115
     sys.argv = [prog, *argv]
-    from evaluation.cli_common import run_cli
-
-    if prog == "rerank":
-        from rerank.cli import rerank_cmd
-
-        code = run_cli(rerank_cmd, argv)
-    else:
-        from testgen.cli import cli
-
-        code = run_cli(cli, argv)
+    try:
+        _console_script(prog).load()()
+        code: Any = 0
+    except SystemExit as exc:  # the console scripts exit with the command's status
+        code = exc.code
     sys.stdout.flush()
     sys.stderr.flush()
     # SystemExit, not os._exit: multiprocessing turns it into the exit status after the normal
     # clean-up (the executor's semaphores are unregistered instead of reported as leaked).
     raise SystemExit(code)
+
+
+def _console_script(prog: str) -> Any:
+    """The entry point of the installed console script ``prog`` (``testgen``, ``rerank``): a step
+    runs the command exactly as a user types it, found as the shell finds it. (The study imports
+    no command-line module: ``tests/test_layers.py``.)"""
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group="console_scripts", name=prog))
+    if not found:
+        raise TestgenError(f"the command {prog!r} is not installed (pip install -e .)")
+    return found[0]
 
 
 _CTX: Any = None
@@ -158,8 +165,9 @@ def _context(torch: bool = False) -> Any:
         import multiprocessing
 
         ctx = multiprocessing.get_context("forkserver")
-        preload = ["testgen.cli", "rerank.cli", "testgen.pipeline", "testgen.sampling", "testgen.evaluate_run",
-                   "rerank.pipeline"]
+        preload = [_console_script(prog).module for prog in ("testgen", "rerank")]
+        preload += ["testgen.commands.write_tests", "testgen.commands.sample_code", "testgen.commands.score_tests",
+                    "rerank.pipeline"]
         if torch:
             preload += [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is not None]
         ctx.set_forkserver_preload(preload)

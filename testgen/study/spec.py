@@ -18,27 +18,34 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import tomllib
 
+from evaluation.datasets import STUDY_DATASETS
 from evaluation.errors import TestgenError
+from evaluation.extraction import EXTRACTION_MODES, ExtractionMode
 from testgen.study.augment_spec import AugmentSpec
+from testgen.study.paper import table5_columns
+from testgen.study.toml_lines import Reader, SpecError
+
+if TYPE_CHECKING:
+    from testgen.backends.base import Capabilities
 
 __all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "AugmentSpec", "SpecError", "load_spec", "parse_spec",
            "SETTINGS", "DATASETS"]
 
 SETTINGS: tuple[str, ...] = ("oracle", "self", "cross", "placeholder")
 """The paper's four settings, in its column order."""
-DATASETS: tuple[str, ...] = ("humaneval+", "mbpp")
+DATASETS: tuple[str, ...] = STUDY_DATASETS
 """The paper's two datasets: HumanEval+ (Table 2) and MBPP sanitized, 427 tasks (Table 3)."""
-BACKENDS_WITH_CHAT_OPTION = frozenset({"hf", "vllm"})
 BUILDERS: tuple[str, ...] = ("tiny-gpt2",)
 """Models the study can build itself when absent (:mod:`testgen.study.tiny`)."""
 
 
-class SpecError(TestgenError):
-    """A bad study spec; the message names the file, the line and the key."""
+def table5_rerankers() -> tuple[str, ...]:
+    """The rerankers of the paper's Table 5 columns (:mod:`testgen.study.paper`), in column order."""
+    return tuple(dict.fromkeys(method for _, _, method, _ in table5_columns()))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +81,7 @@ class ModelSpec:
     """Code-prompt template (file or built-in name)."""
     strip_code_examples: bool = False
     """Remove the docstring examples from code prompts (CodeT's prompt files have them removed)."""
-    extraction: Literal["robust", "codet"] = "robust"
+    extraction: ExtractionMode = "robust"
     """How tests are extracted from the raw text."""
     rerank: bool = True
     """Take part in Table 5."""
@@ -91,9 +98,16 @@ class ModelSpec:
         return self.prompt_style or ("chat" if self.chat else "completion")
 
     @property
+    def capabilities(self) -> Capabilities:
+        """What its backend declares it can do (:class:`~testgen.backends.base.Capabilities`)."""
+        from testgen.backends import backend_capabilities
+
+        return backend_capabilities(self.backend)
+
+    @property
     def writes_code(self) -> bool:
-        """Whether the backend can sample code at all (the ``human`` backend cannot)."""
-        return self.backend != "human"
+        """Whether the backend can sample code at all (one that returns the dataset's own tests cannot)."""
+        return self.capabilities.writes_code
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,14 +135,22 @@ class RerankSpec:
     """Tests kept per generation."""
     test_temperature: float = 0.8
     """Temperature of the test generations (placeholder for CodeT, self for SG)."""
-    methods: tuple[str, ...] = ("codet", "codet-rw")
-    """Rerankers; ``codet`` and ``codet-rw`` make Table 5's columns, others are listed beside."""
-    rw_p: float = 0.8
-    """RW: the i-th test of a generation weighs p^(i-1)."""
-    rw_combine: Literal["paper", "codet", "both"] = "paper"
-    """RW score: the paper's rule (sum of weights + #solutions), CodeT's combination, or both."""
+    methods: tuple[str, ...] = field(default_factory=lambda: table5_rerankers())
+    """Rerankers; those of Table 5's columns (the paper's: CodeT and CodeT+RW) by default, others
+    are listed beside."""
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Reranker -> option -> value, from the built-in rerankers' keys (``rw_p``, ``rw_combine``, ...:
+    their flags' names, :attr:`rerank.reranker.RerankerOption.study_key`) and ``[rerank.options.NAME]``
+    tables; an option not given takes the reranker's default (the paper's, for RW)."""
     timeout: float = 0.1
     """Seconds per (solution, test) run (CodeT: 0.1)."""
+
+    def option(self, reranker: str, name: str) -> Any:
+        """The value of a reranker's option in this study (its default unless the spec sets it)."""
+        from rerank.reranker import reranker_spec
+
+        given = self.options.get(reranker, {})
+        return given[name] if name in given else reranker_spec(reranker).option(name).default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,100 +228,32 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank", "augment"}
+             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank",
+             "augment"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
 _CROSS_KEYS = {"models", "temperature"}
-_RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "rw_p",
-                "rw_combine", "timeout"}
+_RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "options",
+                "timeout"}
+"""Besides these, ``[rerank]`` takes the built-in rerankers' option keys (:func:`_reranker_keys`)."""
 _AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "mutation", "mini"}
-_KNOWN_DATASETS = ("humaneval+", "mbpp", "mbpp+", "humaneval")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class _Locator:
-    """Finds the line of a key in the TOML text (``tomllib`` keeps no positions)."""
+def _known_datasets() -> list[str]:
+    """Every registered dataset (plugins included)."""
+    from evaluation.datasets import DATASETS as REGISTERED
 
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-
-    def line(self, table: str | None, key: str | None, index: int | None = None) -> int:
-        """Line (1-based) of ``key`` in ``[table]`` (the ``index``-th ``[[table]]``), or of the
-        table header when ``key`` is None; 0 when not found."""
-        current: str | None = None
-        seen = -1
-        header_line = 0
-        key_re = re.compile(rf"^\s*(\"?){re.escape(key)}\1\s*=") if key else None
-        for no, raw in enumerate(self.lines, 1):
-            stripped = raw.strip()
-            m = re.match(r"^\[\[\s*([^\]]+?)\s*\]\]", stripped) or re.match(r"^\[\s*([^\]]+?)\s*\]", stripped)
-            if m and not re.match(r"^\[\s*[\"'0-9-]", stripped):
-                current = m.group(1)
-                if current == table and stripped.startswith("[["):
-                    seen += 1
-                if current == table and (index is None or seen == index):
-                    header_line = no
-                    if key_re is None:
-                        return no
-                continue
-            if key_re is not None and current == table and (index is None or seen == index) and key_re.match(raw):
-                return no
-        return header_line
+    return REGISTERED.names()
 
 
-class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.loc = _Locator(text)
+def _augmentable() -> list[str]:
+    """The registered datasets ``testgen augment`` takes."""
+    from evaluation.datasets import DATASETS as REGISTERED
+    from testgen.commands.augment_inputs import augmentable
 
-    def fail(self, table: str | None, key: str | None, index: int | None, message: str) -> SpecError:
-        line = self.loc.line(table, key, index)
-        where = f"{self.path}:{line}" if line else str(self.path)
-        what = f"key {key!r}: " if key else ""
-        return SpecError(f"{where}: {what}{message}")
-
-    def check_keys(self, d: Mapping[str, Any], allowed: set[str], table: str | None, index: int | None) -> None:
-        for key in d:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
-                place = f"[{table}]" if table else "the top level"
-                raise self.fail(table, key, index, f"unknown key in {place}{hint}")
-
-    def get(self, d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], table: str | None,
-            index: int | None, default: Any) -> Any:
-        if key not in d:
-            return default
-        value = d[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
-        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-            value, ok = float(value), True
-        if not ok:
-            names = " or ".join(k.__name__ for k in kinds)
-            raise self.fail(table, key, index, f"expected {names}, got {type(value).__name__} {value!r}")
-        return value
-
-    def list_of(self, d: Mapping[str, Any], key: str, kind: type, table: str | None, index: int | None,
-                default: Any, choices: Sequence[Any] | None = None) -> Any:
-        if key not in d:
-            return default
-        value = d[key]
-        if not isinstance(value, list):
-            raise self.fail(table, key, index, f"expected a list, got {type(value).__name__}")
-        out = []
-        for item in value:
-            if kind is float and isinstance(item, int) and not isinstance(item, bool):
-                item = float(item)
-            if not isinstance(item, kind) or isinstance(item, bool):
-                raise self.fail(table, key, index, f"expected a list of {kind.__name__}, got {item!r}")
-            if choices is not None and item not in choices:
-                raise self.fail(table, key, index, f"{item!r} is not one of {', '.join(map(str, choices))}")
-            out.append(item)
-        if len(set(out)) != len(out):
-            raise self.fail(table, key, index, "repeated value")
-        return tuple(out)
+    return [n for n in REGISTERED.names() if augmentable(REGISTERED.get(n))]
 
 
 def _expand(value: str, spec_dir: Path) -> str:
@@ -307,7 +261,7 @@ def _expand(value: str, spec_dir: Path) -> str:
     return value.replace("${TESTGEN_DATA}", str(Path(data).resolve())).replace("${STUDY_DIR}", str(spec_dir))
 
 
-def _propertyeval(r: _Reader, d: Mapping[str, Any], spec_dir: Path) -> bool | str:
+def _propertyeval(r: Reader, d: Mapping[str, Any], spec_dir: Path) -> bool | str:
     value = r.get(d, "propertyeval", (bool, str), None, None, False)
     if isinstance(value, str):
         if not value.strip():
@@ -316,12 +270,12 @@ def _propertyeval(r: _Reader, d: Mapping[str, Any], spec_dir: Path) -> bool | st
     return bool(value)
 
 
-def _positive(r: _Reader, value: Any, table: str | None, key: str, index: int | None, *, zero: bool = False) -> None:
+def _positive(r: Reader, value: Any, table: str | None, key: str, index: int | None, *, zero: bool = False) -> None:
     if value is not None and (value < 0 or (value == 0 and not zero)):
         raise r.fail(table, key, index, f"must be {'>= 0' if zero else '> 0'}, got {value}")
 
 
-def _model(r: _Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
+def _model(r: Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
     t = "model"
     if not isinstance(d, dict):
         raise r.fail(None, "model", None, "expected [[model]] tables")
@@ -344,8 +298,8 @@ def _model(r: _Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
     if style is not None and style not in ("auto", "completion", "chat"):
         raise r.fail(t, "prompt_style", i, f"{style!r} is not one of auto, completion, chat")
     extraction = r.get(d, "extraction", str, t, i, "robust")
-    if extraction not in ("robust", "codet"):
-        raise r.fail(t, "extraction", i, f"{extraction!r} is not one of robust, codet")
+    if extraction not in EXTRACTION_MODES:
+        raise r.fail(t, "extraction", i, f"{extraction!r} is not one of {', '.join(EXTRACTION_MODES)}")
     build = r.get(d, "build", str, t, i, None)
     if build is not None and build not in BUILDERS:
         raise r.fail(t, "build", i, f"{build!r} is not one of {', '.join(BUILDERS)}")
@@ -359,7 +313,7 @@ def _model(r: _Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
         name=name, backend=r.get(d, "backend", str, t, i, None), model=None if model is None else _expand(model, spec_dir),
         options=options, chat=r.get(d, "chat", bool, t, i, False), prompt_style=style,
         paper_name=r.get(d, "paper_name", str, t, i, None),
-        datasets=r.list_of(d, "datasets", str, t, i, None, _KNOWN_DATASETS),
+        datasets=r.list_of(d, "datasets", str, t, i, None, _known_datasets()),
         settings=r.list_of(d, "settings", str, t, i, None, SETTINGS),
         temperatures=temps, test_temperature=test_t,
         prompt_template=r.get(d, "prompt_template", str, t, i, None),
@@ -370,10 +324,72 @@ def _model(r: _Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
     )
 
 
+def _reranker_keys() -> dict[str, tuple[str, Any]]:
+    """``[rerank]`` key -> (reranker, option) of every built-in reranker option with a flag of its
+    own (``rw_p``: ``codet-rw``'s ``p``)."""
+    from rerank.reranker import builtin_specs
+
+    return {opt.study_key: (spec.name, opt) for spec in builtin_specs() for opt in spec.options if opt.study_key}
+
+
+def _rerank_options(r: Reader, rr: Mapping[str, Any], keys: Mapping[str, tuple[str, Any]]
+                    ) -> dict[str, dict[str, Any]]:
+    """The reranker options a ``[rerank]`` table sets: its reranker keys and ``options`` tables, each
+    value checked by the reranker's spec."""
+    from rerank.reranker import reranker_spec
+
+    options: dict[str, dict[str, Any]] = {}
+    for key, (reranker, opt) in keys.items():
+        if key in rr:
+            options.setdefault(reranker, {})[opt.name] = rr[key]
+    tables = r.get(rr, "options", dict, "rerank", None, {})
+    for reranker, values in tables.items():
+        if not isinstance(values, dict):
+            raise r.fail("rerank", "options", None, f"options.{reranker}: expected a table of the reranker's options")
+        for name, value in values.items():
+            options.setdefault(str(reranker), {})[str(name)] = value
+    for reranker, values in options.items():
+        key_of = {opt.name: key for key, (rk, opt) in keys.items() if rk == reranker}
+        for name, value in values.items():
+            key = key_of.get(name, "options")
+            try:
+                reranker_spec(reranker).option(name).parse_values(value, where=f"{reranker} option {name!r}")
+            except TestgenError as exc:
+                raise r.fail("rerank", key, None, str(exc)) from None
+    return options
+
+
+def _rerank(r: Reader, rr: Mapping[str, Any]) -> RerankSpec:
+    """The ``[rerank]`` table."""
+    keys = _reranker_keys()
+    r.check_keys(rr, _RERANK_KEYS | set(keys), "rerank", None)
+    methods = r.list_of(rr, "methods", str, "rerank", None, None)
+    if methods is not None:
+        from rerank.reranker import RERANKERS
+
+        for name in methods:
+            if name not in RERANKERS:
+                raise r.fail("rerank", "methods", None, f"{name!r} is not a registered reranker "
+                             f"({', '.join(RERANKERS.names())})")
+    rerank = RerankSpec(
+        enabled=r.get(rr, "enabled", bool, "rerank", None, True),
+        temperature=r.get(rr, "temperature", float, "rerank", None, 0.8),
+        n=r.get(rr, "n", int, "rerank", None, 100),
+        tests_per_generation=r.get(rr, "tests_per_generation", int, "rerank", None, 5),
+        test_temperature=r.get(rr, "test_temperature", float, "rerank", None, 0.8),
+        **({"methods": methods} if methods is not None else {}),
+        options=_rerank_options(r, rr, keys),
+        timeout=r.get(rr, "timeout", float, "rerank", None, 0.1),
+    )
+    for key in ("n", "tests_per_generation", "timeout"):
+        _positive(r, getattr(rerank, key), "rerank", key, None)
+    return rerank
+
+
 def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
     """Parse the TOML text of a study spec (``path`` names it in errors)."""
     p = Path(path)
-    r = _Reader(p, text)
+    r = Reader(p, text)
     if not text.strip():
         raise SpecError(f"{p}: empty file (a study spec needs at least one [[model]] table)")
     try:
@@ -400,28 +416,10 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
     for name in cross.models:
         if name not in seen:
             raise r.fail("cross", "models", None, f"{name!r} is not a model of the study")
-    rr = r.get(d, "rerank", dict, None, None, {})
-    r.check_keys(rr, _RERANK_KEYS, "rerank", None)
-    combine = r.get(rr, "rw_combine", str, "rerank", None, "paper")
-    if combine not in ("paper", "codet", "both"):
-        raise r.fail("rerank", "rw_combine", None, f"{combine!r} is not one of paper, codet, both")
-    rerank = RerankSpec(
-        enabled=r.get(rr, "enabled", bool, "rerank", None, True),
-        temperature=r.get(rr, "temperature", float, "rerank", None, 0.8),
-        n=r.get(rr, "n", int, "rerank", None, 100),
-        tests_per_generation=r.get(rr, "tests_per_generation", int, "rerank", None, 5),
-        test_temperature=r.get(rr, "test_temperature", float, "rerank", None, 0.8),
-        methods=r.list_of(rr, "methods", str, "rerank", None, ("codet", "codet-rw")),
-        rw_p=r.get(rr, "rw_p", float, "rerank", None, 0.8), rw_combine=combine,
-        timeout=r.get(rr, "timeout", float, "rerank", None, 0.1),
-    )
-    for key in ("n", "tests_per_generation", "timeout"):
-        _positive(r, getattr(rerank, key), "rerank", key, None)
-    if not 0 < rerank.rw_p <= 1:
-        raise r.fail("rerank", "rw_p", None, f"must be in (0, 1], got {rerank.rw_p}")
+    rerank = _rerank(r, r.get(d, "rerank", dict, None, None, {}))
     spec = StudySpec(
         path=p, name=r.get(d, "name", str, None, None, p.stem), models=models,
-        datasets=r.list_of(d, "datasets", str, None, None, DATASETS, _KNOWN_DATASETS),
+        datasets=r.list_of(d, "datasets", str, None, None, DATASETS, _known_datasets()),
         settings=r.list_of(d, "settings", str, None, None, SETTINGS, SETTINGS),
         n=r.get(d, "n", int, None, None, 100),
         tests_per_generation=r.get(d, "tests_per_generation", int, None, None, 3),
@@ -463,7 +461,7 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
     return spec
 
 
-def _augment(r: _Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> AugmentSpec:
+def _augment(r: Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> AugmentSpec:
     """The ``[augment]`` table (EvalPlus's engine; :class:`AugmentSpec`)."""
     a = r.get(d, "augment", dict, None, None, {})
     r.check_keys(a, _AUGMENT_KEYS, "augment", None)
@@ -476,7 +474,7 @@ def _augment(r: _Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> A
         if name not in names:
             raise r.fail("augment", "seeds", None, f"{name!r} is not a model of the study")
     spec = AugmentSpec(enabled=r.get(a, "enabled", bool, "augment", None, bool(a)),
-                       datasets=r.list_of(a, "datasets", str, "augment", None, None, _KNOWN_DATASETS), seeds=seeds,
+                       datasets=r.list_of(a, "datasets", str, "augment", None, None, _augmentable()), seeds=seeds,
                        max_inputs=r.get(a, "max_inputs", int, "augment", None, 1000), mutation=mutation,
                        mini=r.get(a, "mini", bool, "augment", None, False))
     _positive(r, spec.max_inputs, "augment", "max_inputs", None)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from evaluation.datasets import Dataset
 from evaluation.evalplus.oracles import (
     _MBPP_ORACLES,
+    HUMANEVAL_RELEASE,
     MBPP_OUTPUT_NOT_NONE_TASKS,
     MBPP_OUTPUT_SET_EQ_TASKS,
     _is_floats,
@@ -43,7 +44,7 @@ _PASS_CODE, _FAIL_CODE, _TIMEOUT_CODE = 0, 1, 3  # Outcome indices of the execut
 
 
 def _has_special_oracle(kind: str, entry_point: str) -> bool:
-    if kind == "humaneval":
+    if kind == HUMANEVAL_RELEASE:
         return entry_point == "find_zero"
     return entry_point in _MBPP_ORACLES or entry_point in MBPP_OUTPUT_SET_EQ_TASKS \
         or entry_point in MBPP_OUTPUT_NOT_NONE_TASKS
@@ -117,7 +118,7 @@ class SplitJudge:
         except ValueError as exc:
             return _FAIL_CODE, str(exc)
         exp = _load_output(want)
-        if self.kind == "humaneval" and self.entry_point == "find_zero":
+        if self.kind == HUMANEVAL_RELEASE and self.entry_point == "find_zero":
             if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], tuple)):
                 return _FAIL_CODE, "malformed reply"
             out, inp = out
@@ -215,19 +216,27 @@ def evaluate_solutions(
     when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
     """
     from evaluation.dedup import behaviour_key
-    from evaluation.executor import Job
-    from evaluation.executor.engine import open_engine
 
     cfg = time_limits or TimeLimits()
     gt = truth or ground_truth(dataset, workers=workers)
-    kind = gt.kind
     by_program: dict[tuple[str, str], list[Solution]] = {}
     for sol in solutions:
         if sol.task_id not in gt.tasks:
             continue
         by_program.setdefault((sol.task_id, behaviour_key(sol.code)), []).append(sol)
-
     states = [_Progress(task_id=task_id, program=sols[0].code) for (task_id, _), sols in by_program.items()]
+    _run_splits(states, gt, cfg, propertyeval=propertyeval, engine=engine, workers=workers, progress=progress)
+    return _verdicts(states, list(by_program.values()), propertyeval)
+
+
+def _run_splits(states: list[_Progress], gt: GroundTruth, cfg: TimeLimits, *, propertyeval: PbtSuite | None,
+                engine: EngineChoice | None, workers: int | None, progress: Callable[[int, int], None] | None) -> None:
+    """Each distinct program's splits in the executor, base first, plus (and pbt) only for the
+    programs that pass base; each split of a program one job, judged input by input in the worker."""
+    from evaluation.executor import Job
+    from evaluation.executor.engine import open_engine
+
+    kind = gt.kind
     plans: dict[tuple[str, str], _SplitPlan] = {}
 
     def job(index: int, split: str) -> Any:
@@ -276,8 +285,12 @@ def evaluate_solutions(
                     if progress:
                         progress(finished, total)
 
+
+def _verdicts(states: Sequence[_Progress], groups: Sequence[list[Solution]], propertyeval: PbtSuite | None
+              ) -> dict[str, Verdict]:
+    """One verdict per solution from its program's splits (``groups[i]``: the solutions of ``states[i]``)."""
     verdicts: dict[str, Verdict] = {}
-    for st, sols in zip(states, by_program.values()):
+    for st, sols in zip(states, groups):
         base_ok = st.status.get("base") is Status.PASS
         plus_ok = base_ok and st.status.get("plus") is Status.PASS
         if not base_ok:

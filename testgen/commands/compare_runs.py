@@ -30,7 +30,7 @@ from typing import Any
 from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
 
-__all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "write_report", "SETTING_ORDER", "coverage_label",
+__all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "report", "SETTING_ORDER", "coverage_label",
            "mutation_score"]
 
 SETTING_ORDER = ("oracle", "self", "cross", "placeholder")
@@ -269,14 +269,70 @@ def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
     plt.close(fig)
 
 
-def write_report(
+def _write_table2_csv(runs: Sequence[EvaluatedRun], stats: Mapping[str, Any], code_pass1: Mapping[str, float],
+                      path: Path) -> None:
+    """``table2.csv``: one row per run, every figure a number (P, P', C and their variants, the
+    intervals, M)."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "setting", "pass_rate", "dedup_pass_rate", "coverage", "prompt_coverage",
+                    "pass_rate_empty_excluded", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
+                    "code_pass1", "generations", "generations_without_tests", "tasks", "eval_dir",
+                    "coverage_measure", "coverage_tests_only",
+                    *(f"{k}_ci95_{end}" for k in stats for end in ("low", "high")),
+                    "mutation_score", "mutation_score_union", "mutants", "equivalent_mutants"])
+        for r in runs:
+            m = r.metrics
+            ex = m.get("variants", {}).get("empty_exclude", {})
+            cis = [stats[k]["runs"].get(r.label, {}).get(end) for k in stats for end in ("low", "high")]
+            w.writerow([r.model, r.setting, m.get("pass_rate"), m.get("dedup_pass_rate"), m.get("coverage"),
+                        m.get("prompt_coverage"), ex.get("pass_rate"), ex.get("dedup_pass_rate"), ex.get("coverage"),
+                        _code_pass1(r, code_pass1), m["counts"]["generations"],
+                        m["counts"]["generations_without_tests"], m["counts"]["tasks"], str(r.path),
+                        m.get("coverage_measure", "total"), m.get("variants", {}).get("coverage_tests_only"), *cis,
+                        mutation_score(r), *(m.get("mutation", {}).get(k) for k in ("score_union", "mutants",
+                                                                                      "equivalent"))])
+
+
+def _report_markdown(runs: Sequence[EvaluatedRun], table2_md: str, ci_md: str, fits: Mapping[str, Any], *,
+                     tests_only: bool) -> str:
+    """``report.md``: Table 2 with what its C and M are, the Figure 2 fits, the intervals, the plots."""
+    label = coverage_label(runs, tests_only=tests_only)
+    lines = ["# testgen report", "", "Table 2 shape: P' (C), percent; rows models, columns settings.",
+             f"{label}: coverage.py's branch-mode figure ({label.split()[1].rstrip(',')}) of the reference "
+             + ("from the arcs the tests run, without what importing the program runs (def lines, imports)."
+                if tests_only else "counting every arc run, including what importing the program runs, as "
+                                   "pytest-cov does; --coverage-arcs tests-only leaves that out.")
+             + " table2.csv has both (coverage, coverage_tests_only).", "", table2_md]
+    if any("mutation" in r.metrics for r in runs):
+        lines.append("M: mutation score, the share of the reference's non-equivalent mutants a generation's tests "
+                     "kill, averaged over generations and tasks (docs/mutation.md); '-': evaluated without "
+                     "--mutation. table2.csv also has the tests of a task together (mutation_score_union).\n")
+    lines.append("Empty generations (no usable test) count as "
+                 + ", ".join(sorted({f"{r.metrics.get('empty_generations', 'zero')}" for r in runs}))
+                 + "; see table2.csv for the other variant.\n")
+    if fits:
+        lines.append("Figure 2 fits: " + "; ".join(
+            f"{s}: r = {f['pearson_r']:.3f} (n = {f['n']})" if f.get("pearson_r") is not None else f"{s}: n = {f['n']}"
+            for s, f in fits.items()) + "\n")
+    lines += ["## Intervals and paired tests over tasks", "", ci_md]
+    for png in ("pass_rate_vs_code_pass1.png", "correctness_by_position.png", "per_task_distribution.png"):
+        lines.append(f"![{png}]({png})\n")
+    return "\n".join(lines)
+
+
+def report(
     run_paths: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
     *,
     code_pass1: Mapping[str, float] | None = None,
     tests_only: bool = False,
 ) -> dict[str, Any]:
-    """Write report.md, table2.csv, table2.md and the PNG plots under ``out_dir``.
+    """``testgen report``: write report.md, table2.csv, table2.md and the PNG plots under ``out_dir``.
+
+    Given one ``testgen study`` folder instead, re-write that study's report into its ``report``
+    folder (:func:`testgen.commands.run_study.study_report`) and return ``{"study": folder,
+    "files"}``.
 
     ``tests_only``: the C of the tables leaves out the arcs run while importing the program.
 
@@ -286,6 +342,10 @@ def write_report(
     """
     if not run_paths:
         raise TestgenError("no run directory given")
+    from testgen.commands.run_study import STUDY_FILE, study_report
+
+    if len(run_paths) == 1 and (Path(run_paths[0]) / STUDY_FILE).is_file():
+        return {"study": Path(run_paths[0]), "files": study_report(run_paths[0])}
     from testgen.report_stats import ci_markdown, run_statistics
 
     runs = [load_evaluated(p) for p in run_paths]
@@ -301,49 +361,10 @@ def write_report(
     (out / "stats.json").write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
     md = _markdown(header, rows)
     (out / "table2.md").write_text(md, encoding="utf-8")
-    with open(out / "table2.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model", "setting", "pass_rate", "dedup_pass_rate", "coverage", "prompt_coverage",
-                    "pass_rate_empty_excluded", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
-                    "code_pass1", "generations", "generations_without_tests", "tasks", "eval_dir",
-                    "coverage_measure", "coverage_tests_only",
-                    *(f"{k}_ci95_{end}" for k in stats for end in ("low", "high")),
-                    "mutation_score", "mutation_score_union", "mutants", "equivalent_mutants"])
-        for r in runs:
-            m = r.metrics
-            ex = m.get("variants", {}).get("empty_exclude", {})
-            cis = [stats[k]["runs"].get(r.label, {}).get(end) for k in stats for end in ("low", "high")]
-            w.writerow([r.model, r.setting, m.get("pass_rate"), m.get("dedup_pass_rate"), m.get("coverage"),
-                        m.get("prompt_coverage"), ex.get("pass_rate"), ex.get("dedup_pass_rate"), ex.get("coverage"),
-                        _code_pass1(r, code_pass1 or {}), m["counts"]["generations"],
-                        m["counts"]["generations_without_tests"], m["counts"]["tasks"], str(r.path),
-                        m.get("coverage_measure", "total"), m.get("variants", {}).get("coverage_tests_only"), *cis,
-                        mutation_score(r), *(m.get("mutation", {}).get(k) for k in ("score_union", "mutants",
-                                                                                      "equivalent"))])
+    _write_table2_csv(runs, stats, code_pass1 or {}, out / "table2.csv")
     fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
     _plot_by_position(runs, out / "correctness_by_position.png")
     _plot_per_task(runs, out / "per_task_distribution.png")
-    label = coverage_label(runs, tests_only=tests_only)
-    lines = ["# testgen report", "", "Table 2 shape: P' (C), percent; rows models, columns settings.",
-             f"{label}: coverage.py's branch-mode figure ({label.split()[1].rstrip(',')}) of the reference "
-             + ("from the arcs the tests run, without what importing the program runs (def lines, imports)."
-                if tests_only else "counting every arc run, including what importing the program runs, as "
-                                   "pytest-cov does; --coverage-arcs tests-only leaves that out.")
-             + " table2.csv has both (coverage, coverage_tests_only).", "", md]
-    if any("mutation" in r.metrics for r in runs):
-        lines.append("M: mutation score, the share of the reference's non-equivalent mutants a generation's tests "
-                     "kill, averaged over generations and tasks (docs/mutation.md); '-': evaluated without "
-                     "--mutation. table2.csv also has the tests of a task together (mutation_score_union).\n")
-    lines.append("Empty generations (no usable test) count as "
-                 + ", ".join(sorted({f"{r.metrics.get('empty_generations', 'zero')}" for r in runs}))
-                 + "; see table2.csv for the other variant.\n")
-    if fits:
-        lines.append("Figure 2 fits: " + "; ".join(
-            f"{s}: r = {f['pearson_r']:.3f} (n = {f['n']})" if f.get("pearson_r") is not None else f"{s}: n = {f['n']}"
-            for s, f in fits.items()) + "\n")
-    lines += ["## Intervals and paired tests over tasks", "", ci_md]
-    for png in ("pass_rate_vs_code_pass1.png", "correctness_by_position.png", "per_task_distribution.png"):
-        lines.append(f"![{png}]({png})\n")
-    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    (out / "report.md").write_text(_report_markdown(runs, md, ci_md, fits, tests_only=tests_only), encoding="utf-8")
     files = sorted(str(p) for p in out.iterdir() if p.is_file())
     return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files}

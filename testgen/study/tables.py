@@ -8,8 +8,8 @@ measured on the prompt's own code), Figure 2 (P' against code pass@1) and Figure
 by the test's position). Each is written as Markdown and CSV, the figures as PNG, and everything
 in one self-contained HTML page (tables inline, images as data URIs).
 
-Beside our number, where ``testgen/study/paper_numbers.json`` (the values of the paper quoted
-in ``PAPER_NOTES.md``) has one for that model and cell, the paper's number is shown, and the
+Beside our number, where ``testgen/study/paper_numbers.json`` (values quoted from the paper,
+read by :mod:`testgen.study.paper`) has one for that model and cell, the paper's number is shown, and the
 notes under the table list how our configuration differs from the paper's for that model
 (sampling temperature, prompt, N, tasks, coverage measure). A cell the study could not fill
 says why ("not run: torch not installed", "not run: the human backend writes no code", ...).
@@ -31,27 +31,29 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from evaluation.datasets import Judge, dataset_spec, judge_spec
 from evaluation.io import read_jsonl
 from evaluation.passk import pass_at_k
-from testgen.study.plan import MUTATION_DATASETS, Plan, Step
+from testgen.study.paper import dataset_table, figures_apply, paper_numbers, table5_columns, table5_rw, table5_test_set
+from testgen.study.plan import Plan, Step, measures_mutation
 from testgen.study.runner import step_status
 from testgen.study.spec import ModelSpec
 
-__all__ = ["write_study_report", "paper_numbers", "Table"]
+__all__ = ["write_study_report", "Table"]
 
-_DATASET_TITLE = {"humaneval+": "HumanEval+", "mbpp": "MBPP (sanitized)", "mbpp+": "MBPP+", "humaneval": "HumanEval"}
 _KS = (1, 10, 100)
 
 
-def paper_numbers() -> dict[str, Any]:
-    """The paper's values shipped with the package (``paper_numbers.json``)."""
-    text = resources.files("testgen.study").joinpath("paper_numbers.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
+def _title(ds: str) -> str:
+    return dataset_spec(ds).title
+
+
+def _judged_on_plus(ds: str) -> bool:
+    """Whether the code of ``ds`` is judged with a plus split (its evaluate step's judge)."""
+    return judge_spec(ds).judge is Judge.EVALPLUS
 
 
 @dataclass
@@ -129,8 +131,8 @@ class _Study:
         return data
 
     def why_no_setting(self, m: ModelSpec, setting: str) -> str:
-        if m.backend == "human" and setting != "oracle":
-            return "not run: the human backend writes the dataset's own tests, oracle setting only"
+        if m.capabilities.dataset_tests and setting != "oracle":
+            return f"not run: the {m.backend} backend writes the dataset's own tests, oracle setting only"
         if setting not in self.spec.settings:
             return "not run: not in the study's settings"
         return f"not run: {m.name} runs only {', '.join(m.settings or ())} (spec)"
@@ -173,20 +175,20 @@ class _Study:
         temps = sorted({t for m in s.models for t in (m.temperatures if m.temperatures is not None else s.temperatures)}
                        | set(s.temperatures))
         header = ["model"]
-        pbt_datasets = {ds for ds in s.datasets if s.propertyeval is not False and ds in ("humaneval+", "humaneval")}
+        pbt_datasets = {ds for ds in s.datasets if s.propertyeval is not False and judge_spec(ds).propertyeval}
         for ds in s.datasets:
-            split = "plus" if ds != "mbpp" else "base"
+            split = "plus" if _judged_on_plus(ds) else "base"
             for temp in temps:
-                header.append(f"{_DATASET_TITLE.get(ds, ds)} T={temp:g} pass@1/10/100 ({split})")
+                header.append(f"{_title(ds)} T={temp:g} pass@1/10/100 ({split})")
                 if ds in pbt_datasets:
-                    header.append(f"{_DATASET_TITLE.get(ds, ds)} T={temp:g} pass@1/10/100 (+pbt)")
+                    header.append(f"{_title(ds)} T={temp:g} pass@1/10/100 (+pbt)")
         t = Table(name="table1", title="Table 1: code pass@k at each temperature (%)", header=header,
                   csv_header=["model", "dataset", "temperature", "split", "k", "pass_at_k", "samples_per_task",
                               "note"])
         for m in s.models:
             row = [m.name]
             for ds in s.datasets:
-                split = "plus" if ds != "mbpp" else "base"
+                split = "plus" if _judged_on_plus(ds) else "base"
                 for temp in temps:
                     cells = 2 if ds in pbt_datasets else 1
                     if m.datasets is not None and ds not in m.datasets:
@@ -228,7 +230,7 @@ class _Study:
         return step, self.status(step, self.why_no_setting(m, setting))
 
     def paper_cell(self, m: ModelSpec, ds: str, table: str, key: str) -> Any:
-        if m.paper_name is None or ds not in ("humaneval+", "humaneval"):
+        if m.paper_name is None or not figures_apply(dataset_spec(ds).family):
             return None
         return paper_numbers().get(table, {}).get(m.paper_name, {}).get(key)
 
@@ -243,7 +245,7 @@ class _Study:
             out.append(f"test prompt '{m.prompt_template}'"
                        + (" (CodeT's: ends in a bare 'assert ', so many generations hold no test and count as 0; "
                           "the paper's ends in 'assert <entry_point>(')" if m.prompt_template == "tests_codet" else ""))
-        if m.backend == "replay":
+        if m.capabilities.replays:
             out.append("generations replayed from another tool's files, not sampled with this study's settings")
         if s.n != 100:
             out.append(f"N = {s.n} generations per task (paper: 100)")
@@ -253,12 +255,13 @@ class _Study:
                    "pytest-cov does; the CSV's coverage_tests_only leaves them out (the paper's measure lies between)")
         return out
 
-    def table23(self, ds: str, number: int) -> Table:
+    def table23(self, ds: str) -> Table:
         s = self.spec
-        with_m = s.mutation and ds in MUTATION_DATASETS
+        number = dataset_table(dataset_spec(ds).family)
+        with_m = s.mutation and measures_mutation(ds)
         shape = "P' (C; M)" if with_m else "P' (C)"
-        t = Table(name=f"table{number}_{ds}", title=f"Table {number}: {_DATASET_TITLE.get(ds, ds)}, {shape} in % "
-                  "(rows models, columns settings)", header=["model", *s.settings],
+        t = Table(name=f"table{number or ''}_{ds}", title=f"{f'Table {number}' if number else 'Table'}: {_title(ds)}, "
+                  f"{shape} in % (rows models, columns settings)", header=["model", *s.settings],
                   csv_header=["model", "dataset", "setting", "pass_rate", "dedup_pass_rate", "coverage",
                               "coverage_tests_only", "dedup_pass_rate_empty_excluded", "coverage_empty_excluded",
                               "generations", "generations_without_tests", "tasks", "paper_dedup_pass_rate",
@@ -299,10 +302,12 @@ class _Study:
                                + ".")
             if m.note:
                 t.notes.append(f"{m.name}: {m.note}")
-        if ds in ("humaneval+", "humaneval") and any(m.backend == "human" for m in self.models_of(ds)):
-            human = paper_numbers().get("human_tests_coverage", {}).get("HumanEval")
-            t.notes.append(f"human: the dataset's own human-written tests (all of a task's asserts in one generation); "
-                           f"the paper's Appendix A.5 reports {human}% branch coverage for HumanEval's.")
+        family = dataset_spec(ds).family
+        human = next((m for m in self.models_of(ds) if m.capabilities.dataset_tests), None)
+        coverage = paper_numbers().get("human_tests_coverage", {}).get(family)
+        if human is not None and coverage is not None:
+            t.notes.append(f"{human.name}: the dataset's own human-written tests (all of a task's asserts in one "
+                           f"generation); the paper's Appendix A.5 reports {coverage}% branch coverage for {family}'s.")
         t.notes.append("Empty generations (no usable test) count as 0 in P' and C; the CSV has the variant that "
                        "leaves them out.")
         if with_m:
@@ -350,9 +355,9 @@ class _Study:
 
     def table5(self) -> Table:
         s = self.spec
-        cols = [("baseline", None, None), ("CodeT", "codet", "codet"), ("+SG", "sg", "codet"),
-                ("+RW", "codet", "codet-rw"), ("+SG&RW", "sg", "codet-rw")]
-        paper_keys = {"baseline": "baseline", "CodeT": "codet", "+SG": "sg", "+RW": "rw", "+SG&RW": "sg_rw"}
+        cols: list[tuple[str, str | None, str | None]] = [("baseline", None, None)]
+        cols += [(col, label, method) for col, label, method, _ in table5_columns()]
+        paper_keys = {"baseline": "baseline", **{col: key for col, _, _, key in table5_columns()}}
         header = ["model", "dataset"] + [f"{c} ({split})" for split in ("base", "plus") for c, _, _ in cols]
         t = Table(name="table5", title="Table 5: reranking, pass@1 (%)", header=header,
                   csv_header=["model", "dataset", "column", "split", "pass_at_1", "paper", "method", "note"])
@@ -377,10 +382,10 @@ class _Study:
                                        if not step.meta.get("baseline") else "not run")
                         else:
                             name = None if label not in sets else (method if len(sets) == 1 else f"{label}:{method}")
-                            missing = ("not run: no self-setting (SG) tests" if label == "sg"
+                            missing = ("not run: no self-setting (SG) tests" if label == table5_test_set("self")
                                        else "not run: no placeholder tests")
-                        if split == "plus" and ds == "mbpp":
-                            name, missing = None, "- (MBPP has no plus inputs)"
+                        if split == "plus" and dataset_spec(ds).judge is not Judge.EVALPLUS:
+                            name, missing = None, f"- ({dataset_spec(ds).family} has no plus inputs)"
                         value = summary.get(name, {}).get(split, {}).get("pass@1") if name else None
                         paper = self.paper_cell(m, ds, "table5", paper_keys[col])
                         cell = missing if value is None else _pct(value)
@@ -390,16 +395,19 @@ class _Study:
                         t.csv_rows.append([m.name, ds, col, split, value, paper, name, "" if value is not None
                                            else missing])
                 t.rows.append(row)
-                if m.paper_name and paper_numbers().get("table5", {}).get(m.paper_name) and ds in ("humaneval+",):
+                if m.paper_name and paper_numbers().get("table5", {}).get(m.paper_name) and \
+                        figures_apply(dataset_spec(ds).family) and dataset_spec(ds).judge is Judge.EVALPLUS:
                     t.notes.append(f"{m.name} beside the paper's {m.paper_name}: "
                                    + "; ".join(self.differences(m, ds)[:-1] or ["same configuration"])
                                    + f"; reranked pool: {s.rerank.n} samples per task at T = {s.rerank.temperature:g},"
                                      f" {s.rerank.tests_per_generation} tests per generation; the paper's Table 5 "
                                      "does not say whether it is base or plus.")
+        rw = table5_rw()
         t.notes.append(f"CodeT: consensus sets scored tests x sqrt(solutions) on placeholder tests; +SG: the tests "
                        f"written with each solution in the prompt; +RW: the i-th test weighs p^(i-1), p = "
-                       f"{s.rerank.rw_p:g}, score = sum of weights + #solutions (the paper's rule; rw_combine = "
-                       f"{s.rerank.rw_combine}); baseline: pass@1 of the T = {s.code_temperature:g} samples.")
+                       f"{s.rerank.option(rw, 'p'):g}, score = sum of weights + #solutions (the paper's rule; "
+                       f"rw_combine = {s.rerank.option(rw, 'combine')}); baseline: pass@1 of the T = "
+                       f"{s.code_temperature:g} samples.")
         return t
 
     # --- Table 6 -----------------------------------------------------------------------
@@ -408,7 +416,7 @@ class _Study:
         s = self.spec
         settings = [x for x in ("self", "cross") if x in s.settings]
         t = Table(name="table6", title="Table 6: coverage of the prompt's own code (%)",
-                  header=["model", *(f"{_DATASET_TITLE.get(ds, ds)} {x}" for ds in s.datasets for x in settings)],
+                  header=["model", *(f"{_title(ds)} {x}" for ds in s.datasets for x in settings)],
                   csv_header=["model", "dataset", "setting", "prompt_coverage", "coverage_of_reference", "note"])
         for m in s.models:
             row = [m.name]
@@ -473,9 +481,9 @@ class _Study:
             else:
                 notes.append(f"{setting}: {len(pts)} model(s) with a code pass@1; no correlation (needs 2 with "
                              "different values)")
-        ax.set_xlabel(f"code pass@1 (%), T = {self.spec.code_temperature:g}, {_DATASET_TITLE.get(ds, ds)}")
+        ax.set_xlabel(f"code pass@1 (%), T = {self.spec.code_temperature:g}, {_title(ds)}")
         ax.set_ylabel("test pass rate P' (%)")
-        ax.set_title(f"Figure 2: P' vs code pass@1, {_DATASET_TITLE.get(ds, ds)}")
+        ax.set_title(f"Figure 2: P' vs code pass@1, {_title(ds)}")
         ax.grid(alpha=0.3)
         if notes:
             ax.legend(fontsize=8)
@@ -495,8 +503,8 @@ class _Study:
         import matplotlib.pyplot as plt
         import numpy as np
 
-        t = Table(name=f"figure3_{ds}", title=f"Figure 3: correctness of the k-th test (%), "
-                  f"{_DATASET_TITLE.get(ds, ds)}", header=["model", "setting", "test #1", "test #2", "test #3"],
+        t = Table(name=f"figure3_{ds}", title=f"Figure 3: correctness of the k-th test (%), {_title(ds)}",
+                  header=["model", "setting", "test #1", "test #2", "test #3"],
                   csv_header=["model", "dataset", "setting", "position", "fraction_correct", "tests"])
         bars = []
         for m in self.models_of(ds):
@@ -518,7 +526,7 @@ class _Study:
         ax.set_xticks(x, [b[0] for b in bars], rotation=20, ha="right", fontsize=8)
         ax.set_ylim(0, 105)
         ax.set_ylabel("tests correct on the reference (%)")
-        ax.set_title(f"Figure 3: correctness by position, {_DATASET_TITLE.get(ds, ds)}")
+        ax.set_title(f"Figure 3: correctness by position, {_title(ds)}")
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         if not bars:
@@ -545,8 +553,7 @@ def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (
     spec = plan.spec
     tables: list[Table] = [st.table1()]
     for ds in spec.datasets:
-        number = 3 if ds.startswith("mbpp") else 2
-        tables.append(st.table23(ds, number))
+        tables.append(st.table23(ds))
     tables += [st.table4(), st.table5(), st.table6()]
     from testgen.study.augment_report import augment_tables
 
@@ -557,10 +564,10 @@ def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (
     for ds in spec.datasets:
         png2 = dest / f"figure2_{ds}.png"
         notes = st.figure2(ds, png2)
-        figures.append((png2.name, f"Figure 2: P' vs code pass@1, {_DATASET_TITLE.get(ds, ds)}", notes))
+        figures.append((png2.name, f"Figure 2: P' vs code pass@1, {_title(ds)}", notes))
         png3 = dest / f"figure3_{ds}.png"
         tables.append(st.figure3(ds, png3))
-        figures.append((png3.name, f"Figure 3: correctness by position, {_DATASET_TITLE.get(ds, ds)}", []))
+        figures.append((png3.name, f"Figure 3: correctness by position, {_title(ds)}", []))
         files += [png2, png3]
     for t in tables:
         files += t.write(dest)

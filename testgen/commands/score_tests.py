@@ -4,9 +4,10 @@ Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models 
 (arXiv 2310.05727); definitions in :mod:`testgen.metrics`. Steps:
 
 1. Read ``RUN/config.json``, ``RUN/generations.jsonl`` (each record's ``tests`` list, all of them)
-   and, for self/cross, ``RUN/solutions.jsonl``.
+   and, for self/cross, ``RUN/solutions.jsonl`` (:mod:`testgen.run_directory`).
 2. Keep the first ``tests_per_generation`` tests of each generation (3 by default; all of them for
-   the ``human`` backend, whose one generation is the dataset's whole human test suite).
+   a backend that returns the dataset's own tests, one generation holding a task's whole human
+   test suite: :attr:`~testgen.backends.base.Capabilities.dataset_tests`).
 3. Run every *distinct* kept test of a task once against the reference solution in the sandboxed
    executor (:mod:`evaluation.executor`), with ``measure_coverage`` so each test's executed arcs
    come back; identical tests of different generations share the result. Tests name the task's
@@ -57,11 +58,12 @@ from testgen.metrics import (
     generation_record,
     summarize,
 )
+from testgen.run_directory import RunData, as_int, load_run
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
 
-__all__ = ["EvalOptions", "GenerationInput", "RunData", "EvalResult", "load_run", "evaluate_run"]
+__all__ = ["EvalOptions", "EvalResult", "eval"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +73,8 @@ class EvalOptions:
     tests_per_generation: int | None = 3
     """Keep the first k tests of a generation (the paper: 3); ``None`` keeps all."""
     tests_per_generation_explicit: bool = False
-    """Whether the user set ``tests_per_generation`` (otherwise the ``human`` backend keeps all)."""
+    """Whether the user set ``tests_per_generation`` (otherwise a backend of the dataset's own tests
+    keeps all)."""
     dedup: DedupKey = DedupKey.AST
     """Duplicate rule for P'."""
     empty: EmptyPolicy = EmptyPolicy.ZERO
@@ -105,55 +108,19 @@ class EvalOptions:
     use_cache: bool = True
     """Reuse ``executions.jsonl`` from an earlier (possibly interrupted) eval."""
     mutation: bool = False
-    """Also the mutation score of the tests (:mod:`testgen.mutation`, docs/mutation.md)."""
+    """Also the mutation score of the tests (:mod:`testgen.mutation_score`, docs/mutation.md)."""
     mutation_timeout: float = 1.0
-    """CPU seconds per test on a mutant (:attr:`testgen.mutation.MutationOptions.timeout`)."""
+    """CPU seconds per test on a mutant (:attr:`testgen.mutation_score.MutationOptions.timeout`)."""
     mutation_shorten_after: int = 2
-    """:attr:`testgen.mutation.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
+    """:attr:`testgen.mutation_score.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
     propertyeval: Path | None = None
     """With ``mutation`` on HumanEval+: a PropertyEval snapshot (directory or tarball) whose
     property-based inputs also judge the mutants' equivalence (after base and plus)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class GenerationInput:
-    """One record of ``generations.jsonl``, validated."""
-
-    task_id: str
-    """Problem."""
-    generation_id: str
-    """Id of the generation."""
-    solution_id: str | None
-    """Solution in the prompt, if any."""
-    tests: tuple[str, ...]
-    """All extracted tests, in order."""
-    dropped_no_entry_point: int
-    """From ``dropped``."""
-    dropped_unparsable: int
-    """From ``dropped``."""
-    dropped_rebinding: int
-    """From ``dropped``."""
-    line: int
-    """Line in generations.jsonl (for messages)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunData:
-    """A run directory, read and validated."""
-
-    path: Path
-    """The run directory."""
-    config: Mapping[str, Any]
-    """``config.json``."""
-    generations: tuple[GenerationInput, ...]
-    """Generations, in file order."""
-    solutions: Mapping[str, Mapping[str, Any]]
-    """``solutions.jsonl`` records by ``solution_id`` (empty when absent)."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class EvalResult:
-    """What ``evaluate_run`` produced."""
+    """What :func:`eval` produced."""
 
     metrics: Mapping[str, Any]
     """The content of ``metrics.json``."""
@@ -165,96 +132,31 @@ class EvalResult:
     """Timing and execution statistics."""
 
 
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def load_run(run_dir: str | os.PathLike[str]) -> RunData:
-    """Read and validate ``config.json``, ``generations.jsonl`` and ``solutions.jsonl``."""
-    root = Path(run_dir)
-    if not root.is_dir():
-        raise TestgenError(f"{root}: not a run directory (expected config.json and generations.jsonl)")
-    cfg_path = root / "config.json"
-    config: dict[str, Any] = {}
-    if cfg_path.is_file():
-        try:
-            config = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise RecordError(str(cfg_path), exc.lineno, f"invalid JSON: {exc.msg}") from None
-        if not isinstance(config, dict):
-            raise RecordError(str(cfg_path), 1, "expected a JSON object")
-    gen_path = root / "generations.jsonl"
-    if not gen_path.is_file():
-        raise TestgenError(f"{gen_path}: missing (is {root} a run directory?)")
-    gens: list[GenerationInput] = []
-    seen: dict[str, int] = {}
-    name = str(gen_path)
-    for line, rec in read_jsonl(gen_path, tolerate_torn_tail=True):
-        task_id = require(rec, "task_id", str, path=name, line=line)
-        gid = rec.get("generation_id")
-        if gid is None:
-            gid = f"{task_id}/{rec.get('solution_id')}/{rec.get('sample_index', line)}"
-        elif not isinstance(gid, str):
-            raise RecordError(name, line, f"expected str, got {type(gid).__name__}", field="generation_id")
-        if gid in seen:
-            raise RecordError(name, line, f"duplicate generation_id {gid!r} (first on line {seen[gid]})",
-                              field="generation_id")
-        seen[gid] = line
-        tests = require(rec, "tests", list, path=name, line=line)
-        for i, t in enumerate(tests):
-            if not isinstance(t, str):
-                raise RecordError(name, line, f"test {i} is {type(t).__name__}, expected str", field="tests")
-        sol = rec.get("solution_id")
-        if sol is not None and not isinstance(sol, str):
-            raise RecordError(name, line, f"expected str or null, got {type(sol).__name__}", field="solution_id")
-        dropped = rec.get("dropped") or {}
-        if not isinstance(dropped, dict):
-            raise RecordError(name, line, f"expected an object, got {type(dropped).__name__}", field="dropped")
-        gens.append(GenerationInput(
-            task_id=task_id, generation_id=gid, solution_id=sol, tests=tuple(tests),
-            dropped_no_entry_point=_int(dropped.get("no_entry_point")),
-            dropped_unparsable=_int(dropped.get("unparsable")), dropped_rebinding=_int(dropped.get("rebinding")),
-            line=line,
-        ))
-    if not gens:
-        raise empty_file(gen_path, "test generations")
-    solutions: dict[str, Mapping[str, Any]] = {}
-    sol_path = root / "solutions.jsonl"
-    if sol_path.is_file():
-        for line, rec in read_jsonl(sol_path, tolerate_torn_tail=True):
-            sid = require(rec, "solution_id", str, path=str(sol_path), line=line)
-            require(rec, "task_id", str, path=str(sol_path), line=line)
-            if not isinstance(rec.get("solution"), str):
-                require(rec, "solution", str, path=str(sol_path), line=line)
-            solutions[sid] = rec
-    return RunData(path=root, config=config, generations=tuple(gens), solutions=solutions)
-
-
 def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
     """(name, dataset) of the dataset whose references are the oracle.
 
-    Default: the run's dataset, except that a ``humaneval`` run is judged against the corrected
-    HumanEval+ references when that file can be found without a download (explicit path,
-    ``$HUMANEVAL_OVERRIDE_PATH`` or the cache); the choice is recorded in ``metrics.json``.
+    Default: the run's dataset, except that a dataset whose spec names another to judge it
+    (:attr:`~evaluation.datasets.DatasetSpec.judged_as`: a ``humaneval`` run is judged against
+    HumanEval+'s corrected references) is judged by that one when its file can be found without
+    a download (explicit path, its environment variable or the cache); the choice is recorded in
+    ``metrics.json``.
     """
-    from evaluation.datasets import load_dataset, locate_dataset
+    from evaluation.datasets import DATASETS, DEFAULT_DATASET, dataset_spec, load_dataset, locate_dataset
     from evaluation.errors import DatasetNotFound
 
-    run_ds = str(run.config.get("dataset") or "humaneval+")
-    if opts.reference_dataset is None:
-        from evaluation.datasets import DATASETS
-
-        if run_ds not in DATASETS:
-            raise RecordError(str(run.path / "config.json"), 0, f"unknown dataset {run_ds!r}; pass --reference-dataset",
-                              field="dataset")
+    run_ds = str(run.config.get("dataset") or DEFAULT_DATASET)
+    if opts.reference_dataset is None and run_ds not in DATASETS:
+        raise RecordError(str(run.path / "config.json"), 0, f"unknown dataset {run_ds!r}; pass --reference-dataset",
+                          field="dataset")
     name = opts.reference_dataset
     path: Path | str | None = opts.dataset_path
     if name is None:
         name = run_ds
-        if run_ds == "humaneval":
+        judged_as = dataset_spec(run_ds).judged_as
+        if judged_as is not None:
             try:
-                path = locate_dataset("humaneval+", path, allow_download=False).path
-                name = "humaneval+"
+                path = locate_dataset(judged_as, path, allow_download=False).path
+                name = judged_as
             except DatasetNotFound:
                 path = None
         elif path is None and run.config.get("dataset_path"):
@@ -275,12 +177,12 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[st
         if not out:
             raise empty_file(opts.verdicts_file, "verdicts")
         return out
+    from evaluation.correctness import judge_solutions
     from evaluation.records import Solution
-    from evaluation.verdicts import judge_solutions
 
     sols = [
         Solution(task_id=str(r["task_id"]), solution_id=sid, code=str(r["solution"]),
-                 completion=r.get("completion"), sample_index=_int(r.get("sample_index")), model=str(r.get("model", "")))
+                 completion=r.get("completion"), sample_index=as_int(r.get("sample_index")), model=str(r.get("model", "")))
         for sid, r in run.solutions.items() if r["task_id"] in dataset.problems
     ]
     tasks = {s.task_id for s in sols}
@@ -292,67 +194,130 @@ def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[st
     return {sid: v.plus for sid, v in verdicts.items()}
 
 
-def evaluate_run(
+@dataclass(frozen=True, kw_only=True)
+class _Scoring:
+    """What :func:`eval` decided before running anything: the run, its oracle, the tests kept."""
+
+    run: RunData
+    out_dir: Path
+    setting: str
+    backend: str
+    k: int | None
+    """Tests kept per generation (``None``: all)."""
+    ref_name: str
+    ref_ds: Dataset
+    valid: Mapping[str, list[str]]
+    """Generation id -> its tests that do not rebind the entry point."""
+    kept: Mapping[str, tuple[str, ...]]
+    """Generation id -> its kept tests (the first ``k`` valid ones)."""
+    ref_pid: Mapping[str, str]
+    """Task id -> the program id of its reference solution."""
+    want_prompt: bool
+    """Also measure coverage on the prompt's code (Table 6)."""
+    verdicts: Mapping[str, bool]
+    """Solution id -> correct, for the prompt's code (Table 4's split)."""
+    suites: Any
+    """The mutants' equivalence suites (``None``: the default ones)."""
+
+
+def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     run_dir: str | os.PathLike[str],
     opts: EvalOptions | None = None,
     *,
     progress: ProgressFn | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> EvalResult:
-    """Evaluate a run directory; write ``metrics.json`` and ``generations.jsonl`` under the eval dir.
+    """``testgen eval``: score a run directory's tests; write ``metrics.json`` and ``generations.jsonl``
+    under the eval dir (the steps of the module docstring: prepare, run the tests, the results per
+    generation, the mutation score, the metrics).
 
     ``notify`` is told how many test runs came from ``executions.jsonl`` (or that it was discarded)."""
     opts = opts or EvalOptions()
     t0, r0 = time.perf_counter(), _cpu()
+    plan = _prepare(run_dir, opts)
+    cache, stats = _run_tests(plan, opts, progress, notify or (lambda _msg: None))
+    results = _results(plan, cache, opts)
+    mutation: dict[str, Any] | None = None
+    killed_by_generation: dict[str, int] = {}
+    if opts.mutation:
+        mutation, killed_by_generation = _mutation_score(plan, cache, opts, progress, notify)
+    metrics = _metrics(plan, results, cache, stats, opts, mutation=mutation, t0=t0, r0=r0)
+    (plan.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    write_jsonl(plan.out_dir / "generations.jsonl", (
+        generation_record(r, measure=opts.measure) | ({"mutants_killed": killed_by_generation.get(r.generation_id)}
+                                                      if mutation is not None else {}) for r in results))
+    return EvalResult(metrics=metrics, generations=tuple(results), out_dir=plan.out_dir,
+                      stats={"wall_s": metrics["execution"]["wall_s"], "cpu_s": metrics["execution"]["cpu_s"]})
+
+
+def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
+    """Step 1: read the run and its oracle, keep each generation's first tests, and refuse what cannot
+    be done (a task the oracle lacks, ``--mutation`` without plus inputs, a bad ``--verdicts-file``)
+    before anything runs."""
+    from evaluation.executor.trusted import rebinds_entry_point
+
     run = load_run(run_dir)
     out_dir = opts.out or (run.path / "eval")
     out_dir.mkdir(parents=True, exist_ok=True)
     setting = str(run.config.get("setting") or "unknown")
     backend = str(run.config.get("backend") or "")
     k = opts.tests_per_generation
-    if backend == "human" and not opts.tests_per_generation_explicit:
+    if not opts.tests_per_generation_explicit and _dataset_tests(backend):
         k = None
     ref_name, ref_ds = _reference_dataset(run, opts)
-    problems, ref_source = ref_ds.problems, ref_ds.source
+    problems = ref_ds.problems
     for g in run.generations:
         if g.task_id not in problems:
             raise RecordError(str(run.path / "generations.jsonl"), g.line,
                               f"task {g.task_id!r} is not in the reference dataset {ref_name}", field="task_id")
-
-    from evaluation.executor.trusted import rebinds_entry_point, trusted_check
-
     # Tests that rebind the entry point are not tests (runs made before extraction dropped them).
     valid = {g.generation_id: [t for t in g.tests if not rebinds_entry_point(t, problems[g.task_id].entry_point)]
              for g in run.generations}
     kept = {g.generation_id: tuple(valid[g.generation_id] if k is None else valid[g.generation_id][:k])
             for g in run.generations}
-    # 1. reference solutions: every distinct kept test of a task, once.
-    ref_wanted: dict[str, tuple[str, list[str], str]] = {}
-    ref_pid: dict[str, str] = {}
-    for g in run.generations:
-        prob = problems[g.task_id]
-        pid = ref_pid.setdefault(g.task_id, "ref:" + content_id(prob.reference_code))
-        ref_wanted.setdefault(pid, (prob.reference_code, [], prob.entry_point))[1].extend(kept[g.generation_id])
+    ref_pid = {g.task_id: "ref:" + content_id(problems[g.task_id].reference_code) for g in run.generations}
+    suites = _equivalence_suites(opts, ref_name, ref_ds)
+    # Verdicts first: a bad --verdicts-file is refused before anything runs.
+    want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
+    verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
+    want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
+    return _Scoring(run=run, out_dir=out_dir, setting=setting, backend=backend, k=k, ref_name=ref_name, ref_ds=ref_ds,
+                    valid=valid, kept=kept, ref_pid=ref_pid, want_prompt=want_prompt, verdicts=verdicts, suites=suites)
+
+
+def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> Any:
+    """With ``--mutation``: the suites that judge which mutants are equivalent (PropertyEval's inputs
+    added with ``--propertyeval``); ``None``: the default ones. Refuses a reference without them."""
     if opts.mutation:
-        from evaluation.verdicts import has_plus_inputs
+        from evaluation.correctness import has_plus_inputs
 
         if not has_plus_inputs(ref_ds):
             raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
-    suites = None
-    if opts.propertyeval is not None:
-        if not opts.mutation or not ref_name.startswith("humaneval"):
-            raise TestgenError("--propertyeval judges the mutants' equivalence on PropertyEval's inputs: it needs "
-                               "--mutation and HumanEval+ as the reference dataset")
-        from evaluation.evalplus.strategies import load_strategies
-        from evaluation.mutation import EQUIVALENCE_SUITES, propertyeval_equivalence
+    if opts.propertyeval is None:
+        return None
+    from evaluation.datasets import dataset_spec
 
-        suites = (*EQUIVALENCE_SUITES, propertyeval_equivalence(load_strategies(opts.propertyeval)))
-    # Verdicts first: a bad --verdicts-file is refused before anything runs.
-    want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
-    verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
-    cache = ExecutionCache(out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
-    say = notify or (lambda _msg: None)
+    if not opts.mutation or not dataset_spec(ref_name).propertyeval:
+        raise TestgenError("--propertyeval judges the mutants' equivalence on PropertyEval's inputs: it needs "
+                           "--mutation and a reference dataset PropertyEval has strategies for (HumanEval+)")
+    from evaluation.evalplus.strategies import load_strategies
+    from evaluation.mutants import EQUIVALENCE_SUITES, propertyeval_equivalence
+
+    return (*EQUIVALENCE_SUITES, propertyeval_equivalence(load_strategies(opts.propertyeval)))
+
+
+def _run_tests(plan: _Scoring, opts: EvalOptions, progress: ProgressFn | None, say: Callable[[str], None]
+               ) -> tuple[ExecutionCache, dict[str, Mapping[str, Any]]]:
+    """Step 2: every distinct kept test of a task, once, on the reference solution (with coverage),
+    and, for self/cross, on the code in the prompt (Table 6); cached in ``executions.jsonl``."""
+    problems = plan.ref_ds.problems
+    ref_wanted: dict[str, tuple[str, list[str], str]] = {}
+    for g in plan.run.generations:
+        prob = problems[g.task_id]
+        ref_wanted.setdefault(plan.ref_pid[g.task_id], (prob.reference_code, [], prob.entry_point))[1].extend(
+            plan.kept[g.generation_id])
+    cache = ExecutionCache(plan.out_dir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache)
     if cache.found and not opts.use_cache:
         say(f"--no-cache: discarded {cache.path}")
 
@@ -365,23 +330,26 @@ def evaluate_run(
         ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
                                  timeout=opts.timeout, workers=opts.workers, engine=opts.engine)
         reused("reference solutions", ref_stats)
-        # 2. the prompt's code (Table 6), for self/cross.
-        want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
         prompt_wanted: dict[str, tuple[str, list[str], str]] = {}
-        if want_prompt:
-            for g in run.generations:
-                sol = run.solutions.get(g.solution_id or "")
+        if plan.want_prompt:
+            for g in plan.run.generations:
+                sol = plan.run.solutions.get(g.solution_id or "")
                 if sol is not None:
                     code = str(sol["solution"])
                     prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
-                                             )[1].extend(kept[g.generation_id])
+                                             )[1].extend(plan.kept[g.generation_id])
         prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
                                      timeout=opts.timeout, workers=opts.workers, engine=opts.engine) if prompt_wanted else {})
         if prompt_stats:
             reused("code in the prompts", prompt_stats)
     finally:
         cache.close()
+    return cache, {"reference": ref_stats, "prompt_code": prompt_stats}
 
+
+def _results(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions) -> list[GenerationResult]:
+    """Step 3: per generation, its kept tests' outcomes on the reference and the branch coverage of
+    their union (on the reference, without the load arcs, and on the prompt's code)."""
     analyzers: dict[str, SourceCoverage | None] = {}
 
     def analyzer(pid: str, source: str) -> SourceCoverage | None:
@@ -392,78 +360,109 @@ def evaluate_run(
                 analyzers[pid] = None
         return analyzers[pid]
 
-
     results: list[GenerationResult] = []
-    for g in run.generations:
-        tests = kept[g.generation_id]
-        prob = problems[g.task_id]
-        pid = ref_pid[g.task_id]
+    for g in plan.run.generations:
+        tests = plan.kept[g.generation_id]
+        prob = plan.ref_ds.problems[g.task_id]
+        pid = plan.ref_pid[g.task_id]
         outcomes = tuple(cached_outcome(cache, pid, t) for t in tests)
         cov = union_coverage(analyzer(pid, prob.reference_code), cache, pid, tests) if tests else None
         cov_tests = (union_coverage(analyzer(pid, prob.reference_code), cache, pid, tests, with_load=False)
                      if tests else None)
         pcov = None
-        sol = run.solutions.get(g.solution_id or "")
-        if want_prompt and sol is not None and tests:
+        sol = plan.run.solutions.get(g.solution_id or "")
+        if plan.want_prompt and sol is not None and tests:
             code = str(sol["solution"])
             spid = "sol:" + content_id(code)
             pcov = union_coverage(analyzer(spid, code), cache, spid, tests)
+        valid = plan.valid[g.generation_id]
         results.append(GenerationResult(
             task_id=g.task_id, generation_id=g.generation_id, solution_id=g.solution_id, tests=tests,
             canonical=tuple(canonical_test(t, opts.dedup) for t in tests), outcomes=outcomes,
             coverage=cov, prompt_coverage=pcov, coverage_tests_only=cov_tests,
-            prompt_correct=verdicts.get(g.solution_id) if g.solution_id else None,
-            n_extracted=len(valid[g.generation_id]), dropped_no_entry_point=g.dropped_no_entry_point,
-            dropped_unparsable=g.dropped_unparsable,
-            dropped_rebinding=g.dropped_rebinding + len(g.tests) - len(valid[g.generation_id]),
+            prompt_correct=plan.verdicts.get(g.solution_id) if g.solution_id else None,
+            n_extracted=len(valid), dropped_no_entry_point=g.dropped_no_entry_point,
+            dropped_unparsable=g.dropped_unparsable, dropped_rebinding=g.dropped_rebinding + len(g.tests) - len(valid),
         ))
+    return results
 
-    mutation: dict[str, Any] | None = None
-    killed_by_generation: dict[str, int] = {}
-    if opts.mutation:
-        from testgen.mutation import GenerationTests, MutationOptions, mutation_metrics
 
-        mutation, killed_by_generation = mutation_metrics(
-            dataset=ref_ds, suites=suites, reference_cache=cache, reference_pid=ref_pid, out_dir=out_dir, progress=progress,
-            notify=notify, generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id,
-                                                        tests=kept[g.generation_id]) for g in run.generations],
-            opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
-                                 workers=opts.workers, engine=opts.engine, chunk_size=opts.chunk_size,
-                                 use_cache=opts.use_cache))
+def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, progress: ProgressFn | None,
+                    notify: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, int]]:
+    """Step 4 (``--mutation``): the mutation score of the kept tests (:mod:`testgen.mutation_score`)."""
+    from testgen.mutation_score import GenerationTests, MutationOptions, mutation_metrics
+
+    return mutation_metrics(
+        dataset=plan.ref_ds, suites=plan.suites, reference_cache=cache, reference_pid=plan.ref_pid,
+        out_dir=plan.out_dir, progress=progress, notify=notify,
+        generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id, tests=plan.kept[g.generation_id])
+                     for g in plan.run.generations],
+        opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
+                             workers=opts.workers, engine=opts.engine, chunk_size=opts.chunk_size,
+                             use_cache=opts.use_cache))
+
+
+def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCache,
+             stats: Mapping[str, Mapping[str, Any]], opts: EvalOptions, *, mutation: dict[str, Any] | None,
+             t0: float, r0: float) -> dict[str, Any]:
+    """Step 5: the content of ``metrics.json``: the metrics (:func:`testgen.metrics.summarize`), code
+    pass@1 of the prompts' code, the run and options, where the tests were checked, the execution's
+    figures, M, and warnings."""
+    run, k = plan.run, plan.k
     positions = k if k is not None else max((r.n for r in results), default=0)
     metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
-                             prompt_coverage=want_prompt))
-    if verdicts:
-        sols = [s for s in run.solutions if s in verdicts]
-        metrics["code_pass1"] = sum(verdicts[s] for s in sols) / len(sols) if sols else None
+                             prompt_coverage=plan.want_prompt))
+    if plan.verdicts:
+        sols = [s for s in run.solutions if s in plan.verdicts]
+        metrics["code_pass1"] = sum(plan.verdicts[s] for s in sols) / len(sols) if sols else None
     missing_cov = sum(1 for r in results if r.n and r.coverage is None)
     wall, cpu = time.perf_counter() - t0, _cpu() - r0
     metrics["run"] = {
-        "path": str(run.path), "model": run.config.get("model"), "setting": setting, "backend": backend,
+        "path": str(run.path), "model": run.config.get("model"), "setting": plan.setting, "backend": plan.backend,
         "dataset": run.config.get("dataset"),
     }
     metrics["options"] = {
         "tests_per_generation": k, "dedup": opts.dedup.value, "empty": opts.empty.value,
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
-        "reference_dataset": ref_name, "reference_source": ref_source,
-        "prompt_coverage": want_prompt, "verdicts": bool(verdicts),
+        "reference_dataset": plan.ref_name, "reference_source": plan.ref_ds.source,
+        "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts),
     }
-    # Where each kept test's verdict is reached: trusted code, or the program's own process.
-    site = {(t, ep): trusted_check(t, ep) for (t, ep) in
-            {(t, problems[g.task_id].entry_point) for g in run.generations for t in kept[g.generation_id]}}
-    occurrences = [site[(t, problems[g.task_id].entry_point)] for g in run.generations for t in kept[g.generation_id]]
-    distinct = [site[(t, problems[task].entry_point)] for task, t in
-                {(g.task_id, t) for g in run.generations for t in kept[g.generation_id]}]
-    metrics["checks"] = {
-        "kept_tests": {"trusted_code": sum(occurrences), "child": len(occurrences) - sum(occurrences)},
-        "distinct_tests": {"trusted_code": sum(distinct), "child": len(distinct) - sum(distinct)},
-    }
+    metrics["checks"] = _check_sites(plan)
     metrics["execution"] = {
-        "reference": ref_stats, "prompt_code": prompt_stats,
+        "reference": stats["reference"], "prompt_code": stats["prompt_code"],
         "generations_without_coverage": missing_cov,
         "coverage_py": coverage_version(), "engine": opts.engine.describe(),
         "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
     }
+    warnings = _warnings(plan, cache, stats, missing_cov, metrics["execution"])
+    if mutation is not None:
+        metrics["mutation"] = mutation
+    if warnings:
+        metrics["warnings"] = warnings
+    return metrics
+
+
+def _check_sites(plan: _Scoring) -> dict[str, dict[str, int]]:
+    """Where each kept test's verdict is reached: trusted code, or the program's own process."""
+    from evaluation.executor.trusted import trusted_check
+
+    gens, problems, kept = plan.run.generations, plan.ref_ds.problems, plan.kept
+    site = {(t, ep): trusted_check(t, ep) for (t, ep) in
+            {(t, problems[g.task_id].entry_point) for g in gens for t in kept[g.generation_id]}}
+    occurrences = [site[(t, problems[g.task_id].entry_point)] for g in gens for t in kept[g.generation_id]]
+    distinct = [site[(t, problems[task].entry_point)] for task, t in
+                {(g.task_id, t) for g in gens for t in kept[g.generation_id]}]
+    return {
+        "kept_tests": {"trusted_code": sum(occurrences), "child": len(occurrences) - sum(occurrences)},
+        "distinct_tests": {"trusted_code": sum(distinct), "child": len(distinct) - sum(distinct)},
+    }
+
+
+def _warnings(plan: _Scoring, cache: ExecutionCache, stats: Mapping[str, Mapping[str, Any]], missing_cov: int,
+              execution: dict[str, Any]) -> list[str]:
+    """What ``metrics.json`` warns of: coverage the executor did not return, a reference that did not
+    load (recorded under ``execution`` too)."""
+    ref_stats, prompt_stats = stats["reference"], stats["prompt_code"]
     warnings = []
     if missing_cov and ref_stats.get("arcs_missing"):
         warnings.append(f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
@@ -472,21 +471,20 @@ def evaluate_run(
         if st.get("coverage_gaps"):
             warnings.append(f"{st['coverage_gaps']} tests ran {label} while coverage.py recorded no arc (the code "
                             "switched tracing off, or forged its report): their coverage is unknown")
-    ref_load_errors = {t: cache.load_error[pid] for t, pid in ref_pid.items() if pid in cache.load_error}
+    ref_load_errors = {t: cache.load_error[pid] for t, pid in plan.ref_pid.items() if pid in cache.load_error}
     if ref_load_errors:
-        metrics["execution"]["reference_load_errors"] = ref_load_errors
+        execution["reference_load_errors"] = ref_load_errors
         warnings.append(f"the reference solution did not load for {len(ref_load_errors)} tasks "
                         f"(e.g. {next(iter(ref_load_errors))}): their tests count as errors")
-    if mutation is not None:
-        metrics["mutation"] = mutation
-    if warnings:
-        metrics["warnings"] = warnings
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    write_jsonl(out_dir / "generations.jsonl", (
-        generation_record(r, measure=opts.measure) | ({"mutants_killed": killed_by_generation.get(r.generation_id)}
-                                                      if mutation is not None else {}) for r in results))
-    return EvalResult(metrics=metrics, generations=tuple(results), out_dir=out_dir,
-                      stats={"wall_s": wall, "cpu_s": cpu})
+    return warnings
+
+
+def _dataset_tests(backend: str) -> bool:
+    """Whether the run's backend wrote the dataset's own tests, all of a task's in one generation
+    (its :class:`~testgen.backends.base.Capabilities`); a backend no longer installed did not."""
+    from testgen.backends import BACKENDS, backend_capabilities
+
+    return backend in BACKENDS and backend_capabilities(backend).dataset_tests
 
 
 def _cpu() -> float:

@@ -34,24 +34,32 @@ shipped, the references do not work: ``prompt + canonical_solution`` does not ev
    library module used as ``module.attr`` is added as the first statement of ``check``.
 
 After these repairs every reference passes all 1,324 of its asserts (``tests/test_mbpp.py``).
+Its code is judged on those asserts (:mod:`evaluation.asserts`): MBPP sanitized has no plus inputs.
 """
 
 from __future__ import annotations
 
 import ast
 import io
+import os
 import sys
 import tokenize
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from evaluation.datasets import Dataset, DatasetFile, DatasetSpec, Judge, locate_dataset
 from evaluation.docstrings import find_docstring
 from evaluation.errors import RecordError
-from evaluation.io import require
+from evaluation.io import read_jsonl, require
 from evaluation.records import Problem
 
-__all__ = ["MbppRecord", "read_codet_mbpp", "reindent_body", "tested_function"]
+__all__ = ["SPEC", "MbppRecord", "load_mbpp", "read_codet_mbpp", "read_mbpp_problems", "reindent_body",
+           "tested_function"]
+
+CODET_COMMIT = "47205e2aea3a6fc3993085d8d2921ac51275cf96"
+"""The microsoft/CodeT commit whose MBPP file is downloaded (its last change to that file)."""
+FILE_NAME = "mbpp_sanitized_for_code_generation.jsonl"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,6 +200,48 @@ def read_codet_mbpp(rec: dict[str, Any], *, path: str, line: int) -> MbppRecord:
     if missing:
         test = _add_imports(test, missing)
         fixes.append(f"{task_id}: test imports {', '.join(missing)} (used by its asserts, never imported)")
-    problem = Problem(task_id=task_id, dataset="mbpp", prompt=prompt, entry_point=entry,
+    problem = Problem(task_id=task_id, dataset=SPEC.name, prompt=prompt, entry_point=entry,
                       canonical_solution=new_body, test=test)
     return MbppRecord(problem=problem, fixes=tuple(fixes))
+
+
+def read_mbpp_problems(file: str | os.PathLike[str]) -> tuple[dict[str, Problem], tuple[str, ...]]:
+    """Read CodeT's MBPP (sanitized) file, repaired (:func:`read_codet_mbpp`): problems and fixes."""
+    problems: dict[str, Problem] = {}
+    fixes: list[str] = []
+    for line, rec in read_jsonl(file):
+        fixed = read_codet_mbpp(rec, path=str(file), line=line)
+        if fixed.problem.task_id in problems:
+            raise RecordError(str(file), line, f"duplicate task_id {fixed.problem.task_id!r}", field="task_id")
+        problems[fixed.problem.task_id] = fixed.problem
+        fixes.extend(fixed.fixes)
+    if not problems:
+        raise RecordError(str(file), 0, "no problems in file")
+    return problems, tuple(fixes)
+
+
+def load_mbpp(*, path: str | os.PathLike[str] | None = None) -> Dataset:
+    """MBPP sanitized (427 problems, the original asserts; CodeT's file, repaired)."""
+    located = locate_dataset(SPEC.name, path)
+    problems, fixes = read_mbpp_problems(located.path)
+    return Dataset(name=SPEC.name, version=SPEC.version, source=str(located.path), problems=problems,
+                   found_by=located.found_by, fixes=fixes)
+
+
+SPEC = DatasetSpec(
+    name="mbpp",
+    title="MBPP (sanitized)",
+    family="MBPP",
+    version=f"sanitized, CodeT {CODET_COMMIT[:7]}",
+    citation="Austin et al., Program Synthesis with LLMs, 2021 (sanitized split); "
+             "as converted by CodeT, Chen et al., ICLR 2023",
+    license="CC-BY-4.0 (MBPP); CodeT's conversion MIT",
+    expected_size=427,
+    task_id_pattern=r"MbppEval/\d+",
+    judge=Judge.ASSERTS,
+    loader=load_mbpp,
+    file=DatasetFile(name="mbpp", version=f"sanitized, CodeT {CODET_COMMIT[:7]}", file_name=FILE_NAME,
+                     env_var="TESTGEN_MBPP_PATH", expected_size=427,
+                     url=f"https://raw.githubusercontent.com/microsoft/CodeT/{CODET_COMMIT}/CodeT/data/dataset/{FILE_NAME}",
+                     sha256="c48e256d2cdd091ed2dcad85a0b6fbc7672884032cf0cf28284d66b7b4eb1552"),
+)

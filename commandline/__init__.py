@@ -15,11 +15,10 @@ The rule (documented in ``docs/cli.md``), for ``testgen`` and ``rerank`` alike:
 Python warnings raised while a command runs (a torn line dropped from a file being resumed, a
 degraded sandbox) are printed as one ``warning: ...`` line each.
 
-Why here, in ``evaluation``: both CLIs stand on ``evaluation`` and ``rerank`` must not import
-``testgen``, so a module both may import has to be in ``evaluation`` or in a new package below
-both; ``evaluation.errors`` already defines the exceptions this module maps to exit statuses,
-and click is a base dependency. A new top-level package for ~200 lines would change the
-repository layout for nothing. No library module of ``evaluation`` imports this one.
+Why a package of its own: it is command-line code, so it sits above the library (no module of
+``evaluation``, ``testgen`` or ``rerank`` outside their CLIs imports it; ``tests/test_layers.py``
+holds that), and both command lines import it, while ``rerank``'s must not import ``testgen``:
+a package beside the two CLIs, standing on ``evaluation`` only (``docs/design.md``, "Layers").
 """
 
 from __future__ import annotations
@@ -28,9 +27,12 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import click
+
+if TYPE_CHECKING:
+    from evaluation.datasets import DatasetSpec
 
 __all__ = [
     "UserError",
@@ -266,28 +268,35 @@ PROBABILITY = Probability()
 
 class DatasetName(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic in click >= 8.2
     """A registered dataset name (built-in or plugin), checked against the registry with
-    "did you mean" suggestions; ``only`` narrows it to the datasets a command supports."""
+    "did you mean" suggestions; ``accept`` narrows it to the datasets a command supports, read
+    from their specs (:class:`~evaluation.datasets.DatasetSpec`), never from their names."""
 
     name = "dataset"
 
-    def __init__(self, only: tuple[str, ...] | None = None) -> None:
-        self.only = only
+    def __init__(self, accept: Callable[[DatasetSpec], bool] | None = None) -> None:
+        self.accept = accept
+
+    def supported(self) -> list[str]:
+        """The registered datasets this option takes."""
+        from evaluation.datasets import DATASETS, dataset_spec
+
+        return [n for n in DATASETS.names() if self.accept is None or self.accept(dataset_spec(n))]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from evaluation.datasets import DATASETS
+        from evaluation.datasets import dataset_spec
         from evaluation.errors import TestgenError
 
         name = str(value)
         try:
-            DATASETS.get(name)
+            spec = dataset_spec(name)
         except TestgenError as exc:
             self.fail(str(exc), param, ctx)
-        if self.only is not None and name not in self.only:
-            self.fail(f"{name!r} is not supported here (supported: {', '.join(self.only)})", param, ctx)
+        if self.accept is not None and not self.accept(spec):
+            self.fail(f"{name!r} is not supported here (supported: {', '.join(self.supported())})", param, ctx)
         return name
 
     def get_metavar(self, param: click.Parameter, *args: Any, **kwargs: Any) -> str:
-        return "[" + "|".join(self.only) + "]" if self.only else "DATASET"
+        return "[" + "|".join(self.supported()) + "]" if self.accept is not None else "DATASET"
 
 
 class DatasetFile(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic in click >= 8.2
@@ -324,11 +333,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 DATASET_HELP = "Dataset name ('testgen datasets' lists them, plugins included)."
 
 
-def dataset_option(*, default: str = "humaneval+", only: tuple[str, ...] | None = None, help: str = DATASET_HELP,
-                   dest: str = "dataset") -> Callable[[F], F]:
-    """``--dataset NAME``: a registered dataset (did-you-mean on a typo), ``only`` the ones a
-    command supports; the default is shown in ``--help``."""
-    return click.option("--dataset", dest, type=DatasetName(only=only), default=default, show_default=True, help=help)
+def dataset_option(*, default: str | None = None, accept: Callable[[DatasetSpec], bool] | None = None,
+                   help: str = DATASET_HELP, dest: str = "dataset") -> Callable[[F], F]:
+    """``--dataset NAME``: a registered dataset (did-you-mean on a typo), ``accept`` the specs of
+    the ones a command supports; the default (:data:`~evaluation.datasets.DEFAULT_DATASET`
+    unless given) is shown in ``--help``."""
+    from evaluation.datasets import DEFAULT_DATASET
+
+    return click.option("--dataset", dest, type=DatasetName(accept=accept), default=default or DEFAULT_DATASET,
+                        show_default=True, help=help)
 
 
 DATASET_PATH_HELP = ("Dataset file (default: searched for: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / "

@@ -20,7 +20,7 @@ What is written (``RUN`` = the output directory):
   the missing ``(task_id, sample_index)`` are sampled, deterministic backends continuing at the
   right sample index.
 
-A completion-style sample is cut at the code stop strings (:data:`testgen.pipeline.CODE_STOP`)
+A completion-style sample is cut at the code stop strings (:data:`testgen.commands.write_tests.CODE_STOP`)
 whatever the backend did: a server may apply only four of them, and replayed text (CodeT's
 300-token samples) was never cut; ``raw`` keeps the text as it came. A chat answer's code is
 its first fenced block that defines the entry point (:func:`testgen.prompting.extract_code`).
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import TestgenError
+from evaluation.errors import RunFailure, TestgenError
 from evaluation.io import JsonlAppender, read_jsonl
 from evaluation.records import Problem, Solution
 from testgen import __version__
@@ -72,8 +72,8 @@ class SampleConfig:
     """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
     dataset_path: str | None = None
     """Explicit dataset file, if any."""
-    backend: str = "fake"
-    """Backend registry name."""
+    backend: str
+    """Backend registry name (``testgen.backends.BACKENDS``)."""
     model: str | None = None
     """Model name or path (``None``: the backend's name, for model-less backends)."""
     backend_options: dict[str, str] = field(default_factory=dict)
@@ -286,12 +286,10 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
     if backend is None:
         backend = create_backend(config.backend, model=config.model, options=config.backend_options)
     try:
-        if backend.fixed_samples is not None:
-            raise TestgenError(f"the {backend.name} backend writes no code; choose a model backend")
-        if backend.name == "replay" and not getattr(backend.options, "code_file", None):
-            # refused here, before config.json is written, so the corrected command is not blocked
-            raise TestgenError("testgen sample --backend replay needs -o code_file=PATH (code samples, e.g. "
-                               "CodeT's ..._code_solution.jsonl.gz)")
+        # refused here, before config.json is written, so the corrected command is not blocked
+        why = backend.code_unavailable()
+        if why is not None:
+            raise TestgenError(why)
         style = _resolve_style(config.prompt_style, backend)
         tpl = code_template_for(config.code_template, style)
         cfg = _config_json(config, backend, style=style, tpl=tpl, dataset_source=ds.source,
@@ -307,9 +305,15 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
 
 def sample(config: SampleConfig, *, out: str | Path | None = None, backend: Backend | None = None,
            progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
-    """Make (or resume) the sampling run described by ``config`` in ``out``."""
+    """``testgen sample``: make (or resume) the sampling run described by ``config`` in ``out``.
+
+    Bad inputs are refused before anything is sampled (:func:`prepare`); a failure while sampling
+    says that what was sampled is kept and how to resume."""
     prepared = prepare(config, out=out, backend=backend)
     try:
         return prepared.run(progress=progress, notify=notify)
+    except RunFailure as exc:
+        raise RunFailure(f"{exc} (what was sampled is saved in {prepared.out}; run the same command to resume)") \
+            from exc
     finally:
         prepared.close()

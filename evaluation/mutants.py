@@ -4,7 +4,7 @@ A mutant is the reference program with one small syntactic change in the functio
 (first-order mutation; DeMillo, Lipton, Sayward, "Hints on Test Data Selection", IEEE Computer
 1978; the operator set follows Offutt et al., "An Experimental Determination of Sufficient
 Mutant Operators", TOSEM 1996, as Python tools apply it). The mutation score of a test suite is
-the share of the non-equivalent mutants it kills; :mod:`testgen.mutation` computes it for
+the share of the non-equivalent mutants it kills; :mod:`testgen.mutation_score` computes it for
 generated tests. Operators, and why we apply them on :mod:`ast` ourselves rather than through
 mutmut or cosmic-ray, are in docs/mutation.md.
 
@@ -252,7 +252,7 @@ def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: 
     """HumanEval+/MBPP+ base and plus inputs, judged by :func:`evaluation.evalplus.evaluate_solutions`
     (its cached ground truth, trusted comparison and per-input time limits): ``"base"`` when a
     base input tells the mutant apart, ``"plus"`` when only a plus input does."""
-    from evaluation.verdicts import has_plus_inputs
+    from evaluation.correctness import has_plus_inputs
 
     if not has_plus_inputs(dataset):
         raise TestgenError(f"equivalent mutants are judged on base/plus inputs; dataset {dataset.name} has none "

@@ -38,8 +38,8 @@ def evalplus_verdicts(
 ) -> dict[tuple[str, str], tuple[bool, bool]]:
     """(task_id, program key) -> (base, plus), cached per dataset file. A dataset without plus
     inputs is judged on its own asserts, and plus equals base (see :mod:`evaluation.asserts`)."""
+    from evaluation.correctness import has_plus_inputs, judge_solutions
     from evaluation.evalplus import evaluate_solutions, ground_truth
-    from evaluation.verdicts import has_plus_inputs, judge_solutions
 
     path = cache / f"verdicts-{dataset.name.replace('+', 'plus')}-{content_id(dataset.source, length=10)}.jsonl"
     known: dict[tuple[str, str], tuple[bool, bool]] = {}

@@ -3,12 +3,12 @@
 The share of the reference's non-equivalent mutants that the tests kill (DeMillo, Lipton,
 Sayward 1978; the measure test-generation research reports beside coverage, e.g. Schäfer et
 al., "An Empirical Evaluation of Using Large Language Models for Automated Unit Test
-Generation", TSE 2024). Steps, after :func:`testgen.evaluate_run.evaluate_run` has run every
+Generation", TSE 2024). Steps, after :func:`testgen.commands.score_tests.eval` has run every
 kept test on the reference:
 
-1. The mutants of each task's reference (:func:`evaluation.mutation.mutants_of`).
+1. The mutants of each task's reference (:func:`evaluation.mutants.mutants_of`).
 2. Equivalent mutants: those that agree with the reference on every input of
-   :data:`evaluation.mutation.EQUIVALENCE_SUITES` (HumanEval+ base and plus), judged as
+   :data:`evaluation.mutants.EQUIVALENCE_SUITES` (HumanEval+ base and plus), judged as
    ``testgen evaluate`` judges a sample; excluded from the score. Cached in
    ``EVAL/mutation/equivalence.jsonl`` batch by batch.
 3. The kill matrix: every distinct kept test that passed on the reference, run on every
@@ -38,7 +38,7 @@ from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_p
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
     from evaluation.executor.engine import EngineChoice
-    from evaluation.mutation import EquivalenceSuite, Mutant
+    from evaluation.mutants import EquivalenceSuite, Mutant
     from evaluation.records import Problem
 
 __all__ = ["MUTATION_VERSION", "MutationOptions", "GenerationTests", "mutation_metrics"]
@@ -83,7 +83,7 @@ def _equivalence(dataset: Dataset, mutants: Sequence[Mutant], cache_path: Path, 
                  suites: Sequence[EquivalenceSuite], opts: MutationOptions) -> tuple[dict[str, str], int]:
     """``task_id#mutant_id`` -> ``""`` (equivalent) or the suite that told it apart; and how
     many verdicts came from the cache."""
-    from evaluation.mutation import judge_mutants
+    from evaluation.mutants import judge_mutants
 
     key = {"v": MUTATION_VERSION, "dataset_sha256": file_sha256(dataset.source),
            "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]}
@@ -120,8 +120,8 @@ def mutation_metrics(
     notify: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The ``mutation`` block of ``metrics.json`` and, per generation id, the mutants its tests
-    kill. Writes ``out_dir/mutation/{mutants,equivalence,executions}.jsonl``."""
-    from evaluation.mutation import EQUIVALENCE_SUITES, OPERATORS, mutants_of
+    kill (the steps of the module docstring). Writes ``out_dir/mutation/{mutants,equivalence,executions}.jsonl``."""
+    from evaluation.mutants import EQUIVALENCE_SUITES, mutants_of
 
     t0 = time.perf_counter()
     cpu0 = _cpu()
@@ -137,15 +137,9 @@ def mutation_metrics(
         dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in wanted_tasks})
     problems: Mapping[str, Problem] = dataset.problems
     tasks = list(dict.fromkeys(g.task_id for g in generations))
-
     # 1. mutants
-    mutants: dict[str, tuple[Mutant, ...]] = {}
-    duplicates = unparsable = 0
-    for t in tasks:
-        ms = mutants_of(problems[t].reference_code, problems[t].entry_point, task_id=t)
-        mutants[t] = ms.mutants
-        duplicates += ms.duplicates
-        unparsable += ms.unparsable
+    made = {t: mutants_of(problems[t].reference_code, problems[t].entry_point, task_id=t) for t in tasks}
+    mutants = {t: made[t].mutants for t in tasks}
     every = [m for t in tasks for m in mutants[t]]
     # 2. equivalent mutants
     t1 = time.perf_counter()
@@ -153,12 +147,37 @@ def mutation_metrics(
     if reused:
         say(f"mutation: {reused:,} of {len(every):,} equivalence verdicts from the cache {mdir / 'equivalence.jsonl'}")
     equivalence_s = time.perf_counter() - t1
+    live = {t: [m for m in mutants[t] if told_apart[_mkey(m)] != ""] for t in tasks}
+    # 3. the kill matrix
+    t2 = time.perf_counter()
+    killers, stats = _kill_matrix(generations, tasks, live, problems, reference_cache, reference_pid, mdir, opts,
+                                  progress, say)
+    matrix_s = time.perf_counter() - t2
+    # 4. scores
+    by_generation, block = _scores(generations, tasks, mutants, live, killers, told_apart)
+    block.update({
+        "duplicates_dropped": sum(made[t].duplicates for t in tasks),
+        "unparsable_dropped": sum(made[t].unparsable for t in tasks),
+        "by_operator": _by_operator(tasks, mutants, killers, told_apart, mdir),
+        "options": {"timeout": opts.timeout, "shorten_after": opts.shorten_after, "version": MUTATION_VERSION,
+                    "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]},
+        "execution": {**stats, "equivalence_reused": reused, "equivalence_s": round(equivalence_s, 3),
+                      "matrix_s": round(matrix_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
+                      "cpu_s": round(_cpu() - cpu0, 3)},
+    })
+    return block, by_generation
 
-    def mkey(m: Mutant) -> str:
-        return f"{m.task_id}#{m.mutant_id}"
 
-    live = {t: [m for m in mutants[t] if told_apart[mkey(m)] != ""] for t in tasks}
-    # 3. the kill matrix: tests that pass on the reference, on every non-equivalent mutant
+def _mkey(m: Mutant) -> str:
+    return f"{m.task_id}#{m.mutant_id}"
+
+
+def _kill_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str], live: Mapping[str, list[Mutant]],
+                 problems: Mapping[str, Problem], reference_cache: ExecutionCache, reference_pid: Mapping[str, str],
+                 mdir: Path, opts: MutationOptions, progress: ProgressFn | None, say: Callable[[str], None]
+                 ) -> tuple[dict[str, set[str]], dict[str, Any]]:
+    """Step 3: every distinct kept test that passed on the reference, run on every non-equivalent
+    mutant of its task; mutant key -> the tests that kill it, and the executor's figures."""
     passing: dict[str, list[str]] = {}
     for g in generations:
         pid = reference_pid[g.task_id]
@@ -171,7 +190,6 @@ def mutation_metrics(
             for m in live[t]:
                 wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
     cache = ExecutionCache(mdir / "executions.jsonl", timeout=opts.timeout, use=opts.use_cache, with_arcs=False)
-    t2 = time.perf_counter()
     try:
         stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
                              workers=opts.workers, engine=opts.engine, measure_coverage=False, shorten_after=opts.shorten_after)
@@ -180,41 +198,34 @@ def mutation_metrics(
     if cache.found and opts.use_cache:
         say(f"mutants: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from "
             f"the cache {cache.path}; {stats['tests_run']:,} to run")
-    matrix_s = time.perf_counter() - t2
 
-    # 4. scores
     def kills(m: Mutant, test: str) -> bool:
         return cached_outcome(cache, "mut:" + content_id(m.program), test) is not Outcome.PASSED
 
-    killers: dict[str, set[str]] = {mkey(m): {s for s in passing.get(t, ()) if kills(m, s)} for t in tasks for m in live[t]}
+    return {_mkey(m): {s for s in passing.get(t, ()) if kills(m, s)} for t in tasks for m in live[t]}, stats
+
+
+def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], mutants: Mapping[str, tuple[Mutant, ...]],
+            live: Mapping[str, list[Mutant]], killers: Mapping[str, set[str]], told_apart: Mapping[str, str]
+            ) -> tuple[dict[str, int], dict[str, Any]]:
+    """Step 4: per generation, the mutants its tests kill; the scores (per task the mean over its
+    generations, then the mean over the tasks with a non-equivalent mutant) and the counts."""
     by_generation: dict[str, int] = {}
     per_task: dict[str, list[float]] = {}
     per_task_with_tests: dict[str, list[float]] = {}
     for g in generations:
         tests = set(g.tests)
-        killed = sum(1 for m in live[g.task_id] if killers[mkey(m)] & tests)
+        killed = sum(1 for m in live[g.task_id] if killers[_mkey(m)] & tests)
         by_generation[g.generation_id] = killed
         if live[g.task_id]:
             per_task.setdefault(g.task_id, []).append(killed / len(live[g.task_id]))
             if tests:
                 per_task_with_tests.setdefault(g.task_id, []).append(killed / len(live[g.task_id]))
-    union = {t: sum(1 for m in live[t] if killers[mkey(m)]) for t in tasks}
+    union = {t: sum(1 for m in live[t] if killers[_mkey(m)]) for t in tasks}
     scored = [t for t in tasks if live[t]]
-    ops: dict[str, dict[str, int]] = {op: {"mutants": 0, "equivalent": 0, "killed": 0} for op in OPERATORS}
-    records = []
-    for t in tasks:
-        for m in mutants[t]:
-            why = told_apart[mkey(m)]
-            ops[m.operator]["mutants"] += 1
-            ops[m.operator]["equivalent"] += why == ""
-            killed_by = len(killers.get(mkey(m), ()))
-            ops[m.operator]["killed"] += killed_by > 0
-            records.append({"task_id": t, "mutant_id": m.mutant_id, "index": m.index, "operator": m.operator,
-                            "line": m.line, "description": m.description, "equivalent": why == "",
-                            "told_apart_by": why or None, "killed_by_tests": killed_by, "program": m.program})
-    write_jsonl(mdir / "mutants.jsonl", records)
-    n_equivalent = sum(1 for m in every if told_apart[mkey(m)] == "")
-    block: dict[str, Any] = {
+    every = [m for t in tasks for m in mutants[t]]
+    n_equivalent = sum(1 for m in every if told_apart[_mkey(m)] == "")
+    return by_generation, {
         "score": _mean([_mean(per_task[t]) for t in scored]),
         "score_union": _mean([union[t] / len(live[t]) for t in scored]),
         # Generations without a test left out (as --empty exclude does for P' and C); tasks
@@ -227,19 +238,31 @@ def mutation_metrics(
         "mutants": len(every),
         "equivalent": n_equivalent,
         "non_equivalent": len(every) - n_equivalent,
-        "told_apart_by": {name: sum(1 for m in every if told_apart[mkey(m)] == name)
+        "told_apart_by": {name: sum(1 for m in every if told_apart[_mkey(m)] == name)
                           for name in dict.fromkeys(v for v in told_apart.values() if v)},
         "killed_union": sum(union.values()),
-        "duplicates_dropped": duplicates,
-        "unparsable_dropped": unparsable,
-        "by_operator": ops,
-        "options": {"timeout": opts.timeout, "shorten_after": opts.shorten_after, "version": MUTATION_VERSION,
-                    "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]},
-        "execution": {**stats, "equivalence_reused": reused, "equivalence_s": round(equivalence_s, 3),
-                      "matrix_s": round(matrix_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
-                      "cpu_s": round(_cpu() - cpu0, 3)},
     }
-    return block, by_generation
+
+
+def _by_operator(tasks: Sequence[str], mutants: Mapping[str, tuple[Mutant, ...]], killers: Mapping[str, set[str]],
+                 told_apart: Mapping[str, str], mdir: Path) -> dict[str, dict[str, int]]:
+    """Mutants, equivalent ones and killed ones per operator; every mutant written to ``mutants.jsonl``."""
+    from evaluation.mutants import OPERATORS
+
+    ops: dict[str, dict[str, int]] = {op: {"mutants": 0, "equivalent": 0, "killed": 0} for op in OPERATORS}
+    records = []
+    for t in tasks:
+        for m in mutants[t]:
+            why = told_apart[_mkey(m)]
+            ops[m.operator]["mutants"] += 1
+            ops[m.operator]["equivalent"] += why == ""
+            killed_by = len(killers.get(_mkey(m), ()))
+            ops[m.operator]["killed"] += killed_by > 0
+            records.append({"task_id": t, "mutant_id": m.mutant_id, "index": m.index, "operator": m.operator,
+                            "line": m.line, "description": m.description, "equivalent": why == "",
+                            "told_apart_by": why or None, "killed_by_tests": killed_by, "program": m.program})
+    write_jsonl(mdir / "mutants.jsonl", records)
+    return ops
 
 
 def _mean(xs: Sequence[float | None]) -> float | None:

@@ -31,9 +31,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from evaluation.errors import RunFailure, TestgenError
+from evaluation.extraction import ExtractionMode
 from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
 from evaluation.records import Problem, Solution, content_id
 from testgen import __version__
@@ -86,8 +87,8 @@ class RunConfig:
     """Explicit dataset file, if any."""
     setting: Setting = Setting.ORACLE
     """Which implementation is in the prompt."""
-    backend: str = "fake"
-    """Backend registry name."""
+    backend: str
+    """Backend registry name (``testgen.backends.BACKENDS``)."""
     model: str | None = None
     """Model name or path (``None``: the backend's name, for model-less backends)."""
     backend_options: dict[str, str] = field(default_factory=dict)
@@ -120,7 +121,7 @@ class RunConfig:
     """Only the first ``limit`` tasks (in dataset order)."""
     task_ids: tuple[str, ...] = ()
     """Only these tasks (after ``limit``), if given."""
-    extraction_mode: Literal["robust", "codet"] = "robust"
+    extraction_mode: ExtractionMode = "robust"
     """How tests are extracted from raw text (see :mod:`evaluation.extraction`)."""
 
 
@@ -293,6 +294,8 @@ def run(
 
 def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: list[Problem], *,
          progress: bool, extract_tests: Any, notify: Callable[[str], None]) -> RunSummary:
+    """The run itself: its prompts and inputs checked and ``config.json`` written, then (1) the
+    solutions shown in the prompts, (2) the test generations still to make, (3) making them."""
     n = backend.fixed_samples or config.n
     style = config.prompt_style
     if style is PromptStyle.AUTO:
@@ -318,104 +321,126 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         pool = read_pools(_pools(config), ds, problems, n)
     check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
-    sols_path = out_dir / "solutions.jsonl"
     num_tests = config.tests_per_generation or 3
-    summary_solutions = 0
-
     with Progress(progress) as bar:
-        # 1. the solutions shown in the prompts, per task: (solution, copies)
-        plan: dict[str, list[tuple[Solution, int]]] = {}
-        if config.setting in (Setting.ORACLE, Setting.PLACEHOLDER):
-            kind = "reference" if config.setting is Setting.ORACLE else "placeholder"
-            for p in problems:
-                code = (
-                    implementation_code(p, None, keep_examples=config.keep_examples)
-                    if kind == "reference"
-                    else placeholder_code(p, keep_examples=config.keep_examples)
-                )
-                sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{kind}/0", code=code, model=kind)
-                plan[p.task_id] = [(sol, n)]
-            write_jsonl(sols_path, (solution_record(s) for sols in plan.values() for s, _ in sols))
-        elif config.setting is Setting.CROSS or config.code_from:
-            for p in problems:
-                sols: list[tuple[Solution, int]] = []
-                for j, s in enumerate(pool[p.task_id]):
-                    shown = implementation_code(p, s.code, keep_examples=config.keep_examples)
-                    sols.append((replace(s, code=shown, sample_index=j), 1))
-                plan[p.task_id] = sols
-            write_jsonl(sols_path, (solution_record(s) for sols in plan.values() for s, _ in sols))
-        else:
-            assert code_tpl is not None
-            from testgen.sampling import sample_solutions
-
-            summary_solutions, _ = sample_solutions(
-                backend, problems, n=n, sampling=config.code_sampling, code_tpl=code_tpl, style=style,
-                strip_code_examples=config.strip_code_examples, path=sols_path, bar=bar, num_tests=num_tests,
-                label="solutions (self)", notify=notify)
-            by_task: dict[str, list[Solution]] = defaultdict(list)
-            for _, rec in read_jsonl(sols_path, tolerate_torn_tail=True):
-                by_task[rec["task_id"]].append(
-                    Solution(task_id=rec["task_id"], solution_id=rec["solution_id"], code=rec["solution"],
-                             completion=rec.get("completion"), sample_index=int(rec["sample_index"]),
-                             model=rec.get("model", ""))
-                )
-            for p in problems:
-                own = sorted(by_task[p.task_id], key=lambda s: s.sample_index)[:n]
-                # shown in a test prompt: the docstring without its examples (unless kept)
-                plan[p.task_id] = [
-                    (replace(s, code=implementation_code(p, s.code, keep_examples=config.keep_examples)), 1) for s in own]
-
-        # 2. the test generations still to make
-        done = _existing_keys(gens_path)
-        units: list[_Unit] = []
-        skipped = 0
-        problem_by_id = {p.task_id: p for p in problems}
-        for task_id, sols in plan.items():
-            p = problem_by_id[task_id]
-            for sol, copies in sols:
-                indices = list(range(copies)) if copies > 1 or config.setting in (Setting.ORACLE, Setting.PLACEHOLDER) else [sol.sample_index]
-                # the contract records placeholder generations with solution_id null
-                shown_id = None if config.setting is Setting.PLACEHOLDER else sol.solution_id
-                missing = [j for j in indices if generation_key(task_id, shown_id, j) not in done]
-                skipped += len(indices) - len(missing)
-                if not missing:
-                    continue
-                prompt = render(tests_tpl, p, code=sol.code, purpose="tests", num_tests=num_tests,
-                                keep_examples=config.keep_examples)
-                for run_ in index_runs(missing):
-                    units.append(_Unit(problem=p, solution_id=shown_id,
-                                       prompt=replace(prompt, sample_offset=run_[0]),
-                                       prompt_hash=hash_prompt(prompt), sample_indices=run_))
-
+        plan, solutions = _shown_solutions(config, backend, problems, pool, n=n, style=style, code_tpl=code_tpl,
+                                           path=out_dir / "solutions.jsonl", bar=bar, num_tests=num_tests,
+                                           notify=notify)
+        units, skipped = _units(config, plan, problems, tests_tpl, num_tests=num_tests, gens_path=gens_path)
         total = sum(len(u.sample_indices) for u in units)
         if skipped:
             notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
                    f"{total:,} to make")
-        task = bar.add(f"tests ({config.setting.value})", total)
-        stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
-        generated = 0
-        tests_total = 0
-        with JsonlAppender(gens_path) as sink:
-            for batch in _batches(units, getattr(backend, "batch_hint", 256)):
-                sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
-
-                def on_result(i: int, gens: list[Generation], batch: list[_Unit] = batch, sampling: Sampling = sampling) -> None:
-                    nonlocal generated, tests_total
-                    unit = batch[i]
-                    if len(gens) != len(unit.sample_indices):
-                        raise RunFailure(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
-                    for j, gen in zip(unit.sample_indices, gens):
-                        rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests, n)
-                        sink.write(rec)
-                        generated += 1
-                        tests_total += len(rec["tests"])
-                    bar.advance(task, len(gens))
-
-                generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
-
+        generated, tests_total = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests,
+                                           n=n, path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
     return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
-                      solutions_generated=summary_solutions, tests=tests_total)
+                      solutions_generated=solutions, tests=tests_total)
+
+
+def _shown_solutions(config: RunConfig, backend: Backend, problems: list[Problem], pool: dict[str, list[Solution]], *,
+                     n: int, style: PromptStyle, code_tpl: PromptTemplate | None, path: Path, bar: Progress,
+                     num_tests: int, notify: Callable[[str], None]) -> tuple[dict[str, list[tuple[Solution, int]]], int]:
+    """Step 1: the solutions shown in the prompts, per task, as ``(solution, copies)`` (the reference
+    or a placeholder N times; each of a pool's or the model's own N once), written to
+    ``solutions.jsonl``; and how many the model sampled (self)."""
+    plan: dict[str, list[tuple[Solution, int]]] = {}
+    if config.setting in (Setting.ORACLE, Setting.PLACEHOLDER):
+        kind = "reference" if config.setting is Setting.ORACLE else "placeholder"
+        for p in problems:
+            code = (
+                implementation_code(p, None, keep_examples=config.keep_examples)
+                if kind == "reference"
+                else placeholder_code(p, keep_examples=config.keep_examples)
+            )
+            sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{kind}/0", code=code, model=kind)
+            plan[p.task_id] = [(sol, n)]
+        write_jsonl(path, (solution_record(s) for sols in plan.values() for s, _ in sols))
+        return plan, 0
+    if config.setting is Setting.CROSS or config.code_from:
+        for p in problems:
+            sols: list[tuple[Solution, int]] = []
+            for j, s in enumerate(pool[p.task_id]):
+                shown = implementation_code(p, s.code, keep_examples=config.keep_examples)
+                sols.append((replace(s, code=shown, sample_index=j), 1))
+            plan[p.task_id] = sols
+        write_jsonl(path, (solution_record(s) for sols in plan.values() for s, _ in sols))
+        return plan, 0
+    assert code_tpl is not None
+    from testgen.commands.sample_code import sample_solutions
+
+    sampled, _ = sample_solutions(
+        backend, problems, n=n, sampling=config.code_sampling, code_tpl=code_tpl, style=style,
+        strip_code_examples=config.strip_code_examples, path=path, bar=bar, num_tests=num_tests,
+        label="solutions (self)", notify=notify)
+    by_task: dict[str, list[Solution]] = defaultdict(list)
+    for _, rec in read_jsonl(path, tolerate_torn_tail=True):
+        by_task[rec["task_id"]].append(
+            Solution(task_id=rec["task_id"], solution_id=rec["solution_id"], code=rec["solution"],
+                     completion=rec.get("completion"), sample_index=int(rec["sample_index"]),
+                     model=rec.get("model", ""))
+        )
+    for p in problems:
+        own = sorted(by_task[p.task_id], key=lambda s: s.sample_index)[:n]
+        # shown in a test prompt: the docstring without its examples (unless kept)
+        plan[p.task_id] = [
+            (replace(s, code=implementation_code(p, s.code, keep_examples=config.keep_examples)), 1) for s in own]
+    return plan, sampled
+
+
+def _units(config: RunConfig, plan: dict[str, list[tuple[Solution, int]]], problems: list[Problem],
+           tests_tpl: PromptTemplate, *, num_tests: int, gens_path: Path) -> tuple[list[_Unit], int]:
+    """Step 2: the test generations still to make (those of ``generations.jsonl`` are kept), as
+    prompts with the sample indices they ask for; and how many were already there."""
+    done = _existing_keys(gens_path)
+    units: list[_Unit] = []
+    skipped = 0
+    problem_by_id = {p.task_id: p for p in problems}
+    for task_id, sols in plan.items():
+        p = problem_by_id[task_id]
+        for sol, copies in sols:
+            indices = list(range(copies)) if copies > 1 or config.setting in (Setting.ORACLE, Setting.PLACEHOLDER) else [sol.sample_index]
+            # the contract records placeholder generations with solution_id null
+            shown_id = None if config.setting is Setting.PLACEHOLDER else sol.solution_id
+            missing = [j for j in indices if generation_key(task_id, shown_id, j) not in done]
+            skipped += len(indices) - len(missing)
+            if not missing:
+                continue
+            prompt = render(tests_tpl, p, code=sol.code, purpose="tests", num_tests=num_tests,
+                            keep_examples=config.keep_examples)
+            for run_ in index_runs(missing):
+                units.append(_Unit(problem=p, solution_id=shown_id,
+                                   prompt=replace(prompt, sample_offset=run_[0]),
+                                   prompt_hash=hash_prompt(prompt), sample_indices=run_))
+    return units, skipped
+
+
+def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style: PromptStyle, bar: Progress,
+              extract_tests: Any, n: int, path: Path) -> tuple[int, int]:
+    """Step 3: make the test generations in batches, each appended to ``generations.jsonl`` (with its
+    extracted tests) as soon as it arrives; how many were made, and how many tests they hold."""
+    task = bar.add(f"tests ({config.setting.value})", sum(len(u.sample_indices) for u in units))
+    stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
+    generated = 0
+    tests_total = 0
+    with JsonlAppender(path) as sink:
+        for batch in _batches(units, getattr(backend, "batch_hint", 256)):
+            sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
+
+            def on_result(i: int, gens: list[Generation], batch: list[_Unit] = batch, sampling: Sampling = sampling) -> None:
+                nonlocal generated, tests_total
+                unit = batch[i]
+                if len(gens) != len(unit.sample_indices):
+                    raise RunFailure(f"backend {backend.name} returned {len(gens)} generations, expected {len(unit.sample_indices)}")
+                for j, gen in zip(unit.sample_indices, gens):
+                    rec = _generation_record(config, backend, unit, j, gen, sampling, extract_tests, n)
+                    sink.write(rec)
+                    generated += 1
+                    tests_total += len(rec["tests"])
+                bar.advance(task, len(gens))
+
+            generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
+    return generated, tests_total
 
 
 def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int, gen: Generation,

@@ -1,0 +1,54 @@
+"""The learned reranker's registration: its spec, and what it adds to ``run.json``.
+
+The reranker itself, its features and its training live in :mod:`rerank.learned`,
+:mod:`rerank.features` and :mod:`rerank.crossval` (``docs/rerankers.md``): a model trained on
+pools with known verdicts, over features of the outcome matrix. This module only describes it to
+the command line and the pipeline, so that none of them names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from rerank.matrix import TaskMatrix
+from rerank.reranker import MethodSpec, RerankerOption, RerankerSpec
+
+__all__ = ["SPEC", "training_overlap"]
+
+
+def training_overlap(method: MethodSpec, matrices: Mapping[str, Mapping[str, TaskMatrix]],
+                     notify: Callable[[str], None]) -> dict[str, int]:
+    """How many scored tasks the learned model was trained on (its figures there are in-sample),
+    per test set; a warning through ``notify`` where it was, and where the pools' shapes lie far
+    outside the shapes it was trained on."""
+    from rerank.learned import default_model_path, load_model, model_shape_warnings, training_fingerprint
+
+    model = load_model(method.options.get("model") or default_model_path())
+    prints = model.training.get("task_fingerprints") or {}
+    out: dict[str, int] = {}
+    for label, by_task in matrices.items():
+        same_task = sum(1 for t in by_task if t in prints)
+        same_pool = sum(1 for t, m in by_task.items() if prints.get(t) == training_fingerprint(m))
+        out[f"learned_trained_on_task[{label}]"] = same_task
+        out[f"learned_trained_on_same_pool[{label}]"] = same_pool
+        if same_task:
+            notify(f"warning: {method.name}: its model was trained on {same_task} of these {len(by_task)} tasks "
+                   f"({same_pool} with this very pool): its figures there are in-sample, not a measure of "
+                   f"how it generalises; see its cross-validated figures ('cv' in the model file)")
+        for line in model_shape_warnings(model, by_task.values()):
+            notify(f"warning: {method.name} [{label}]: {line}; its picks there are untested (docs/rerankers.md)")
+    return out
+
+
+SPEC = RerankerSpec(
+    name="learned",
+    function="rerank.learned:learned",
+    summary="a model trained on pools with known verdicts, over features of the matrix ('rerank train')",
+    needs_outputs=True,
+    options=(
+        RerankerOption(name="model", type="file", default=None, flag="--model",
+                       help="Model file of --method learned (written by 'rerank train'); default: the model shipped "
+                            "with the package (trained on CodeT's CodeGen-Mono-16B HumanEval data)."),
+    ),
+    run_counts=training_overlap,
+)

@@ -1,0 +1,288 @@
+"""``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
+
+:func:`evaluate` reads the samples (:func:`evaluation.solutions.read_solutions`: ours, EvalPlus's or
+CodeT's), judges them by the judge the dataset's spec names (:class:`~evaluation.datasets.Judge`):
+EvalPlus's base and plus inputs with our evaluator in the sandboxed executor
+(:func:`evaluation.evalplus.evaluate_solutions`, after the reference's ground truth) or the
+installed ``evalplus`` 0.3.1 to check ours against (:func:`evaluation.evalplus.evaluate_solutions_evalplus`);
+a dataset's own asserts (:func:`evaluation.asserts.evaluate_on_asserts`); with ``pbt``,
+PropertyEval's property-based inputs as a third suite
+(:func:`evaluation.evalplus.propertyeval.propertyeval_suite`). It writes one verdict record per
+sample and returns pass@k (:func:`evaluation.passk.verdict_pass_at_k`). EvalPlus: Liu et al.,
+NeurIPS 2023, arXiv 2305.01210. PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec, Judge, dataset_spec
+from evaluation.errors import TestgenError
+from evaluation.executor.engine import EngineChoice
+from evaluation.records import Solution, Verdict
+
+if TYPE_CHECKING:
+    from evaluation.evalplus import TimeLimits
+    from evaluation.evalplus.propertyeval import PbtSuite
+
+__all__ = ["EvaluateConfig", "EvaluateResult", "evaluate", "verdict_record", "default_out_path", "judged_on_own"]
+
+ProgressFactory = Callable[[str], Callable[[int, int], None]]
+"""Given a step's description, returns its ``(done, total)`` callback (a progress bar)."""
+Notify = Callable[[str], None]
+"""Receives one line: what was computed or reused, what could not be judged."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluateConfig:
+    """Everything ``testgen evaluate`` depends on."""
+
+    samples: str
+    """Solutions: ours or EvalPlus's JSONL, CodeT's ``{prompt, samples}``, an EvalPlus samples
+    folder, or a ``testgen sample`` run directory (its ``solutions.jsonl``)."""
+    dataset: str = DEFAULT_DATASET
+    """A dataset judged on its own (:func:`judged_on_own`)."""
+    dataset_path: str | None = None
+    """Explicit dataset file."""
+    out: str | None = None
+    """Verdicts JSONL (default: :func:`default_out_path`)."""
+    evaluator: Literal["ours", "evalplus"] = "ours"
+    """Ours, or the installed evalplus 0.3.1 (HumanEval+/MBPP+ only, this machine only)."""
+    model: str | None = None
+    """Model name in solution ids (default: from the records or the file name)."""
+    codet_prompts: str | None = None
+    """CodeT's code-generation prompts, to match CodeT files by prompt text."""
+    min_time_limit: float = 1.0
+    """Per-input time limit floor, seconds (EvalPlus's ``min_time_limit``)."""
+    gt_time_limit_factor: float = 4.0
+    """Per-input limit = factor x the reference's time (EvalPlus's ``gt_time_limit_factor``)."""
+    pbt: bool = False
+    """Also judge on PropertyEval's inputs (implied by :attr:`propertyeval`)."""
+    propertyeval: str | None = None
+    """PropertyEval snapshot (directory or tarball); default ``$TESTGEN_PROPERTYEVAL`` or the pinned one."""
+    pbt_examples: int = 1000
+    """Inputs drawn per task from its PropertyEval strategy."""
+    workers: int | None = None
+    """Executor workers (default: one per core)."""
+    engine: EngineChoice = field(default_factory=EngineChoice)
+    """Where the programs run: this machine, or a Ray cluster (the same verdicts)."""
+
+    @property
+    def time_limits(self) -> TimeLimits:
+        from evaluation.evalplus import TimeLimits
+
+        return TimeLimits(min_time_limit=self.min_time_limit, gt_time_limit_factor=self.gt_time_limit_factor)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluateResult:
+    """What :func:`evaluate` judged and wrote."""
+
+    out: Path
+    """The verdicts file written."""
+    dataset: Dataset
+    """The dataset judged on."""
+    judge: Judge
+    """Which judge its spec names (the ``plus`` rows exist for :attr:`Judge.EVALPLUS` only)."""
+    tasks: int
+    """Tasks with samples."""
+    samples: int
+    """Samples of the dataset's tasks."""
+    distinct: int
+    """Distinct (task, program) pairs among them."""
+    judged: int
+    """Samples judged (a task whose reference passes none of its tests has none)."""
+    pass_at_k: Mapping[str, Mapping[int, Any]]
+    """Split (``base``, ``plus``, ``pbt``, ``base_pbt``) -> k -> :class:`~evaluation.passk.PassAtK`."""
+    seconds: float
+    """Wall time."""
+
+
+def judged_on_own(spec: DatasetSpec) -> bool:
+    """Whether ``testgen evaluate`` takes the dataset: one whose code is judged on its own inputs
+    or asserts, not on another dataset's (:attr:`~evaluation.datasets.DatasetSpec.judged_as`)."""
+    return spec.judged_as is None
+
+
+def verdict_record(verdict: Verdict, solution: Solution) -> dict[str, Any]:
+    """The JSONL record written per sample (``plus`` is null for a dataset without plus inputs)."""
+    no_plus = "plus_status" in verdict.extra and verdict.extra["plus_status"] is None
+    record: dict[str, Any] = {
+        "task_id": verdict.task_id,
+        "solution_id": verdict.solution_id,
+        "model": solution.model,
+        "sample_index": solution.sample_index,
+        "base": verdict.base,
+        "plus": None if no_plus else verdict.plus,
+        "base_status": verdict.extra.get("base_status"),
+        "plus_status": verdict.extra.get("plus_status"),
+        "base_detail": verdict.base_detail,
+        "plus_detail": verdict.plus_detail,
+        "duplicates": verdict.extra.get("duplicates"),
+        "call_seconds": verdict.extra.get("call_seconds"),
+        "decisive_seconds": verdict.extra.get("decisive_seconds"),
+    }
+    if "pbt" in verdict.extra:  # judged on PropertyEval's inputs too (--pbt)
+        record["pbt"] = verdict.extra["pbt"]
+        record["pbt_status"] = verdict.extra.get("pbt_status")
+        record["pbt_detail"] = verdict.extra.get("pbt_detail", "")
+    return record
+
+
+def default_out_path(samples: str) -> Path:
+    """``<samples file name without extensions>.verdicts.jsonl`` in the current directory."""
+    from evaluation.solutions import model_name_from_path
+
+    return Path(f"{model_name_from_path(samples)}.verdicts.jsonl")
+
+
+def _no_progress(_: str) -> Callable[[int, int], None]:
+    return lambda done, total: None
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress, notify: Notify = _quiet
+             ) -> EvaluateResult:
+    """Judge ``config.samples`` and write their verdicts (see the module docstring): check the
+    options, read the samples, judge them by the dataset's judge, write and count."""
+    t0 = time.perf_counter()
+    spec = dataset_spec(config.dataset)
+    strategies = _check(config, spec)
+    samples = config.samples
+    if Path(samples).is_dir() and (Path(samples) / "solutions.jsonl").is_file():
+        samples = str(Path(samples) / "solutions.jsonl")
+    dataset, sols, present = _read(config, samples, notify)
+    if spec.judge is Judge.ASSERTS:
+        verdicts = _judge_on_asserts(config, dataset, sols, present, progress, notify)
+    elif config.evaluator == "ours":
+        verdicts = _judge_on_inputs(config, dataset, sols, present, strategies, progress, notify)
+    else:
+        from evaluation.evalplus import evaluate_solutions_evalplus
+
+        verdicts = evaluate_solutions_evalplus(dataset, sols, workers=config.workers, time_limits=config.time_limits,
+                                               progress=progress("evalplus"))
+    return _write(config, samples, spec, dataset, sols, present, verdicts, notify, seconds=time.perf_counter() - t0)
+
+
+def _check(config: EvaluateConfig, spec: DatasetSpec) -> Any:
+    """Refuse what cannot be done before any work; PropertyEval's strategies (found, or refused)."""
+    if not judged_on_own(spec):
+        raise TestgenError(f"testgen evaluate judges a dataset on its own inputs or asserts; {spec.name}'s code is "
+                           f"judged on {spec.judged_as}'s (--dataset {spec.judged_as})")
+    if spec.judge is Judge.ASSERTS and config.evaluator == "evalplus":
+        plus = [s.name for s in map(dataset_spec, DATASETS.names()) if s.family == spec.family
+                and s.judge is Judge.EVALPLUS]
+        raise TestgenError(f"--evaluator evalplus judges HumanEval+/MBPP+ inputs; {spec.title} has none (use "
+                           f"--evaluator ours{''.join(f', or --dataset {n}' for n in plus)})")
+    if config.evaluator == "evalplus" and config.engine.name != "local":
+        raise TestgenError("--evaluator evalplus runs the installed evalplus on this machine; --engine ray runs "
+                           "ours (--evaluator ours)")
+    if not (config.pbt or config.propertyeval is not None):
+        return None
+    if not spec.propertyeval or config.evaluator != "ours":
+        with_pbt = [dataset_spec(n) for n in DATASETS.names() if dataset_spec(n).propertyeval]
+        raise TestgenError(f"--pbt judges samples with our evaluator on a dataset PropertyEval has strategies for "
+                           f"({', '.join(s.title for s in with_pbt)}): --dataset {' or '.join(s.name for s in with_pbt)} "
+                           "--evaluator ours")
+    from evaluation.evalplus.propertyeval import load_strategies
+
+    return load_strategies(config.propertyeval)
+
+
+def _read(config: EvaluateConfig, samples: str, notify: Notify) -> tuple[Dataset, list[Solution], set[str]]:
+    """The dataset, the samples of its tasks, and the tasks that have samples."""
+    from evaluation.datasets import load_dataset
+    from evaluation.solutions import read_solutions, require_known_tasks
+
+    dataset = load_dataset(config.dataset, path=config.dataset_path)
+    found = read_solutions(samples, dataset=dataset, model=config.model, codet_prompts=config.codet_prompts)
+    require_known_tasks(found, dataset,
+                        hint="" if config.codet_prompts or not found.unmatched else "; pass --codet-prompts")
+    present = set(found.tasks())
+    missing = [t for t in dataset.problems if t not in present]
+    if missing:
+        notify(f"{len(missing)} of {len(dataset)} tasks have no solution (evaluating the {len(dataset) - len(missing)} "
+               "present): " + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    sols = [s for s in found.solutions if s.task_id in dataset.problems]
+    if not sols:
+        raise TestgenError(f"{samples}: no solution of a {dataset.name} task")
+    return dataset, sols, present
+
+
+def _judge_on_asserts(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str],
+                      progress: ProgressFactory, notify: Notify) -> dict[str, Verdict]:
+    """The dataset's own asserts: the references first (an assert they fail is left out), then the samples."""
+    from evaluation.asserts import assert_truth, evaluate_on_asserts
+
+    progress("references on their asserts")
+    needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+    atruth = assert_truth(needed, workers=config.workers, time_limits=config.time_limits)
+    kept = sum(len(s.tests) for s in atruth.tasks.values())
+    notify(f"references: pass {kept} of {kept + len(atruth.skipped)} original asserts ({atruth.seconds:.1f}s)")
+    for line in atruth.skipped:
+        notify(f"skipped (the reference fails it): {line}")
+    return evaluate_on_asserts(dataset, sols, workers=config.workers, time_limits=config.time_limits, truth=atruth,
+                               engine=config.engine, progress=progress("distinct programs"))
+
+
+def _judge_on_inputs(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str],
+                     strategies: Any, progress: ProgressFactory, notify: Notify) -> dict[str, Verdict]:
+    """EvalPlus's base and plus inputs with our evaluator: the reference's ground truth, PropertyEval's
+    inputs when asked, then the samples."""
+    from evaluation.evalplus import evaluate_solutions, ground_truth
+
+    progress("ground truth")
+    truth = ground_truth(dataset, workers=config.workers)
+    notify(f"ground truth of {len(truth.tasks):,} tasks: from the cache {truth.cache_file}" if truth.from_cache else
+           f"ground truth of {len(truth.tasks):,} tasks: computed in {truth.seconds:.1f} s, cached in {truth.cache_file}")
+    suite = _propertyeval(config, dataset, present, strategies, progress, notify) if strategies is not None else None
+    return evaluate_solutions(dataset, sols, workers=config.workers, time_limits=config.time_limits, truth=truth,
+                              engine=config.engine, propertyeval=suite, progress=progress("distinct programs"))
+
+
+def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], strategies: Any,
+                  progress: ProgressFactory, notify: Notify) -> PbtSuite:
+    """The PropertyEval suite of the tasks present (drawn and cached on first use), and what it could
+    not use said."""
+    from evaluation.evalplus.propertyeval import propertyeval_suite
+
+    suite = propertyeval_suite(dataset, strategies=strategies, examples=config.pbt_examples, workers=config.workers,
+                               tasks=[t for t in dataset.problems if t in present],
+                               progress=progress("PropertyEval inputs"))
+    kept = sum(len(p.inputs) for p in suite.tasks.values())
+    notify(f"PropertyEval ({'pinned snapshot' if suite.pinned else 'NOT the pinned snapshot'} "
+           f"{suite.content_sha256[:12]}, {suite.source}; Hypothesis {suite.hypothesis_version}): "
+           f"{kept:,} usable inputs for {sum(p.usable for p in suite.tasks.values())} tasks; "
+           f"{suite.from_cache} tasks from the cache, {len(suite.tasks) - suite.from_cache} computed "
+           f"({suite.draws_from_cache} of them from cached draws; {suite.seconds:.1f} s), cached in {suite.cache_dir}")
+    problems = suite.problems()
+    if problems:
+        notify(f"{len(problems)} task(s) whose PropertyEval strategy or contract made inputs unusable:")
+        for task_id, why in problems:
+            notify(f"  {task_id}: {why}")
+    return suite
+
+
+def _write(config: EvaluateConfig, samples: str, spec: DatasetSpec, dataset: Dataset, sols: Sequence[Solution],
+           present: set[str], verdicts: Mapping[str, Verdict], notify: Notify, *, seconds: float) -> EvaluateResult:
+    """One verdict record per judged sample, and pass@k."""
+    from evaluation.io import write_jsonl
+    from evaluation.passk import verdict_pass_at_k
+
+    out_path = Path(config.out) if config.out else default_out_path(samples)
+    judged = [s for s in sols if s.solution_id in verdicts]
+    if len(judged) < len(sols):
+        unjudged = sorted({s.task_id for s in sols if s.solution_id not in verdicts})
+        notify(f"{len(unjudged)} task(s) have no test the reference passes; their {len(sols) - len(judged)} samples "
+               "are not judged: " + ", ".join(unjudged[:10]))
+    write_jsonl(out_path, (verdict_record(verdicts[s.solution_id], s) for s in judged))
+    return EvaluateResult(out=out_path, dataset=dataset, judge=spec.judge, tasks=len(present & set(dataset.problems)),
+                          samples=len(sols), distinct=len({(s.task_id, s.code) for s in sols}), judged=len(judged),
+                          pass_at_k=verdict_pass_at_k(verdicts[s.solution_id] for s in judged), seconds=seconds)
