@@ -103,7 +103,7 @@ def _cache_file(dataset: Dataset, samples: Sequence[Solution], groups: Mapping[s
 
 
 def _mutant_solutions(dataset: Dataset) -> tuple[list[Solution], int]:
-    from evaluation.mutation import mutants_of
+    from evaluation.mutants import mutants_of
 
     out: list[Solution] = []
     for p in dataset:

@@ -7,7 +7,7 @@ take the input that meets the most requirements not yet met). Three kinds of req
 * ``coverage``: every arc (coverage.py's arcs, which include every branch) of the reference
   program that the suite executes. Keeping every arc keeps the branch coverage C and the
   statement coverage of the full suite exactly;
-* ``mutants``: every mutant of the reference (:func:`evaluation.mutation.mutants_of`) that the
+* ``mutants``: every mutant of the reference (:func:`evaluation.mutants.mutants_of`) that the
   suite kills;
 * ``samples``: every sample (a model's solution, from the given pools) that the suite kills.
   To judge a model with a reduced suite, its own samples must not have chosen the inputs

@@ -1,6 +1,6 @@
 """The study report's tables of the ``[augment]`` steps (EvalPlus's engine; docs/augment.md).
 
-Plain data (name, title, header, rows, notes) that :mod:`testgen.study.report` turns into its
+Plain data (name, title, header, rows, notes) that :mod:`testgen.study.tables` turns into its
 tables: this module does not import the report (the report imports this one).
 """
 
