@@ -16,6 +16,14 @@ With ``--propertyeval PATH`` every run also judges on PropertyEval's inputs (``-
 then draws them too, ``warm`` reads them from the cache) and the row gains +pbt pass@1:
 
     python bench/bench_evaluate.py --workers 2 --runs cold,warm --propertyeval ../shared/data/propertyeval_b2be813.tar.gz
+
+With ``--evalplus``, evalplus 0.3.1 (the ``bench`` extra) judges the same samples in the same
+invocation, after each of our runs (``evalplus.evaluate --parallel WORKERS``; with ``--tasks N``
+on a copy of HumanEval+ holding those N tasks, its ground truth computed once first, untimed, so
+that both sides read a cached ground truth in the warm rows), and the ratios of wall and CPU
+time of each pair are printed: a figure that does not depend on the day's load:
+
+    python bench/bench_evaluate.py --workers 2 --runs warm,warm --tasks 20 --evalplus
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,6 +60,8 @@ def main() -> int:
     ap.add_argument("--tasks", type=int, default=0, help="only the first N tasks (0: all 164)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bench_evaluate")
     ap.add_argument("--propertyeval", type=Path, default=None, help="PropertyEval snapshot: judge with --pbt too")
+    ap.add_argument("--evalplus", action="store_true",
+                    help="run evalplus 0.3.1 on the same samples after each of our runs and print the ratios")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     samples = first_tasks(args.tasks, args.workdir / f"codet_first{args.tasks}.jsonl.gz") if args.tasks else CODET
@@ -61,6 +72,8 @@ def main() -> int:
     testgen = str(Path(sys.executable).parent / "testgen")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     pbt = ["--propertyeval", str(args.propertyeval)] if args.propertyeval else []
+    peer = _EvalPlus(args.workdir, samples, args.tasks, args.workers) if args.evalplus else None
+    pairs: list[tuple[str, float, float, float, float]] = []
     print("| run | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 "
           + ("| +pbt pass@1 " if pbt else "") + "| inside the calls (least any order) s |")
     print("|---|---|---|---|---|---|---|---|---|" + ("---|" if pbt else ""))
@@ -88,8 +101,84 @@ def main() -> int:
         pbt_cell = f"| {100 * sum(bool(r['pbt']) for r in recs) / len(recs):.2f} " if pbt else ""
         print(f"| {run} | {len(recs)} | {fig['wall']} | {fig['user']} | {fig['sys']} | {peak} | {base:.2f} | {plus:.2f} "
               f"{pbt_cell}| {inside:.0f} ({least:.0f}) |", flush=True)
+        if peer is not None:
+            theirs = peer.run(run, env)
+            print(f"| evalplus 0.3.1 ({run}) | {theirs['samples']} | {theirs['wall']} | {theirs['user']} | {theirs['sys']} | "
+                  f"{int(theirs['peak_kb']) / 1024:.0f} MiB | {theirs['base']:.2f} | {theirs['plus']:.2f} |"
+                  + (" |" if pbt else "") + " |", flush=True)
+            pairs.append((run, _seconds(fig["wall"]), float(fig["user"]) + float(fig["sys"]),
+                          _seconds(theirs["wall"]), float(theirs["user"]) + float(theirs["sys"])))
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if pairs:
+        print("\n| pair | ours wall / CPU s | evalplus wall / CPU s | evalplus / ours: wall | CPU |\n|---|---|---|---|---|")
+        for run, w, c, ew, ec in pairs:
+            print(f"| {run} | {w:.1f} / {c:.1f} | {ew:.1f} / {ec:.1f} | {ew / w:.2f}x | {ec / c:.2f}x |")
     return 0
+
+
+def _seconds(elapsed: str) -> float:
+    """GNU time's ``h:mm:ss`` or ``m:ss.ss`` as seconds."""
+    total = 0.0
+    for part in elapsed.split(":"):
+        total = total * 60 + float(part)
+    return total
+
+
+class _EvalPlus:
+    """evalplus 0.3.1 on the same samples (see the module docstring)."""
+
+    def __init__(self, workdir: Path, samples: Path, tasks: int, workers: int) -> None:
+        from compare_evalplus import write_evalplus_samples
+
+        self.workdir = workdir / "evalplus"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workers = workers
+        everything = self.workdir / "codet_samples_all.jsonl"
+        if not everything.exists():
+            write_evalplus_samples(everything)
+        self.samples = self.workdir / f"codet_samples_{tasks or 'all'}.jsonl"
+        self.dataset = HEPLUS
+        wanted: set[str] = set()
+        with gzip.open(samples, "rt", encoding="utf-8") as fh:
+            n_records = sum(1 for _ in fh)
+        with open(everything, encoding="utf-8") as fh, open(self.samples, "w", encoding="utf-8") as out:
+            for line in fh:  # CodeT's order: the first N task records are the first N task ids met
+                task_id = json.loads(line)["task_id"]
+                if task_id not in wanted and len(wanted) >= n_records:
+                    break
+                wanted.add(task_id)
+                out.write(line)
+        if tasks:
+            self.dataset = self.workdir / f"HumanEvalPlus-{tasks}tasks.jsonl.gz"
+            with gzip.open(HEPLUS, "rt", encoding="utf-8") as fh, gzip.open(self.dataset, "wt", encoding="utf-8") as out:
+                for line in fh:
+                    if json.loads(line)["task_id"] in wanted:
+                        out.write(line)
+        self.cache = Path(tempfile.mkdtemp(prefix="xdg-", dir=self.workdir))
+        self.warmed = False
+
+    def run(self, kind: str, env: dict[str, str]) -> dict[str, Any]:
+        from compare_evalplus import timed
+
+        env = dict(env, HUMANEVAL_OVERRIDE_PATH=str(self.dataset), XDG_CACHE_HOME=str(self.cache))
+        cmd = [str(Path(sys.executable).parent / "evalplus.evaluate"), "--dataset", "humaneval",
+               "--samples", str(self.samples), "--parallel", str(self.workers)]
+        results = self.samples.with_name(self.samples.stem + "_eval_results.json")
+        if kind == "cold":
+            self.cache = Path(tempfile.mkdtemp(prefix="xdg-", dir=self.workdir))
+            env["XDG_CACHE_HOME"] = str(self.cache)
+        elif not self.warmed:  # its ground truth first, untimed
+            results.unlink(missing_ok=True)
+            timed(cmd, self.workdir / "warmup.log", env)
+        self.warmed = True
+        results.unlink(missing_ok=True)
+        fig: dict[str, Any] = dict(timed(cmd, self.workdir / f"{kind}.log", env))
+        data = json.loads(results.read_text())["eval"]
+        recs = [r for rs in data.values() for r in rs]
+        fig["samples"] = len(recs)
+        fig["base"] = 100 * sum(r["base_status"] == "pass" for r in recs) / max(1, len(recs))
+        fig["plus"] = 100 * sum(r["base_status"] == r["plus_status"] == "pass" for r in recs) / max(1, len(recs))
+        return fig
 
 
 if __name__ == "__main__":

@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|")
     print(f"| wall | {med('wall'):.1f} s |")
     print(f"| CPU (self + children) | {med('cpu'):.1f} s |")
+    if args.limit_tasks is None:
+        print(f"| CodeT's harness on the same matrix (quiet machine, recorded: its code is not run here): 1,021 CPU-s "
+              f"| **{1021.0 / med('cpu'):.1f}x** ours |")
     print(f"| peak RSS (sum of processes) | {med('rss') / 2**20:.0f} MiB |")
     print(f"| pairs/s | {last['pairs'] / med('wall'):,.0f} |")
     print(f"| agreement with CodeT, all pairs (CodeT error = not passed) | {agr['pct']:.3f}% "
@@ -241,9 +244,12 @@ def main(argv: list[str] | None = None) -> None:
             p_trusted += sum(flags) * len(task["solutions"])
         checker = sum(r.stats.get("checker_calls", 0) / (1 + r.stats.get("duplicates", 0))
                       for r in last["results"].values())
+        reused = sum(r.stats.get("checker_reused", 0) / (1 + r.stats.get("duplicates", 0))
+                     for r in last["results"].values())
         print(f"| checked in trusted code | {n_trusted:,} of {n_tests:,} distinct tests "
               f"({100 * n_trusted / max(1, n_tests):.1f}%), {p_trusted:,} of {n_pairs:,} pairs "
-              f"({100 * p_trusted / max(1, n_pairs):.1f}%); {checker:,.0f} checks by the checker process |")
+              f"({100 * p_trusted / max(1, n_pairs):.1f}%); {checker:,.0f} checks by the checker process, "
+              f"{reused:,.0f} of them answered from an identical earlier check |")
     print(f"| load agreement (CodeT error == our load_error) | {agr['load_agree']:,}/{agr['load_total']:,} |")
     print("\ndisagreements (last run):")
     for kind, n in agr["kinds"].most_common():

@@ -372,7 +372,8 @@ def dataset_option(*, default: str | None = None, accept: Callable[[DatasetSpec]
 
 
 DATASET_PATH_HELP = ("Dataset file (default: searched for: $HUMANEVAL_OVERRIDE_PATH / $MBPP_OVERRIDE_PATH / "
-                     "$TESTGEN_MBPP_PATH, then the cache; 'testgen datasets' shows where).")
+                     "$TESTGEN_MBPP_PATH, then the shared data folder ($TESTGEN_DATA or ../shared/data), then the "
+                     "cache; 'testgen datasets' shows where).")
 
 
 def dataset_path_option(*, help: str = DATASET_PATH_HELP) -> Callable[[F], F]:

@@ -50,13 +50,19 @@ class DatasetFile:
     environment variable or the cache)."""
     package_distribution: str | None = None
     """The distribution that ships :attr:`package_data` (shown as where the file was found)."""
+    shared_path: str | None = None
+    """Where the file lies in the shared data folder (:mod:`evaluation.data_folder`), e.g.
+    ``"humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz"``; :attr:`file_name` at the folder's top is
+    found too."""
 
 
 def not_found_message(spec: DatasetFile, cached: Path, *, reason: str) -> str:
-    """The error text for a dataset that is nowhere to be found: the three ways to provide it."""
+    """The error text for a dataset that is nowhere to be found: the ways to provide it."""
+    from evaluation.data_folder import DATA_ENV, data_folder
+
     lines = [
         f"dataset {spec.name} ({spec.file_name}) not found: {reason}.",
-        "Provide the file in one of three ways:",
+        "Provide the file in one of four ways:",
         f"  1. pass it explicitly:      --dataset-path /path/to/{spec.file_name}",
     ]
     if spec.env_var:
@@ -64,6 +70,10 @@ def not_found_message(spec: DatasetFile, cached: Path, *, reason: str) -> str:
     else:
         lines.append("  2. (no environment variable for this dataset)")
     lines.append(f"  3. put it in the cache at:  {cached}")
+    folder = data_folder()
+    inside = spec.shared_path or spec.file_name
+    where = f"{folder.path}/{inside} ({folder.chosen_by})" if folder else f"${DATA_ENV}/{inside} or ../shared/data/{inside}"
+    lines.append(f"  4. put it in the data folder: {where}")
     if spec.url:
         lines.append(f"(official release: {spec.url})")
     return "\n".join(lines)

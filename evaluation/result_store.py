@@ -57,8 +57,11 @@ from evaluation.io import cache_dir
 
 __all__ = ["SEMANTICS", "KINDS", "key", "Shelf", "Store", "open_store", "KindSize", "store_sizes", "clear_store"]
 
-SEMANTICS = "executor/1"
-"""What a result of the sandboxed executor means (``evaluation/executor/``: how a program is
+SEMANTICS = "executor/2"
+"""executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time
+limits stop sleepers, the wall-clock backstop excludes run-queue delay, bounded decoding).
+
+What a result of the sandboxed executor means (``evaluation/executor/``: how a program is
 loaded, run, limited and judged). Part of every key: a change to the executor that can change an
 outcome (a new sandbox, another deadline rule, another comparison) bumps it, so that no result
 computed under the old meaning is reused. ``tests/test_store.py`` holds a fingerprint of the

@@ -18,22 +18,20 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def shared_data_path() -> Path:
-    """Where the shared real data lives: ``$TESTGEN_DATA`` or ``<repo>/../shared/data``."""
-    env = os.environ.get("TESTGEN_DATA")
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    """Where the shared real data lives: the folder :func:`evaluation.data_folder.data_folder`
+    chooses (``$TESTGEN_DATA``, else ``../shared/data`` from the current directory or beside this
+    checkout), the same one every command searches; ``<repo>/../shared/data`` when there is none
+    (the ``shared_data`` fixture then skips, naming it)."""
+    from evaluation.data_folder import DEFAULT_RELATIVE, data_folder
+
+    folder = data_folder()
+    return folder.path if folder is not None else (REPO_ROOT / DEFAULT_RELATIVE).resolve()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point the dataset look-up at the shared data and forbid downloads, unless set already.
-
-    CI exports these; a developer running ``python -m pytest`` in a checkout with the shared
-    data beside it gets the same set-up (tests never download, and module-scoped fixtures that
-    load HumanEval+ before a test's own ``monkeypatch`` runs still find it)."""
-    data = shared_data_path()
-    for var, rel in (("HUMANEVAL_OVERRIDE_PATH", "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz"),
-                     ("MBPP_OVERRIDE_PATH", "mbppplus/MbppPlus-v0.2.0.jsonl.gz")):
-        if not os.environ.get(var) and (data / rel).is_file():
-            os.environ[var] = str(data / rel)
+    """Forbid downloads unless told otherwise: tests never download. Nothing else is set: every
+    command finds the shared datasets in the data folder by itself (:mod:`evaluation.data_folder`),
+    as it does for a user who exported nothing."""
     os.environ.setdefault("TESTGEN_OFFLINE", "1")
 
 

@@ -59,10 +59,13 @@ def test_every_shared_option_has_one_type_and_states_its_default() -> None:
             seen["--debug"].append(label)
             assert options["--debug"].is_flag and options["--debug"].help == "Show full tracebacks for errors."
     # every command that runs tests or reads a dataset has them (testgen's --debug is the group's)
-    assert seen["--dataset"] == ["rerank", "rerank train", "testgen run", "testgen sample", "testgen evaluate"]
+    assert seen["--dataset"] == ["rerank", "rerank train", "testgen run", "testgen sample", "testgen evaluate",
+                                 "testgen augment", "testgen reduce"]
     assert seen["--dataset-path"] == ["rerank", "rerank train", "testgen datasets", "testgen run",
-                                      "testgen sample", "testgen eval", "testgen evaluate"]
-    assert seen["--workers"] == ["rerank", "rerank train", "testgen eval", "testgen evaluate"]
+                                      "testgen sample", "testgen eval", "testgen evaluate", "testgen augment",
+                                      "testgen reduce"]
+    assert seen["--workers"] == ["rerank", "rerank train", "testgen eval", "testgen evaluate", "testgen augment",
+                                 "testgen reduce"]
     assert seen["--timeout"] == ["rerank", "rerank train", "testgen eval"]
     assert seen["--debug"] == ["testgen", "rerank", "rerank train"]
 

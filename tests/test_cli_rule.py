@@ -264,6 +264,43 @@ STUDY_CASES: list[Case] = [
 if "study" in COMMANDS:
     CASES += STUDY_CASES
 
+AUGMENT_CASES: list[Case] = [
+    # --- testgen augment and testgen reduce (EvalPlus's engine)
+    Case("augment", "missing file", lambda f: ["--dataset-path", _s(f["missing"]), "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: [_s(f["missing"]), "--dataset-path"]),
+    Case("augment", "missing file", lambda f: ["--seeds", _s(f["missing"]), "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: [_s(f["missing"]), "--seeds"]),
+    Case("augment", "empty file", lambda f: ["--dataset-path", _s(f["empty"]), "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: [_s(f["empty"]), "empty file"]),
+    Case("augment", "truncated last line", lambda f: ["--dataset-path", _s(f["torn_dataset"]),
+                                                      "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: [f"{f['torn_dataset']}:3:", "truncated last line"]),
+    Case("augment", "truncated last line", lambda f: ["--seeds", _s(f["torn_run"]), "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: [f"{f['torn_run'] / 'generations.jsonl'}:3:", "truncated last line"]),
+    Case("augment", "unknown task", lambda f: ["--task-id", "HumanEval/999", "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: ["--task-id", "'HumanEval/999'"]),
+    Case("augment", "unknown dataset", lambda f: ["--dataset", "humanevalx", "--out", _s(f["out"] / "a.jsonl")],
+         lambda f: ["'humanevalx'", "did you mean"]),
+    *_bad_counts("augment", lambda f: ["--out", _s(f["out"] / "a.jsonl")], ("--max-inputs", "0"), ("--workers", "0"),
+                 ("--task-seconds", "0"), ("--reference-seconds", "-1"), ("--limit", "0"), ("--llm-rounds", "0")),
+    Case("reduce", "missing file", lambda f: ["--samples", _s(f["missing"]), "--out", _s(f["out"] / "r.jsonl")],
+         lambda f: [_s(f["missing"]), "--samples"]),
+    Case("reduce", "missing file", lambda f: ["--dataset-path", _s(f["missing"]), "--out", _s(f["out"] / "r.jsonl")],
+         lambda f: [_s(f["missing"]), "--dataset-path"]),
+    Case("reduce", "empty file", lambda f: ["--samples", _s(f["empty"]), "--out", _s(f["out"] / "r.jsonl")],
+         lambda f: [_s(f["empty"]), "empty file"]),
+    Case("reduce", "truncated last line", lambda f: ["--samples", _s(f["torn_samples"]), "--out", _s(f["out"] / "r.jsonl")],
+         lambda f: [f"{f['torn_samples']}:3:", "truncated last line"]),
+    Case("reduce", "unknown task", lambda f: ["--samples", _s(f["unknown_samples"]), "--out", _s(f["out"] / "r.jsonl")],
+         lambda f: [f"{f['unknown_samples']}:2:", "field 'task_id'", "'HumanEval/999'"]),
+    Case("reduce", "unknown dataset", lambda f: ["--dataset", "humanevalx", "--out", _s(f["out"] / "r.jsonl")],
+         lambda f: ["'humanevalx'", "did you mean"]),
+    *_bad_counts("reduce", lambda f: ["--samples", _s(f["samples"]), "--out", _s(f["out"] / "r.jsonl")],
+                 ("--folds", "0"), ("--workers", "0")),
+]
+if "augment" in COMMANDS:
+    CASES += AUGMENT_CASES
+
 RUN_FAILURES: list[Case] = [
     # a server that is not there: found only while running, so exit 1 (one line, no traceback)
     Case("run", "failure while running",

@@ -38,6 +38,7 @@ def _runner() -> CliRunner:
 def no_data_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.delenv("HUMANEVAL_OVERRIDE_PATH", raising=False)
     monkeypatch.delenv("MBPP_OVERRIDE_PATH", raising=False)
+    monkeypatch.setenv("TESTGEN_DATA", str(tmp_path / "no-data-folder"))
     monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
 

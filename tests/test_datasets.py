@@ -31,6 +31,7 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.delenv("HUMANEVAL_OVERRIDE_PATH", raising=False)
     monkeypatch.delenv("MBPP_OVERRIDE_PATH", raising=False)
     monkeypatch.delenv("TESTGEN_OFFLINE", raising=False)
+    monkeypatch.setenv("TESTGEN_DATA", str(tmp_path / "no-data-folder"))  # the shared data folder holds nothing
     cache = tmp_path / "cache"
     monkeypatch.setenv("TESTGEN_CACHE", str(cache))
     return cache

@@ -187,6 +187,32 @@ def test_find_zero_judged_on_the_list_as_the_solution_left_it(
     assert not verdicts["wrong"].base
 
 
+def test_an_output_pickled_as_the_expected_one_passes_as_equality_would() -> None:
+    # The judge passes an output whose pickle is the expected one's without decoding either;
+    # the verdicts and the evolving tolerance must be exactly those of decoding and comparing.
+    import pickle
+
+    from evaluation.evalplus import SplitJudge
+
+    def verdicts(entry_point: str, pairs: list[tuple[object, object]]) -> tuple[list[int], float]:
+        judge = SplitJudge((HE, entry_point, 0.0, 60.0))
+        codes = [judge((1.0, i), pickle.dumps(out, 4), 0.01, (1.0, pickle.dumps(exp, 4)))[0]
+                 for i, (out, exp) in enumerate(pairs)]
+        return codes, judge.atol
+
+    nan = float("nan")
+    # a NaN is never equal to itself, in EvalPlus's comparison or ours: the same pickle fails
+    assert verdicts("f", [([1, nan], [1, nan]), (nan, nan), (complex(nan, 0), complex(nan, 0))])[0] == [1, 1, 1]
+    # equal pickles pass; the tolerance becomes 1e-6 once a float output was expected, as before
+    codes, atol = verdicts("f", [(3, 3), ([1.5, 2.5], [1.5, 2.5]), (1.0000001, 1.0)])
+    assert codes == [0, 0, 0] and atol == 1e-6
+    assert verdicts("f", [({"a": (1, {2})}, {"a": (1, {2})}), ("x", "y")])[0] == [0, 1]
+    # find_zero has its own oracle (|poly(xs, out)| <= atol on the inputs the reply carries
+    # back): never judged by the bytes
+    assert not SplitJudge((HE, "find_zero", 0.0, 60.0)).same_bytes
+    assert verdicts("find_zero", [((0.5, ([-1.0, 2.0],)), 0.5), ((0.7, ([-1.0, 2.0],)), 0.5)])[0] == [0, 1]
+
+
 def test_large_outputs_are_compared_by_digest_exactly_as_equality() -> None:
     import pickle
 

@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -385,6 +386,8 @@ def scavenge(prefix):
         frame = frame.f_back
     gc.unfreeze()  # the worker freezes its objects before forking: make them visible again
     for obj in gc.get_objects():  # every container in memory (shallow: there are many)
+        if obj is seen:  # it grows as we look
+            continue
         if isinstance(obj, (list, tuple, dict)):
             for item in (obj.values() if isinstance(obj, dict) else obj):
                 if isinstance(item, (str, bytes)):
@@ -460,6 +463,21 @@ def test_a_loaded_machine_does_not_change_outcomes(ex: Executor, cpu_load: Any) 
     assert [r.outcome for r in quiet.results] == [r.outcome for r in loaded.results] == [P, T, P]
 
 
+def test_a_heavily_loaded_machine_does_not_reach_the_wall_clock_backstop(ex: Executor, cpu_load: Any) -> None:
+    """A test needing 0.2 s of CPU under a 0.3 s deadline, with 20 busy processes per core: it
+    gets at most a twentieth of a core, so it runs past the wall-clock backstop (10 x 0.3 + 0.5 s);
+    the time it spends queued for a CPU is not counted there either, so it still passes (it was
+    a timeout when the backstop was plain wall clock), and a loop still times out."""
+    program = ("import time\n\ndef f(x):\n    t = time.process_time() + 0.2\n"
+               "    while time.process_time() < t:\n        pass\n    while x:\n        pass\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (0, 1))
+    with cpu_load(20):
+        t0 = time.monotonic()
+        loaded = run1(ex, program, *tests, limits=Limits(timeout=0.3))
+        wall = time.monotonic() - t0
+    assert [r.outcome for r in loaded.results] == [P, T], (wall, [r.detail for r in loaded.results])
+
+
 def test_loading_has_a_cpu_deadline_that_cannot_be_talked_out_of(ex: Executor) -> None:
     looping = "while True:\n    pass\n"
     swallowing = "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\ndef f():\n    return 1\n"
@@ -485,8 +503,10 @@ def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None
         res = {r.tag: r for r in ex.run(jobs)}
         again = {r.tag: r for r in ex.run(jobs[:1] + jobs[-1:])}  # the template survived all of it
         worker = psutil.Process(ex._procs[0].proc.pid)
-        assert len(worker.children()) == 1  # the template, and no stray child
-        pids = [worker.pid, worker.children()[0].pid]
+        [zygote] = worker.children()
+        [template] = zygote.children()  # the heavy template, forked by the zygote; no stray child
+        assert any("numpy" in m.path for m in template.memory_maps())
+        pids = [worker.pid, zygote.pid, template.pid]
     assert res["numpy"].results[0].outcome is P and again["numpy"].results[0].outcome is P
     assert res["segfault"].results[0].outcome is E and "SIGSEGV" in res["segfault"].results[0].detail
     assert res["kill_parent"].results[0].outcome is E  # seccomp: signals only to itself
@@ -505,3 +525,54 @@ def test_read_size_asks_small_reads_unless_a_large_frame_is_arriving() -> None:
     large = bytearray(HEADER.pack(10_000_000) + b"x" * 1000)
     assert read_size(large, 1 << 30) == 10_000_004 - len(large)  # the rest of the frame in one read
     assert read_size(large, 1 << 20) == 1 << 20  # never more than the cap
+
+
+def test_scratch_cleanup_neither_recurses_nor_follows_links(tmp_path: Path) -> None:
+    """A tree deeper than the recursion limit, a link out, an unreadable directory: emptied
+    iteratively, the link removed and its target untouched (``shutil.rmtree`` raises
+    ``RecursionError`` on such a tree)."""
+    import os
+    import shutil
+
+    from evaluation.executor.scratch import empty_dir, remove_tree
+
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path  # rmdir is slow on some disks
+    root = Path(shutil.os.path.join(base, f"scratch-test-{os.getpid()}"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    root.mkdir()
+    try:
+        fd = os.open(root, os.O_RDONLY)
+        for _ in range(1500):
+            os.mkdir("d", dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        os.symlink(outside, "out", dir_fd=fd)
+        os.mkdir("locked", dir_fd=fd)
+        os.close(os.open("locked/f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+        os.chmod("locked", 0, dir_fd=fd)
+        os.close(fd)
+        with pytest.raises(RecursionError):
+            shutil.rmtree(root)
+        empty_dir(str(root))
+        assert list(root.iterdir()) == []
+        assert (outside / "keep").read_text() == "x"
+    finally:
+        remove_tree(str(root))
+    assert not root.exists()
+
+
+def test_a_loaded_machine_does_not_turn_computing_into_waiting(ex: Executor, cpu_load: Any) -> None:
+    """A test that computes for 3 ms under a 10 ms deadline passes with every core busy: on a
+    loaded machine it spends tens of milliseconds queued for the CPU, and until it gets the CPU
+    the kernel's account does not show that as run-queue delay; the worker's watch must not
+    take it for waiting (it looks again once no thread is queued)."""
+    program = ("import time\n\ndef f(x):\n    while x < 0:\n        pass\n    t = time.process_time() + 0.003\n"
+               "    while time.process_time() < t:\n        pass\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (-1, -2, *range(60)))
+    limits = Limits(timeout=0.3, shorten_after=2, short_timeout=0.01)
+    with cpu_load(6):
+        loaded = run1(ex, program, *tests, limits=limits)
+    assert [r.outcome for r in loaded.results] == [T, T] + [P] * 60, [r.detail for r in loaded.results if r.outcome is T]

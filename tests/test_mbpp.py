@@ -139,6 +139,7 @@ def test_unrepairable_record_names_file_line_field() -> None:
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.delenv("TESTGEN_MBPP_PATH", raising=False)
     monkeypatch.delenv("TESTGEN_OFFLINE", raising=False)
+    monkeypatch.setenv("TESTGEN_DATA", str(tmp_path / "no-data-folder"))
     cache = tmp_path / "cache"
     monkeypatch.setenv("TESTGEN_CACHE", str(cache))
     return cache

@@ -20,13 +20,13 @@ from evaluation.result_store import KINDS, SEMANTICS, Shelf, Store, key, open_st
 
 ROOT = Path(__file__).resolve().parent.parent
 
-EXECUTOR_FINGERPRINT = "13b4322e2e74ff809dc5c13e362f7e94f5009b2260e0cba9e52e4ec15748248b"
+EXECUTOR_FINGERPRINT = "9bdd5c58b4d7d63e35cf1b2bbda3bb4d68a945de566f12a1d6b5cb3a378b74a0"
 """sha256 of the executor's sources (every ``.py`` under ``evaluation/executor/``) when :data:`SEMANTICS` was last
 decided. A change there may change what a stored result means: bump ``SEMANTICS`` if it can
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "9e09bd38fcbc2f842cd2fb3246becd16405d26fb82f40fbc24b56ce1893c3896"
+JUDGE_FINGERPRINT = "7eeb89c83c712e36d3ce14cf42cfa39070f58879b8a1b3b35d0919d5c0c16b05"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""

@@ -156,6 +156,34 @@ def test_steps_that_cannot_run_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cross.blocked is not None and blocked.fullmatch(cross.blocked)
 
 
+def test_steps_that_cannot_run_stop_the_study_before_any_step_unless_skipped(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 28: the offline study without torch ran 11 of 44 steps and exited 0. It now says at the
+    start which steps cannot run and why, and stops (exit 2) unless told to skip them."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.split(".")[0] == "torch" else real(name, *a))
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\ndatasets = ["humaneval+"]\nlimit = 1\nn = 1\nsamples = 1\ntemperatures = [0.8]\n'
+                    'max_tokens = 8\ncode_max_tokens = 8\n[[model]]\nname = "human"\nbackend = "human"\n'
+                    '[[model]]\nname = "tiny"\nbackend = "hf"\nbuild = "tiny-gpt2"\n[rerank]\nenabled = false\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["study", str(spec), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 2, res.output
+    total = len(build_plan(load_spec(spec)).steps)
+    tiny = len([s for s in build_plan(load_spec(spec)).steps if s.model == "tiny"])
+    assert re.search(rf"{tiny} of {total} steps cannot run here: torch(, [\w-]+)* not installed "
+                     r'\(pip install -e "\.\[hf\]"\); models: tiny', res.output), res.output
+    assert f"nothing was run. Install them, or pass --skip-unavailable to run the other {total - tiny} steps" in res.output
+    assert not out.exists()
+    res = CliRunner().invoke(cli, ["study", str(spec), "--out", str(out), "--no-progress", "--skip-unavailable"])
+    assert res.exit_code == 0, res.output
+    assert "--skip-unavailable: running the others" in res.output
+    assert re.search(rf": {total - tiny} steps ran, 0 already done, {tiny} not run, 0 failed", res.output), res.output
+    table = (out / "report" / "table2_humaneval+.md").read_text()
+    assert re.search(r"\| tiny \| not run: torch(, [\w-]+)* not installed", table), table
+
+
 def test_dry_run_lists_steps_and_their_state(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["study", str(STUDIES / "offline.toml"), "--out", str(tmp_path / "o"), "--dry-run"])
     assert res.exit_code == 0, res.output
@@ -190,8 +218,13 @@ def _env() -> dict[str, str]:
     return env
 
 
+_SKIP = () if importlib.util.find_spec("torch") else ("--skip-unavailable",)
+"""Without torch the tiny model cannot run: the copy runs the rest and its cells say why."""
+
+
 def _study(spec: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([TESTGEN, "study", str(spec), "--out", str(out), "--jobs", "2", "--no-progress", *extra],
+    return subprocess.run([TESTGEN, "study", str(spec), "--out", str(out), "--jobs", "2", "--no-progress",
+                           *_SKIP, *extra],
                           capture_output=True, text=True, timeout=1200, env=_env())
 
 
@@ -272,7 +305,7 @@ def test_sigkill_at_a_random_point_then_resume_gives_the_same_report(
     out = tmp_path / "b"
     seed = int(os.environ.get("TESTGEN_STUDY_KILL_SEED", time.time_ns() % 10_000))
     delay = random.Random(seed).uniform(3.0, max(4.0, 0.6 * seconds))
-    proc = subprocess.Popen([TESTGEN, "study", str(spec), "--out", str(out), "--jobs", "2", "--no-progress"],
+    proc = subprocess.Popen([TESTGEN, "study", str(spec), "--out", str(out), "--jobs", "2", "--no-progress", *_SKIP],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     time.sleep(delay)
     assert proc.poll() is None, f"the study finished before the kill at {delay:.1f} s (seed {seed})"

@@ -6,6 +6,7 @@ any step runs, when a model cannot load."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
@@ -70,7 +71,9 @@ def test_paper_spec_check_runs_offline_and_every_model_can_load() -> None:
     for m in spec.models:
         name, backend, checkpoint, arch, loads, params, dtype, memory, status = _row(res.output, m.name)
         assert (backend, checkpoint, arch.rstrip("*")) == (m.backend, m.model, ARCHITECTURES[m.name])
-        assert loads == ("-" if m.backend == "openai" else "not verified" if "codegen2" in m.name else "yes")
+        # without transformers (the README's `.[test]` install) the hf backend's loading is not checked
+        unchecked = "codegen2" in m.name or (m.backend == "hf" and importlib.util.find_spec("transformers") is None)
+        assert loads == ("-" if m.backend == "openai" else "not verified" if unchecked else "yes"), m.name
         assert status in ("ok", "unverified"), m.name
         if m.backend in ("hf", "vllm"):
             assert float(memory.split()[0]) < 80 and arch.endswith("*")  # known-models table: no cache here

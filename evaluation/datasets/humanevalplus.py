@@ -40,5 +40,5 @@ SPEC = DatasetSpec(
     loader=load_humanevalplus,
     file=DatasetFile(name="humaneval+", version=VERSION, file_name=FILE_NAME, env_var="HUMANEVAL_OVERRIDE_PATH",
                      url=f"https://github.com/evalplus/humanevalplus_release/releases/download/{VERSION}/{FILE_NAME}",
-                     expected_size=164),
+                     expected_size=164, shared_path=f"humanevalplus/{FILE_NAME}"),
 )

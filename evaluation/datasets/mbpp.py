@@ -233,6 +233,7 @@ SPEC = DatasetSpec(
     title="MBPP (sanitized)",
     family="MBPP",
     version=f"sanitized, CodeT {CODET_COMMIT[:7]}",
+    release_name=f"MBPP sanitized (CodeT {CODET_COMMIT[:7]})",
     citation="Austin et al., Program Synthesis with LLMs, 2021 (sanitized split); "
              "as converted by CodeT, Chen et al., ICLR 2023",
     license="CC-BY-4.0 (MBPP); CodeT's conversion MIT",
@@ -241,7 +242,7 @@ SPEC = DatasetSpec(
     judge=Judge.ASSERTS,
     loader=load_mbpp,
     file=DatasetFile(name="mbpp", version=f"sanitized, CodeT {CODET_COMMIT[:7]}", file_name=FILE_NAME,
-                     env_var="TESTGEN_MBPP_PATH", expected_size=427,
+                     env_var="TESTGEN_MBPP_PATH", expected_size=427, shared_path=f"codet/{FILE_NAME}.gz",
                      url=f"https://raw.githubusercontent.com/microsoft/CodeT/{CODET_COMMIT}/CodeT/data/dataset/{FILE_NAME}",
                      sha256="c48e256d2cdd091ed2dcad85a0b6fbc7672884032cf0cf28284d66b7b4eb1552"),
 )

@@ -40,5 +40,5 @@ SPEC = DatasetSpec(
     loader=load_mbppplus,
     file=DatasetFile(name="mbpp+", version=VERSION, file_name=FILE_NAME, env_var="MBPP_OVERRIDE_PATH",
                      url=f"https://github.com/evalplus/mbppplus_release/releases/download/{VERSION}/{FILE_NAME}",
-                     expected_size=378),
+                     expected_size=378, shared_path=f"mbppplus/{FILE_NAME}"),
 )

@@ -6,8 +6,9 @@ https://github.com/mrigankpawagi/PropertyEval. One hand-written Hypothesis strat
 task (``tests/<n>/strategy.py``: a module attribute ``strategy``, one strategy per argument, or one
 strategy for a one-argument function; ``from limits.limits import *`` for the shared bounds). The
 repository has no license file: we read it where the user has it (``--propertyeval PATH``, a
-directory or the tarball, or ``$TESTGEN_PROPERTYEVAL``), or download the pinned snapshot into the
-cache, and never copy it into this repository.
+directory or the tarball, or ``$TESTGEN_PROPERTYEVAL``, or the pinned snapshot in the shared data
+folder, :mod:`evaluation.data_folder`), or download the pinned snapshot into the cache, and never
+copy it into this repository.
 
 What is done with it, per task:
 

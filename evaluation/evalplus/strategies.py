@@ -24,7 +24,7 @@ from evaluation.errors import TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.io import cache_dir as default_cache_dir
 
-__all__ = ["PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "Strategies",
+__all__ = ["PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA256", "PROPERTYEVAL_ENV", "SHARED_FILE", "Strategies",
            "content_digest", "load_strategies", "draw_inputs", "DRAWER_SOURCE"]
 
 PROPERTYEVAL_COMMIT = "b2be813dcff867cc350c61b8d3ea57ec088ce1ac"
@@ -37,6 +37,8 @@ download must have exactly these; GitHub's archive bytes (its gzip and directory
 not pinned, the content is. ``../shared/data/propertyeval_b2be813.tar.gz`` (sha256
 ``0d753de2...``) holds the same files."""
 PROPERTYEVAL_ENV = "TESTGEN_PROPERTYEVAL"
+SHARED_FILE = f"propertyeval_{PROPERTYEVAL_COMMIT[:7]}.tar.gz"
+"""The snapshot's name in the shared data folder (:mod:`evaluation.data_folder`)."""
 """Environment variable naming the snapshot (a directory or the tarball)."""
 _MAX_FILE_BYTES = 1 << 20
 """A strategy or limits file larger than this is refused (a snapshot is read into memory)."""
@@ -125,7 +127,8 @@ def _read_directory(root: Path) -> Strategies:
 
 def load_strategies(location: str | os.PathLike[str] | None = None, *, cache_dir: str | os.PathLike[str] | None = None) -> Strategies:
     """Read a PropertyEval snapshot: ``location`` (a directory or a tarball), else
-    ``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot downloaded (checked) into the cache;
+    ``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot in the shared data folder
+    (:data:`SHARED_FILE`), else the pinned snapshot downloaded (checked) into the cache;
     refused under ``TESTGEN_OFFLINE=1``."""
     where = location if location is not None else os.environ.get(PROPERTYEVAL_ENV) or None
     if where is not None:
@@ -136,6 +139,13 @@ def load_strategies(location: str | os.PathLike[str] | None = None, *, cache_dir
             return _read_tarball(path)
         raise TestgenError(f"{path}: no such PropertyEval snapshot (a directory or a .tar.gz)"
                            + ("" if location is not None else f" (from ${PROPERTYEVAL_ENV})"))
+    from evaluation.data_folder import find_in_data_folder
+
+    shared = find_in_data_folder(SHARED_FILE)
+    if shared is not None:
+        found = _read_tarball(shared[0])
+        if found.pinned:
+            return found
     cached = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = cached / "propertyeval" / f"PropertyEval-{PROPERTYEVAL_COMMIT[:7]}.tar.gz"
     if target.is_file():

@@ -4,9 +4,7 @@ limits, and the harness a program runs in to be judged (see :mod:`evaluation.eva
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import pickle
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -167,23 +165,24 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
     )
     wrapper = (
         # Bound once per load as default arguments (an import statement per call costs more
-        # than the call of a small solution).
+        # than the call of a small solution). The alarm's handler is installed once, at load:
+        # ``signal.signal`` per call (its enum conversions) cost more than a small solution's
+        # call. As many lines as the wrapper had before: a program's SyntaxError that runs to
+        # the end of the file names the same line.
         f"\n\nimport pickle as __testgen_pickle, signal as __testgen_signal\n\n\n"
-        f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, signal=__testgen_signal):\n"
-        "    def on_alarm(signum, frame):\n"
-        "        raise TimeoutError('time limit')\n"
-        "    try:\n"
-        "        signal.signal(signal.SIGVTALRM, on_alarm)\n"
-        "        signal.setitimer(signal.ITIMER_VIRTUAL, time_limit)\n"
-        "    except Exception:\n"
-        "        pass\n"
+        "def __testgen_on_alarm(signum, frame):\n"
+        "    raise TimeoutError('time limit')\n\n\n"
+        "try: __testgen_signal.signal(__testgen_signal.SIGVTALRM, __testgen_on_alarm)\n"
+        "except Exception: pass\n\n"
+        f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, setitimer=__testgen_signal.setitimer, "
+        "virtual=__testgen_signal.ITIMER_VIRTUAL):\n"
+        "    try: setitimer(virtual, time_limit)\n"
+        "    except Exception: pass\n"
         "    try:\n"
         f"{call}"
         "    finally:\n"
-        "        try:\n"
-        "            signal.setitimer(signal.ITIMER_VIRTUAL, 0)\n"
-        "        except Exception:\n"
-        "            pass\n"
+        "        try: setitimer(virtual, 0)\n"
+        "        except Exception: pass\n"
         "    out = pickle.dumps(r, 4)\n"
         f"{digest}"
         "    return out\n"
@@ -194,28 +193,20 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
 _GT_LIMIT = 120.0  # seconds for one reference call: generous, the reference is trusted to finish
 
 
-_PLAIN_CLASSES = {("builtins", "complex"), ("builtins", "set"), ("builtins", "frozenset"),
-                  ("builtins", "bytearray")}
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """Unpickles plain data only: no class other than a few builtin value types is resolved."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _PLAIN_CLASSES:
-            import builtins
-
-            return getattr(builtins, name)
-        raise pickle.UnpicklingError(f"not plain data: {module}.{name}")
-
-
 def _load_output(value: Any) -> Any:
-    """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data."""
+    """Rebuild an output sent by the child wrapper; raises ``ValueError`` if it is not plain data.
+
+    Decoded by the executor's bounded unpickler (:func:`evaluation.executor.wire.loads_plain_pickle`):
+    only plain types (``complex`` and ``bytearray`` the only classes, from plain arguments), and
+    within fixed limits of depth, elements (shared objects counted as often as they occur) and
+    colliding set or dict keys, so that no output a program returns can make the judge hang."""
+    from evaluation.executor.wire import NotPlain, loads_plain_pickle
+
     if not isinstance(value, (bytes, bytearray)):
         raise ValueError(f"expected the pickled output, got {type(value).__name__}")
     try:
-        return _PlainUnpickler(io.BytesIO(value)).load()
-    except Exception as exc:  # noqa: BLE001 - anything undecodable is a wrong output
+        return loads_plain_pickle(bytes(value))
+    except NotPlain as exc:  # anything undecodable is a wrong output
         raise ValueError(f"output is not plain data: {exc}") from None
 
 

@@ -49,8 +49,9 @@ class CallTest:
     """Positional arguments (plain data: numbers, strings, lists, dicts, tuples, ...)."""
     expected: Any = None
     """What the job's :attr:`Job.judge` compares the returned value with (plain data, opaque
-    to the executor). Never sent to the child: the worker receives it only after the child
-    was forked, so the program under test cannot read it from memory."""
+    to the executor). Never sent to the child, nor to the process it is forked from: the worker
+    receives it only after the child was forked, and keeps it; the program under test cannot
+    read it from memory. The child gets only :attr:`entry_point` and :attr:`args`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,14 +59,17 @@ class Limits:
     """Resource limits for one child (documented defaults; all configurable)."""
 
     timeout: float = 1.0
-    """CPU seconds per test. The child ends a test that has used them (``ITIMER_PROF``), so an
-    outcome does not depend on how loaded the machine is; a test that has not ended within
-    ``10 x timeout + 0.5`` wall seconds (at most 60 s more than ``timeout``: a program that
-    sleeps, blocks or spins in C code) is killed from outside (SIGKILL). Durations reported
-    in results are CPU seconds too."""
+    """Seconds per test, of CPU time and of waiting time. The child ends a test that has used
+    that much CPU time (``ITIMER_PROF``); the worker ends (SIGKILL) one that has *waited* that
+    long: asleep or blocked (a lock, a pipe, ``select``), off the CPU and not waiting to run
+    (``/proc/<pid>/schedstat``: wall time minus CPU time minus run-queue delay). Neither grows
+    with the machine's load, so an outcome does not depend on it. Past ``1.5 x timeout + 0.25``
+    CPU seconds (a program spinning in C code) the worker kills the child too, and a wall-clock
+    backstop, ``10 x timeout + 0.5`` s (at most 60 s more), remains for a child it cannot watch.
+    Durations reported in results are CPU seconds (see :mod:`evaluation.executor.watch`)."""
     load_timeout: float = 5.0
-    """CPU seconds to load (exec) the program itself, enforced like :attr:`timeout` (the
-    child's own alarm, and the same wall-clock backstop)."""
+    """Seconds to load (exec) the program itself, of CPU time and of waiting time, enforced
+    like :attr:`timeout`."""
     memory_mb: int = 2048
     """Address-space limit (RLIMIT_AS) of the child, in MiB."""
     output_bytes: int = 64 * 1024

@@ -1,178 +1,254 @@
-"""The trusted checker: a process that evaluates generated tests against recorded calls.
+"""The trusted checker: evaluates a generated test against the calls the program's child recorded.
 
-Each executor worker forks, on first need, one checker process from itself. The worker never
-imports or runs program code, so the checker starts with pristine builtins and freshly imported
-standard modules, and it only ever receives plain data: the test's source, the name of the
-function under test and the calls the program's child recorded (arguments and results as
-marshal bytes). It runs :func:`evaluation.executor.guarded.check` and answers with the verdict.
+Each check runs in a **fresh process**, forked for it by the worker's checker template (a
+sub-server of the worker's zygote, :mod:`evaluation.executor.forkserver`, that has built the
+allow-lists of :mod:`evaluation.executor.guarded` from freshly imported standard modules and has
+never run a test). So whatever a test binds, rebinds or mutates, the next check, of this unit or
+of any other, starts from the same pristine state. The checker never runs program code and only
+ever receives plain data: the test's source, the name of the function under test and the calls
+the child recorded (arguments and results as marshal bytes). It answers with the verdict.
 
-A generated test is untrusted text too, so the checker is sandboxed like a child (seccomp,
+A generated test is untrusted text too, so a checker is sandboxed like a child (seccomp,
 Landlock, rlimits: 1 GiB of address space, no file writes), its evaluation is restricted by
-allow-lists (see :mod:`evaluation.executor.guarded`), and the worker kills it when a check runs
-past its deadline (a test may compute ``10 ** 10 ** 10``); the next check starts a fresh one.
+allow-lists (see :mod:`evaluation.executor.guarded`), and the worker ends a check that runs past
+its deadline, in CPU time or in waiting time (:mod:`evaluation.executor.watch`): a test may
+compute ``10 ** 10 ** 10``.
 
-Protocol over a socketpair, one request at a time, marshal frames:
-worker -> checker ``(source, entry_point, calls, max_bytes)``;
-checker -> worker ``(outcome, value, detail, literal_free)``.
+Protocol over two pipes, one marshal frame each way: worker -> checker ``(source,
+entry_point, calls, max_bytes)``; checker -> worker ``(outcome, value, detail, literal_free)``.
+
+A check is a function of its request alone (a pristine process, the test's text, the recorded
+calls as bytes; the hash seed is fixed): the worker keeps the verdicts of the checks it ran
+(:attr:`Checker.verdicts`) and answers a byte-identical request again from them. Programs of
+one task that return the same values for a test's calls (its correct solutions, mostly) need
+one checker process, not one each. Only verdicts the checker itself sent are kept: a check
+that ran past its deadline or whose checker died is run again.
 """
 
 from __future__ import annotations
 
-import gc
-import marshal
 import os
 import select
-import signal
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from evaluation.executor import sandbox
-from evaluation.executor.wire import HEADER, NotPlain, frame, is_plain
+from evaluation.executor.forkserver import ForkServer, Spawned
+from evaluation.executor.watch import Clock, ProcStat, outer_pid, wall_backstop
+from evaluation.executor.wire import HEADER, NotPlain, frame, loads_plain
 
-if TYPE_CHECKING:
-    import socket
-
-__all__ = ["Checker"]
+__all__ = ["Checker", "check_child", "prepare_checker_template"]
 
 _MEMORY_MB = 1024
-"""Address space of the checker process."""
-_DIED = object()
+"""Address space of a checker process."""
+_VERDICTS_BYTES = 32 << 20
+"""Size of the requests whose verdicts a worker keeps (then it starts afresh)."""
 
 
 class Checker:
-    """The worker's handle on its checker process (started lazily, restarted after a kill)."""
+    """The worker's way to its checkers: a checker template (started lazily, restarted if it
+    dies), and one forked checker per check."""
 
-    def __init__(self, prep: sandbox.Prepared) -> None:
-        self.prep = prep
-        self.pid = 0
-        self.sock: socket.socket | None = None
+    def __init__(self, zygote: Callable[[], ForkServer]) -> None:
+        self.zygote = zygote
+        """Returns the worker's zygote (a live one: started again if it died)."""
+        self.template: ForkServer | None = None
         self.started = 0
-        """Processes started so far (restarts after a deadline included)."""
+        """Checker processes started so far (one per check)."""
         self.killed = 0
         """Checks that ran past their deadline."""
-
-    def _start(self) -> None:
-        import socket  # not at import: every module the worker holds makes each fork costlier
-
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        gc.freeze()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                ours.close()
-                _checker_main(theirs, self.prep)
-            finally:
-                os._exit(0)
-        theirs.close()
-        self.pid, self.sock = pid, ours
-        self.started += 1
+        self.verdicts: dict[tuple[Any, ...], tuple[int, Any, str, bool]] = {}
+        """Verdicts of the checks run, by request (see the module docstring)."""
+        self.verdicts_size = 0
+        self.reused = 0
+        """Checks answered from :attr:`verdicts`."""
 
     def check(self, source: str, entry_point: str, calls: Any, *, max_bytes: int,
               deadline: float) -> tuple[int, Any, str, bool]:
         """Verdict of one test; ``(outcome, value, detail, literal_free)`` as
         :func:`evaluation.executor.guarded.check` returns it. A check that runs past
-        ``deadline`` seconds is a TIMEOUT; a checker that dies is an ERROR."""
-        if self.sock is None:
-            self._start()
-        assert self.sock is not None
+        ``deadline`` seconds (CPU, or waiting) is a TIMEOUT; a checker that dies is an ERROR."""
+        # The recorded calls are bytes from the child (anything else is not reused).
+        key = (source, entry_point, calls, max_bytes, deadline) if type(calls) is bytes else None
+        known = self.verdicts.get(key) if key is not None else None
+        if known is not None:
+            self.reused += 1
+            return known
+        got, sent = self._check(source, entry_point, calls, max_bytes=max_bytes, deadline=deadline)
+        if sent and key is not None:
+            size = len(source) + len(calls) + 64
+            if self.verdicts_size + size > _VERDICTS_BYTES:
+                self.verdicts.clear()
+                self.verdicts_size = 0
+            self.verdicts[key] = got
+            self.verdicts_size += size
+        return got
+
+    def _check(self, source: str, entry_point: str, calls: Any, *, max_bytes: int,
+               deadline: float) -> tuple[tuple[int, Any, str, bool], bool]:
+        """:meth:`check` in a fresh checker; and whether the verdict is the checker's own reply."""
+        req_r, req_w = os.pipe2(os.O_CLOEXEC)
+        rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
         try:
-            self.sock.sendall(frame((source, entry_point, calls, max_bytes)))
-            reply = self._read(time.monotonic() + deadline, max_bytes + 65536)
+            proc = self._spawn([req_r, rep_w])
         except OSError as exc:
-            self.close()
-            return 2, None, f"trusted checker failed: {exc}", True
-        if reply is _DIED:
-            self.close()
-            return 2, None, "the trusted checker died during this check", True
+            for fd in (req_w, rep_r):
+                os.close(fd)
+            return (2, None, f"trusted checker failed: {exc}", True), False
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        self.started += 1
+        try:
+            return self._run(proc, req_w, rep_r, (source, entry_point, calls, max_bytes), max_bytes, deadline)
+        finally:
+            for fd in (req_w, rep_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            proc.kill()
+            if self.template is not None:
+                self.template.reap(proc)
+            else:
+                proc.close()
+
+    def _spawn(self, fds: list[int]) -> Spawned:
+        """A fresh checker from the template (started, or started again, as needed)."""
+        for attempt in range(2):
+            try:
+                if self.template is None or self.template.exited():
+                    self.template = self.zygote().sub_server("checker")
+                return self.template.spawn("check", fds)
+            except OSError:
+                self.template = None
+                if attempt:
+                    raise
+        raise OSError("unreachable")
+
+    def _run(self, proc: Spawned, req_w: int, rep_r: int, request: Any, max_bytes: int,
+             deadline: float) -> tuple[tuple[int, Any, str, bool], bool]:
+        try:
+            data = memoryview(frame(request))
+            while data:
+                data = data[os.write(req_w, data):]
+        except OSError:
+            return (2, None, "the trusted checker died during this check", True), False
+        reply = self._read(proc, rep_r, max_bytes + 65536, deadline)
         if reply is None:
             self.killed += 1
-            self.close()
-            return 3, None, f"timeout: the trusted check took longer than {deadline:g}s", True
-        if not (isinstance(reply, tuple) and len(reply) == 4 and reply[0] in (0, 1, 2, 3) and is_plain(reply[1])):
-            self.close()
-            return 2, None, "trusted checker protocol error", True
-        return int(reply[0]), reply[1], str(reply[2])[:300], bool(reply[3])
+            return (3, None, f"timeout: the trusted check took longer than {deadline:g}s", True), False
+        if reply == b"":
+            return (2, None, "the trusted checker died during this check", True), False
+        try:
+            msg = loads_plain(reply, max_bytes=max_bytes + 65536)
+        except NotPlain:
+            return (2, None, "trusted checker protocol error", True), False
+        if not (isinstance(msg, tuple) and len(msg) == 4 and msg[0] in (0, 1, 2, 3) and isinstance(msg[2], str)):
+            return (2, None, "trusted checker protocol error", True), False
+        return (int(msg[0]), msg[1], str(msg[2])[:300], bool(msg[3])), True
 
-    def _read(self, until: float, cap: int) -> Any:
-        """One frame from the checker; None at the deadline, :data:`_DIED` when it died."""
-        assert self.sock is not None
-        fd = self.sock.fileno()
+    def _read(self, proc: Spawned, fd: int, cap: int, deadline: float) -> bytes | None:
+        """The checker's reply frame; ``b""`` if it died first; None if it ran past its deadline
+        (CPU or waiting time; wall clock where it cannot be watched)."""
+        start = time.monotonic()
+        clock = Clock(start=start, limit=deadline, cpu_limit=deadline)
+        clock.zero_base()
+        pid = outer_pid(proc.pidfd)
+        stat = None
+        if pid is not None:
+            try:
+                stat = ProcStat(pid)
+            except OSError:
+                stat = None
+        backstop = start + wall_backstop(deadline)
         buf = bytearray()
         need = 4
-        while len(buf) < need:
-            wait = until - time.monotonic()
-            if wait <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
-                continue
-            chunk = os.read(fd, max(need - len(buf), 65536))
-            if not chunk:
-                return _DIED
-            buf += chunk
-            if need == 4 and len(buf) >= 4:
-                need = 4 + HEADER.unpack_from(buf, 0)[0]
-                if need > cap:
-                    raise OSError("oversized reply")
         try:
-            return marshal.loads(bytes(buf[4:need]))
-        except (ValueError, EOFError, TypeError) as exc:
-            raise OSError(f"malformed reply: {exc}") from None
+            while len(buf) < need:
+                now = time.monotonic()
+                if now >= backstop:
+                    later = clock.backstop_due(now, stat, backstop)
+                    if not later:
+                        return None
+                    backstop = later
+                    continue
+                if now >= clock.next_look and clock.look(now, stat):
+                    return None
+                wait = min(clock.next_look, backstop) - now
+                ready, _, _ = select.select([fd], [], [], max(wait, 0.0))
+                if not ready:
+                    continue
+                chunk = os.read(fd, max(need - len(buf), 65536))
+                if not chunk:
+                    return b""
+                buf += chunk
+                if need == 4 and len(buf) >= 4:
+                    need = 4 + HEADER.unpack_from(buf, 0)[0]
+                    if need > cap:
+                        return b""
+            return bytes(buf[4:need])
+        finally:
+            if stat is not None:
+                stat.close()
 
     def close(self) -> None:
-        """Stop the checker process (a later check starts a new one)."""
-        if self.sock is not None:
-            try:
-                self.sock.close()
-            except OSError:
-                pass
-            self.sock = None
-        if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
-            self.pid = 0
+        """Stop the checker template (the zygote reaps it)."""
+        if self.template is not None:
+            self.template.close()
+            self.template = None
 
 
-def _checker_main(sock: socket.socket, prep: sandbox.Prepared) -> None:
-    """Body of the checker process. Never returns normally."""
+def prepare_checker_template(state: Any) -> None:
+    """Prepare a checker template (a sub-server's set-up): the allow-lists, from fresh imports."""
+    from evaluation.executor import guarded
+
+    guarded.prepare()
+
+
+def check_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
+    """Body of one checker process (a fork server's role ``"check"``): one check, then exit."""
+    import marshal
+    import signal
     import sys
 
     from evaluation.executor import guarded
-    from evaluation.executor.wire import loads_plain
+    from evaluation.executor.wire import read_exact
 
-    fd = sock.fileno()
+    req_fd, rep_fd = fds
     devnull = os.open(os.devnull, os.O_RDWR)
     for std in (0, 1, 2):
         os.dup2(devnull, std)
     low = 0
-    for keep in sorted({0, 1, 2, fd, prep.landlock_ruleset_fd} - {-1}):
+    for keep in sorted({0, 1, 2, req_fd, rep_fd, state.prep.landlock_ruleset_fd} - {-1}):
         if keep > low:
             os.closerange(low, keep)
         low = keep + 1
     os.closerange(low, 65536)
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    sandbox.apply_in_child(prep, memory_mb=_MEMORY_MB, cpu_seconds=1 << 30, file_size_mb=0, max_files=32)
-    rfile = sock.makefile("rb")
-    while True:
-        head = rfile.read(4)
-        if len(head) < 4:
-            return
-        source, entry_point, calls_blob, max_bytes = marshal.loads(rfile.read(HEADER.unpack(head)[0]))
-        try:
-            calls = loads_plain(calls_blob, max_bytes=1 << 31)
-            outcome, value, detail, literal_free = guarded.check(source, entry_point, calls, max_bytes=max_bytes)
-        except NotPlain as exc:
-            outcome, value, detail, literal_free = 2, None, f"recorded calls: {exc}", True
-        except BaseException as exc:  # noqa: BLE001 - a bug must not leave the worker waiting
-            outcome, value, detail, literal_free = 2, None, f"trusted check failed: {type(exc).__name__}", True
-        try:
-            reply = frame((outcome, value, detail, literal_free))
-        except ValueError:  # a value marshal cannot carry: the verdict still counts
-            reply = frame((outcome, None, detail, literal_free))
-        if len(reply) > max_bytes + 65536:
-            reply = frame((outcome, None, detail, literal_free))
-        sock.sendall(reply)
+    sandbox.apply_in_child(state.prep, memory_mb=_MEMORY_MB, cpu_seconds=1 << 30, file_size_mb=0, max_files=32)
+    head = read_exact(req_fd, 4)
+    if head is None:
+        return
+    payload = read_exact(req_fd, HEADER.unpack(head)[0])
+    if payload is None:
+        return
+    source, entry_point, calls_blob, max_bytes = marshal.loads(payload)  # from the trusted worker
+    try:
+        calls = loads_plain(calls_blob, max_bytes=1 << 31)
+        outcome, value, detail, literal_free = guarded.check(source, entry_point, calls, max_bytes=max_bytes)
+    except NotPlain as exc:
+        outcome, value, detail, literal_free = 2, None, f"recorded calls: {exc}", True
+    except BaseException as exc:  # noqa: BLE001 - a bug must not leave the worker waiting
+        outcome, value, detail, literal_free = 2, None, f"trusted check failed: {type(exc).__name__}", True
+    try:
+        reply = frame((outcome, value, detail, literal_free))
+    except ValueError:  # a value marshal cannot carry: the verdict still counts
+        reply = frame((outcome, None, detail, literal_free))
+    if len(reply) > max_bytes + 65536:
+        reply = frame((outcome, None, detail, literal_free))
+    data = memoryview(reply)
+    while data:
+        data = data[os.write(rep_fd, data):]

@@ -22,7 +22,7 @@ from typing import Any
 from evaluation.executor.trusted import BUILTINS, MODULES, Plan, compare, plan
 from evaluation.executor.wire import short_repr
 
-__all__ = ["check", "NotAllowed"]
+__all__ = ["check", "prepare", "NotAllowed"]
 
 _RESERVED = "__tg_"
 _CHECKER_FILENAME = "<trusted check>"
@@ -118,6 +118,11 @@ def _check_format(fmt: str, formatter: Any) -> None:
             raise NotAllowed("attribute or index lookup in a format string")
         if spec and "{" in spec:
             _check_format(spec, formatter)
+
+
+def prepare() -> None:
+    """Build the allow-lists now (the checker template does, before it forks any checker)."""
+    _runtime()
 
 
 def _runtime() -> dict[str, Any]:

@@ -139,6 +139,12 @@ def _test_key(test: AssertTest | CallTest) -> tuple[Any, ...]:
     raise TypeError(f"not a test: {test!r:.200}")
 
 
+_WORKER_MAIN = "import sys; del sys.path[0]; from evaluation.executor.worker import main; main()"
+"""A worker's program. ``python -c`` puts the caller's working directory first on ``sys.path``:
+a directory holding a package named ``evaluation`` (another checkout, a user's project) would
+have run the workers on its code. The executor's own package comes from ``PYTHONPATH``."""
+
+
 class _WorkerProc:
     """The parent's handle on one worker process."""
 
@@ -152,7 +158,7 @@ class _WorkerProc:
                "PYTHONHASHSEED": "0", "TESTGEN_SANDBOX_DISABLE": ",".join(sorted(disable)),
                "TESTGEN_SCRATCH_ROOT": scratch_root}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from evaluation.executor.worker import main; main()"],
+            [sys.executable, "-c", _WORKER_MAIN],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -177,9 +183,12 @@ class _WorkerProc:
             yield marshal.loads(payload)  # from our own worker: plain data it validated
 
     def stop(self) -> None:
-        """Close the pipes (the worker then reaps its own helpers and exits) and wait for it;
-        kill it if it has not exited within 10 s (a loaded machine can take seconds)."""
+        """Close the pipes (the worker then stops its fork servers and exits) and wait for it;
+        kill it if it has not exited within 10 s (a loaded machine can take seconds), or at
+        once if it is still running a unit (an interrupted run: nobody waits for the result;
+        every process it started dies with it, see :mod:`evaluation.executor.forkserver`)."""
         self.alive = False
+        busy = bool(self.inflight)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:
@@ -187,7 +196,7 @@ class _WorkerProc:
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=0 if busy else 10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -195,6 +204,41 @@ class _WorkerProc:
 
 _PLAN_CHUNK = 64
 """Jobs planned per turn of :meth:`Executor.run` (~20 ms), between polls of the workers."""
+_SUITES_KEPT = 256
+"""Test suites whose keys :class:`_Plan` keeps (see :meth:`_Plan.suite`)."""
+
+
+@dataclass(frozen=True)
+class _Suite:
+    """A job's tests as the plan needs them: each test's key, and the distinct tests in
+    order (as the worker gets them, with their expected values) with each test's position."""
+
+    keys: list[tuple[Any, ...]]
+    key: tuple[tuple[Any, ...], ...]
+    """``keys`` as a tuple."""
+    wire: list[tuple[Any, ...]]
+    expected: list[Any]
+    positions: list[int]
+    pos_of: dict[tuple[Any, ...], int]
+
+
+def _suite(tests: tuple[AssertTest | CallTest, ...]) -> _Suite:
+    keys = [_test_key(test) for test in tests]
+    wire: list[tuple[Any, ...]] = []
+    expected: list[Any] = []
+    pos_of: dict[tuple[Any, ...], int] = {}
+    positions = []
+    for test, key in zip(tests, keys):
+        pos = pos_of.get(key)
+        if pos is None:
+            pos = pos_of[key] = len(wire)
+            if isinstance(test, AssertTest):
+                wire.append(("a", test.source, test.entry_point))
+            else:
+                wire.append(("c", test.entry_point, tuple(test.args)))
+            expected.append(test.expected if isinstance(test, CallTest) else None)
+        positions.append(pos)
+    return _Suite(keys=keys, key=tuple(keys), wire=wire, expected=expected, positions=positions, pos_of=pos_of)
 
 
 class _Plan:
@@ -210,6 +254,21 @@ class _Plan:
         self.units: dict[tuple[Any, ...], _Unit] = {}
         self.payloads: dict[int, tuple[Any, ...]] = {}
         """Results of units that finished while jobs were still being planned."""
+        self.suites: dict[int, tuple[tuple[Any, ...], _Suite]] = {}
+        """:class:`_Suite` by the identity of a job's tests tuple (kept alive here, so the
+        identity stays its own): jobs built from one tuple (the HumanEval+ evaluator's ~1,000
+        inputs of a split, a matrix's tests of a task) key and lay out their tests once."""
+
+    def suite(self, tests: tuple[AssertTest | CallTest, ...]) -> _Suite:
+        hit = self.suites.get(id(tests))
+        if hit is not None and hit[0] is tests:
+            return hit[1]
+        got = _suite(tests)
+        if type(tests) is tuple:  # immutable: the layout stays right
+            if len(self.suites) >= _SUITES_KEPT:
+                self.suites.clear()
+            self.suites[id(tests)] = (tests, got)
+        return got
 
     def next_chunk(self, size: int) -> tuple[list[_Unit], list[ExecutionResult]]:
         """Plan up to ``size`` jobs: the new units, and results for jobs that shared a finished unit."""
@@ -226,7 +285,8 @@ class _Plan:
             if not isinstance(job, Job):
                 raise TypeError(f"job {index} is not an evaluation.executor.Job: {type(job).__name__}")
             limits = job.limits or ex.limits
-            tkeys = [_test_key(test) for test in job.tests]
+            suite = self.suite(job.tests)
+            tkeys = suite.keys
             use_behaviour = _uses_behaviour_key(job)
             program_key = sharing_key(job)  # behaviour keys are cached
             key: tuple[Any, ...] = (program_key, limits, bool(job.measure_coverage), job.isolation)
@@ -239,7 +299,7 @@ class _Plan:
                     args_blob = marshal.dumps(job.judge_args)
                 except ValueError:
                     raise TypeError(f"job {index}: judge_args must be plain data") from None
-                key += (job.judge, args_blob, tuple(tkeys))
+                key += (job.judge, args_blob, suite.key)
             unit = self.units.get(key)
             if unit is not None and unit.sent:
                 if all(t in unit.test_pos for t in tkeys):
@@ -261,17 +321,20 @@ class _Plan:
                 ex._next_unit += 1
                 self.units[key] = unit
                 fresh.append(unit)
+            if not unit.tests:  # a new unit: the suite's layout as it is
+                unit.tests = list(suite.wire)
+                unit.expected = list(suite.expected)
+                unit.test_pos = dict(suite.pos_of)
+                unit.jobs.append((index, job, suite.positions))
+                continue
             positions = []
-            for test, tkey in zip(job.tests, tkeys):
+            for i, tkey in enumerate(tkeys):
                 pos = unit.test_pos.get(tkey)
                 if pos is None:
                     pos = len(unit.tests)
                     unit.test_pos[tkey] = pos
-                    if isinstance(test, AssertTest):
-                        unit.tests.append(("a", test.source, test.entry_point))
-                    else:
-                        unit.tests.append(("c", test.entry_point, tuple(test.args)))
-                    unit.expected.append(test.expected if isinstance(test, CallTest) else None)
+                    unit.tests.append(suite.wire[suite.positions[i]])
+                    unit.expected.append(suite.expected[suite.positions[i]])
                 positions.append(pos)
             unit.jobs.append((index, job, positions))
         return fresh, late
@@ -346,9 +409,9 @@ class Executor:
             self._sel.close()
             self._sel = None
         if self._scratch_root:
-            import shutil
+            from evaluation.executor.scratch import remove_tree
 
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            remove_tree(self._scratch_root)  # iterative: a program's deep tree cannot make it fail
             self._scratch_root = ""
 
     def __enter__(self) -> Executor:

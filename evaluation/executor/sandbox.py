@@ -3,17 +3,26 @@
 Each worker process prepares once (at start) what can be prepared once, and every child it
 forks applies it in a few microseconds:
 
-* **namespaces**: the worker unshares a user and a network namespace for itself at start
-  (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children inherit them:
-  no network interface but a downed loopback, and no capabilities over the host's objects.
+* **namespaces**: the worker unshares a user, a network, an IPC and a mount namespace for
+  itself at start (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children
+  inherit them: no network interface but a downed loopback, no System V or POSIX IPC object of
+  the host, no capabilities over the host's objects. In the mount namespace the worker's scratch
+  directory is a private tmpfs (:data:`SCRATCH_TMPFS`: bounded in size and files, gone with the
+  worker, quick to empty whatever a program left in it), invisible to every other process. The
+  worker's zygote is PID 1 of a PID namespace of its own (:mod:`evaluation.executor.forkserver`).
 * **seccomp** (pyseccomp/libseccomp): the filter is compiled once to BPF (in a helper forked
   by the worker, which never imports pyseccomp itself) and loaded per child with
   ``prctl(PR_SET_SECCOMP)``. It denies process creation (fork, vfork, clone without
-  ``CLONE_THREAD``; threads are allowed), execve, sockets other than AF_UNIX, signals to
-  any process but the child itself (the child's pid is patched into the compiled
-  BPF in place of a sentinel), ptrace, io_uring, namespace and mount calls.
-* **Landlock** (raw syscalls via ctypes): reads only below Python's own prefixes and
-  ``sys.path`` entries and a few device files; writes only in the private scratch directory;
+  ``CLONE_THREAD``; threads are allowed), execve, every ``socket()`` (so no path, abstract or
+  network socket can be reached: ``connect``, ``bind`` and ``listen`` are denied too; only
+  ``socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET)`` is left, connected to nothing but
+  itself), signals to any process but the child itself (the child's pid is patched into the
+  compiled BPF in place of a sentinel), ptrace, io_uring, namespace and mount calls.
+* **Landlock** (raw syscalls via ctypes): reads only what a program needs to import (the
+  standard library, the site-packages directories, the executor's own package, the shared
+  libraries in ``/usr/lib`` and ``/lib``; :func:`_landlock_read_paths`; not the repository,
+  the working directory or the user's files) and a few device files; writes only in the
+  private scratch directory;
   no TCP bind/connect (ABI >= 4); no signals or abstract unix sockets leaving the domain
   (ABI >= 6).
 * **rlimits**: address space, CPU seconds, file size, open files, no core dumps.
@@ -35,13 +44,21 @@ from typing import Any
 
 __all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "MECHANISMS"]
 
-MECHANISMS = ("user_namespace", "network_namespace", "seccomp", "landlock", "rlimits")
+MECHANISMS = ("user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp", "landlock",
+              "rlimits")
 """Every isolation mechanism the executor tries, in the order they are reported."""
-DISABLEABLE = frozenset({"user_namespace", "network_namespace", "seccomp", "landlock"})
+DISABLEABLE = frozenset({"user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp",
+                         "landlock"})
 """Mechanisms a caller may switch off (``Executor(disable=...)``); rlimits always apply."""
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+SCRATCH_TMPFS = "size=256m,nr_inodes=65536,mode=0700"
+"""Options of a worker's private scratch tmpfs: what every program of the worker may keep in
+files at once (256 MiB of memory, 65,536 files and directories); past it, ENOSPC."""
 _CLONE_THREAD = 0x00010000
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
@@ -131,29 +148,33 @@ class Prepared:
     """The ctypes view of :attr:`seccomp_prog` that the pointer refers to (kept alive)."""
     no_new_privs: bool = False
     """``PR_SET_NO_NEW_PRIVS`` was set in the worker (inherited by every child)."""
+    disabled: frozenset[str] = frozenset()
+    """Mechanisms the caller switched off."""
 
 
 def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _unshare_namespaces(libc: Any, disable: frozenset[str] = frozenset()) -> tuple[Mechanism, Mechanism]:
+def _unshare_namespaces(libc: Any, scratch: str, disable: frozenset[str] = frozenset()) -> dict[str, Mechanism]:
+    """Unshare the worker's user, network, IPC and mount namespaces (what ``disable`` leaves),
+    and mount its private scratch tmpfs; one :class:`Mechanism` per namespace."""
     uid, gid = os.geteuid(), os.getegid()
     off = "disabled by the caller"
-    if disable >= {"user_namespace", "network_namespace"}:
-        return (Mechanism(name="user_namespace", active=False, detail=off),
-                Mechanism(name="network_namespace", active=False, detail=off))
-    if "user_namespace" in disable:
-        ok = libc.unshare(_CLONE_NEWNET) == 0
-        return (Mechanism(name="user_namespace", active=False, detail=off),
-                Mechanism(name="network_namespace", active=ok,
-                          detail="unshare(CLONE_NEWNET): no interfaces up" if ok else os.strerror(ctypes.get_errno())))
-    if "network_namespace" in disable:
-        ok = libc.unshare(_CLONE_NEWUSER) == 0
-        return (Mechanism(name="user_namespace", active=ok,
-                          detail="unshare(CLONE_NEWUSER) in the worker" if ok else os.strerror(ctypes.get_errno())),
-                Mechanism(name="network_namespace", active=False, detail=off))
-    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
+    want_user = "user_namespace" not in disable
+    want_net = "network_namespace" not in disable
+    want_mount = want_user and "mount_namespace" not in disable
+    flags = (_CLONE_NEWUSER | _CLONE_NEWIPC if want_user else 0) | (_CLONE_NEWNET if want_net else 0) \
+        | (_CLONE_NEWNS if want_mount else 0)
+    done = 0
+    err = ""
+    if flags and libc.unshare(flags) == 0:
+        done = flags
+    elif flags:
+        err = os.strerror(ctypes.get_errno())
+        if want_net and libc.unshare(_CLONE_NEWNET) == 0:
+            done = _CLONE_NEWNET
+    if done & _CLONE_NEWUSER:
         # Map our uid/gid to themselves so file ownership looks normal; failure is harmless.
         for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
                            ("/proc/self/gid_map", f"{gid} {gid} 1")):
@@ -162,15 +183,23 @@ def _unshare_namespaces(libc: Any, disable: frozenset[str] = frozenset()) -> tup
                     fh.write(text)
             except OSError:
                 pass
-        return (Mechanism(name="user_namespace", active=True, detail="unshare(CLONE_NEWUSER) in the worker"),
-                Mechanism(name="network_namespace", active=True, detail="unshare(CLONE_NEWNET): no interfaces up"))
-    err_user = os.strerror(ctypes.get_errno())
-    if libc.unshare(_CLONE_NEWNET) == 0:
-        return (Mechanism(name="user_namespace", active=False, detail=f"unshare(CLONE_NEWUSER): {err_user}"),
-                Mechanism(name="network_namespace", active=True, detail="unshare(CLONE_NEWNET): no interfaces up"))
-    err_net = os.strerror(ctypes.get_errno())
-    return (Mechanism(name="user_namespace", active=False, detail=f"unshare(CLONE_NEWUSER): {err_user}"),
-            Mechanism(name="network_namespace", active=False, detail=f"unshare(CLONE_NEWNET): {err_net}"))
+    found = {
+        "user_namespace": Mechanism(name="user_namespace", active=bool(done & _CLONE_NEWUSER),
+                                    detail="unshare(CLONE_NEWUSER | CLONE_NEWIPC) in the worker" if done & _CLONE_NEWUSER
+                                    else off if not want_user else f"unshare(CLONE_NEWUSER): {err}"),
+        "network_namespace": Mechanism(name="network_namespace", active=bool(done & _CLONE_NEWNET),
+                                       detail="unshare(CLONE_NEWNET): no interfaces up" if done & _CLONE_NEWNET
+                                       else off if not want_net else f"unshare(CLONE_NEWNET): {err}"),
+    }
+    detail = off if "mount_namespace" in disable else "needs the user namespace"
+    mounted = False
+    if done & _CLONE_NEWNS:
+        libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None)  # nothing we mount propagates out
+        mounted = libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, SCRATCH_TMPFS.encode()) == 0
+        detail = f"private tmpfs scratch ({SCRATCH_TMPFS})" if mounted else \
+            f"mount tmpfs: {os.strerror(ctypes.get_errno())}"
+    found["mount_namespace"] = Mechanism(name="mount_namespace", active=mounted, detail=detail)
+    return found
 
 
 def _compile_seccomp() -> tuple[bytes, tuple[int, ...]]:
@@ -190,8 +219,15 @@ def _compile_seccomp() -> tuple[bytes, tuple[int, ...]]:
     # glibc fall back to clone (it does so on ENOSYS).
     filt.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    # Sockets: AF_UNIX only (the network namespace and Landlock also stop TCP).
-    filt.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, 1))
+    # Sockets: none (so no path, abstract or network socket is reachable; the network namespace
+    # and Landlock also stop TCP). A connected pair of AF_UNIX stream sockets is left (asyncio's
+    # self-pipe): it reaches nothing but itself. Datagram pairs could send to a path.
+    eacces = sc.ERRNO(errno.EACCES)
+    for name in ("socket", "connect", "bind", "listen"):
+        filt.add_rule(eacces, name)
+    filt.add_rule(eacces, "socketpair", sc.Arg(0, sc.NE, 1))
+    filt.add_rule(eacces, "socketpair", sc.Arg(1, sc.MASKED_EQ, 0xF, 2))  # SOCK_DGRAM
+    filt.add_rule(eacces, "socketpair", sc.Arg(1, sc.MASKED_EQ, 0xF, 3))  # SOCK_RAW
     # Signals: only to the child itself.
     filt.add_rule(eperm, "kill", sc.Arg(0, sc.NE, _PID_SENTINEL))
     filt.add_rule(eperm, "tgkill", sc.Arg(0, sc.NE, _PID_SENTINEL))
@@ -250,12 +286,34 @@ def _compile_seccomp_in_helper() -> tuple[bytes, tuple[int, ...]]:
 
 
 def _landlock_read_paths() -> tuple[str, ...]:
-    paths: set[str] = set()
-    for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path,
-              "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo",
-              "/dev/null", "/dev/zero", "/dev/urandom", "/etc/localtime"]:
-        if not p:
+    """What a child may read: what a program needs to import, and nothing else of the machine's.
+
+    The standard library and the site-packages directories (the interpreter's and the
+    environment's, from :mod:`sysconfig`, and every ``sys.path`` entry below one of Python's
+    prefixes or named ``site-packages``/``dist-packages``), the executor's own package (for what
+    it imports lazily), the shared libraries (``/usr/lib*``, ``/lib*``), time zones and three
+    device files. Not: other ``sys.path`` entries (the repository the worker was started from is
+    one, with its ``pyproject.toml``, data and ``.git``), the working directory, the user's home."""
+    import sysconfig
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    candidates: list[str] = []
+    for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        scheme = sysconfig.get_paths(vars=scheme_vars) if scheme_vars else sysconfig.get_paths()
+        candidates += [scheme[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in scheme]
+    for entry in sys.path:
+        if not entry:
             continue
+        real = os.path.realpath(entry)
+        base = os.path.basename(real)
+        under_prefix = any(real == p or real.startswith(p + os.sep) for p in prefixes if p != "/")
+        if base in ("site-packages", "dist-packages") or (under_prefix and "lib" in real.split(os.sep)):
+            candidates.append(real)
+    candidates += [here, os.path.join(os.path.dirname(here), "__init__.py"), "/usr/lib", "/usr/lib64", "/lib", "/lib64",
+                   "/usr/share/zoneinfo", "/dev/null", "/dev/zero", "/dev/urandom", "/etc/localtime"]
+    paths: set[str] = set()
+    for p in candidates:
         real = os.path.realpath(p)
         if real == "/" or not os.path.exists(real):
             continue
@@ -277,7 +335,7 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
     ``disable`` names mechanisms (of :data:`DISABLEABLE`) to leave off, for debugging and for
     testing the degraded paths.
     """
-    prepared = Prepared()
+    prepared = Prepared(disabled=frozenset(disable))
     prepared.libc = _libc()
     try:
         prepared.libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE: resolves and warms the ctypes call path
@@ -290,13 +348,10 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
     except Exception:  # noqa: BLE001
         pass
     try:
-        libc = _libc()
-        user, net = _unshare_namespaces(libc, disable)
+        prepared.mechanisms.update(_unshare_namespaces(_libc(), scratch, disable))
     except Exception as exc:  # noqa: BLE001 - degrade, never crash
-        user = Mechanism(name="user_namespace", active=False, detail=f"probe failed: {exc}")
-        net = Mechanism(name="network_namespace", active=False, detail=f"probe failed: {exc}")
-    prepared.mechanisms["user_namespace"] = user
-    prepared.mechanisms["network_namespace"] = net
+        for name in ("user_namespace", "network_namespace", "mount_namespace"):
+            prepared.mechanisms[name] = Mechanism(name=name, active=False, detail=f"probe failed: {exc}")
     try:
         if "seccomp" in disable:
             raise RuntimeError("disabled by the caller")
@@ -308,7 +363,7 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
         prepared.mechanisms["seccomp"] = Mechanism(
             name="seccomp", active=True,
             detail=f"BPF filter of {len(prepared.seccomp_bpf) // 8} instructions: no fork/exec/"
-                   "inet sockets/foreign signals; threads allowed")
+                   "sockets but a connected unix pair/foreign signals; threads allowed")
     except Exception as exc:  # noqa: BLE001
         prepared.mechanisms["seccomp"] = Mechanism(name="seccomp", active=False, detail=f"unavailable: {exc}")
     try:

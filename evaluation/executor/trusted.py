@@ -237,6 +237,10 @@ def _ineligible(nodes: list[ast.AST], entry_point: str) -> str:
                     return f"expression {type(node).__name__}"
                 if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
                     return f"attribute {node.attr}"
+                # Every store target alike: an assignment's, a for loop's, a comprehension's,
+                # a starred one's (a comprehension target once rebound an allowed module's function).
+                if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                    return "assignment to an attribute"
                 if isinstance(node, ast.Name):
                     (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
             elif isinstance(node, ast.alias):

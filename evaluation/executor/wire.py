@@ -1,11 +1,11 @@
-"""Framing and plain-data encoding between the executor's parent, workers and children.
+"""Framing between the executor's processes, and short descriptions of errors and values.
 
-Frames are a 4-byte little-endian length followed by a :mod:`marshal` payload. marshal is
-fast and round-trips exactly the plain types the executor promises (None, bool, int, float
-incl. nan/inf/-0.0, complex, str, bytes, tuple, list, dict, set, frozenset), with tuples and
-sets kept as such. Nothing a child sends is ever unpickled: the worker decodes a child's
-frames with :func:`loads_plain`, which caps the size and rejects every non-plain type
-(marshal can also carry code objects; those are refused).
+Frames are a 4-byte little-endian length followed by a payload. Between the trusted processes
+(parent, workers, fork servers) the payload is :mod:`marshal`. A child's messages to its worker
+have a fixed binary schema of their own (:mod:`evaluation.executor.protocol`); the *values* in
+them are decoded by :mod:`evaluation.executor.plain` (within limits; re-exported here), never by
+``marshal.loads`` alone. :func:`short_repr` describes a value for a verdict's detail at a cost
+bounded by the text it returns.
 """
 
 from __future__ import annotations
@@ -16,8 +16,23 @@ import reprlib
 import struct
 from typing import Any
 
-__all__ = ["HEADER", "frame", "loads_plain", "is_plain", "NotPlain", "read_size", "PROGRAM_FILENAME",
-           "DETAIL_CHARS", "exception_detail", "short_repr", "read_exact"]
+from evaluation.executor.plain import (  # re-exported: the decoders lived here
+    CONTAINERS as _CONTAINERS,
+    MAX_DEPTH as MAX_DEPTH,
+    MAX_ELEMENTS as MAX_ELEMENTS,
+    MAX_SAME_HASH as MAX_SAME_HASH,
+    SCALARS as _SCALARS,
+    SMALL_BLOB as SMALL_BLOB,
+    NotPlain as NotPlain,
+    is_plain as is_plain,
+    loads_plain as loads_plain,
+    measure as measure,
+)
+from evaluation.executor.plain_pickle import loads_plain_pickle as loads_plain_pickle
+
+__all__ = ["HEADER", "frame", "loads_plain", "loads_plain_pickle", "is_plain", "measure", "NotPlain", "read_size",
+           "PROGRAM_FILENAME", "DETAIL_CHARS", "exception_detail", "short_repr", "read_exact", "MAX_DEPTH",
+           "MAX_ELEMENTS", "MAX_SAME_HASH", "SMALL_BLOB"]
 
 HEADER = struct.Struct("<I")
 """Length prefix of every frame."""
@@ -31,20 +46,16 @@ PROGRAM_FILENAME = "<program>"
 in the parent, which compiles a program that does not parse to report the same error."""
 DETAIL_CHARS = 300
 """Characters of an error's text kept in a test's ``detail``."""
+
+
 # Bound at import, before any program runs: a child calls exception_detail after untrusted
 # code has had the chance to patch the ``builtins`` module (as in the worker).
 _type, _isinstance, _str, _BaseException = type, isinstance, str, BaseException
 
-_PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
-_PLAIN_CONTAINERS = (tuple, list, set, frozenset)
-
-
-class NotPlain(ValueError):
-    """A value is not plain data (or is too large / too deep to accept)."""
 
 
 def frame(obj: Any) -> bytes:
-    """Encode ``obj`` (plain data) as one length-prefixed frame."""
+    """Encode ``obj`` (plain data) as one length-prefixed marshal frame (trusted processes)."""
     payload = marshal.dumps(obj)
     return HEADER.pack(len(payload)) + payload
 
@@ -80,31 +91,8 @@ def exception_detail(exc: BaseException) -> str:
     return text[:DETAIL_CHARS]
 
 
-def is_plain(value: Any, *, depth: int = 0) -> bool:
-    """True when ``value`` is built only from exact plain builtin types (no subclasses)."""
-    if depth > 200:
-        return False
-    tp = type(value)
-    if tp in _PLAIN_SCALARS:
-        return True
-    if tp in _PLAIN_CONTAINERS:
-        return all(is_plain(v, depth=depth + 1) for v in value)
-    if tp is dict:
-        return all(is_plain(k, depth=depth + 1) and is_plain(v, depth=depth + 1) for k, v in value.items())
-    return False
-
-
-def loads_plain(data: bytes, *, max_bytes: int) -> Any:
-    """Decode marshal bytes a child produced; raise :class:`NotPlain` unless plain and small."""
-    if len(data) > max_bytes:
-        raise NotPlain(f"value of {len(data)} bytes exceeds the cap of {max_bytes}")
-    try:
-        value = marshal.loads(data)
-    except Exception as exc:  # noqa: BLE001 - malformed data of any kind
-        raise NotPlain(f"undecodable value: {type(exc).__name__}") from None
-    if not is_plain(value):
-        raise NotPlain(f"non-plain value of type {type(value).__name__}")
-    return value
+# ---------------------------------------------------------------------------------------------
+# Describing a value
 
 
 class _BoundedRepr(reprlib.Repr):
@@ -126,15 +114,29 @@ class _BoundedRepr(reprlib.Repr):
 
 
 _BOUNDED = _BoundedRepr()
+_LONG_TEXT = 1 << 16
+_SHORT_REPR = frozenset({type(None), bool, int, float, complex})
 
 
 def short_repr(value: Any, limit: int = 200) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for a verdict's detail, that never raises:
-    where ``repr`` fails (an int of more than 4,300 digits, a nesting deeper than the recursion
-    limit, a hostile ``__repr__``), a bounded description instead (:mod:`reprlib`), so that no
-    value a program returns can cost the harness more than a short text."""
+    """``repr(value)`` cut to ``limit`` characters, for a verdict's detail, that never raises
+    and never costs much more than the text it returns: plain data is printed piece by piece
+    until ``limit`` characters (a value of a million elements, or one that shares its parts,
+    costs ``limit`` characters, not its size); elsewhere, where ``repr`` fails (an int of more
+    than 4,300 digits, nesting deeper than the recursion limit, a hostile ``__repr__``), a
+    bounded description instead (:mod:`reprlib`)."""
+    tp = type(value)
+    if tp in _SHORT_REPR or ((tp is list or tp is tuple) and len(value) <= 64 and set(map(type, value)) <= _SHORT_REPR):
+        try:  # the common case, at C speed: a number, or a short flat list of numbers
+            return repr(value)[:limit]
+        except ValueError:  # an int of more than 4,300 digits
+            pass
+    out: list[str] = []
     try:
-        return repr(value)[:limit]
+        _emit(value, out, [limit], 0)
+        return "".join(out)[:limit]
+    except _Unprintable:
+        pass
     except BaseException:  # noqa: BLE001 - ValueError, RecursionError, MemoryError, anything
         pass
     try:
@@ -142,3 +144,64 @@ def short_repr(value: Any, limit: int = 200) -> str:
     except BaseException:  # noqa: BLE001
         text = "<a value whose repr failed>"
     return text[:limit]
+
+
+class _Unprintable(Exception):
+    """short_repr's piecewise printer met something other than plain data."""
+
+
+def _emit(value: Any, out: list[str], budget: list[int], level: int) -> None:
+    """Append ``repr(value)``'s text to ``out`` until ``budget[0]`` characters are spent."""
+    if budget[0] <= 0:
+        return
+    tp = type(value)
+    if tp in _SCALARS or tp is bytearray:
+        if (tp is str or tp is bytes or tp is bytearray) and len(value) > _LONG_TEXT:
+            text = repr(value[:_LONG_TEXT])  # the full repr's prefix, but for a quote chosen by more text
+        else:
+            text = repr(value)
+        out.append(text)
+        budget[0] -= len(text)
+        return
+    if level > 100 or tp not in _CONTAINERS:
+        raise _Unprintable
+    if tp is list:
+        opener, closer, items = "[", "]", value
+    elif tp is tuple:
+        opener, closer, items = "(", ",)" if len(value) == 1 else ")", value
+    elif tp is dict:
+        opener, closer, items = "{", "}", None
+    elif not value:
+        out.append(f"{tp.__name__}()")
+        budget[0] -= len(out[-1])
+        return
+    elif tp is set:
+        opener, closer, items = "{", "}", value
+    else:
+        opener, closer, items = "frozenset({", "})", value
+    out.append(opener)
+    budget[0] -= len(opener)
+    first = True
+    if items is None:
+        for k, v in value.items():
+            if budget[0] <= 0:
+                return
+            if not first:
+                out.append(", ")
+                budget[0] -= 2
+            first = False
+            _emit(k, out, budget, level + 1)
+            out.append(": ")
+            budget[0] -= 2
+            _emit(v, out, budget, level + 1)
+    else:
+        for item in items:
+            if budget[0] <= 0:
+                return
+            if not first:
+                out.append(", ")
+                budget[0] -= 2
+            first = False
+            _emit(item, out, budget, level + 1)
+    out.append(closer)
+    budget[0] -= len(closer)

@@ -1,39 +1,40 @@
 """A long-lived executor worker: receives units (one program + its distinct tests), runs
-each in a sandboxed forked child, and streams the results back to the parent.
+each in sandboxed children, judges what they report, and streams the results back.
 
-Protocol (stdin/stdout of the worker, :func:`evaluation.executor.wire.frame` frames):
+Protocol with the parent (stdin/stdout of the worker, :func:`evaluation.executor.wire.frame`
+frames, marshal: both sides are trusted):
 
 * worker -> parent, once at start: ``("H", {mechanism: (active, detail)}, pid)``.
-* parent -> worker: a unit dict (see :func:`_run_unit`); ``None`` asks the worker to exit.
+* parent -> worker: a unit dict (see :meth:`_Worker.run_unit`), followed for a judged unit by a
+  frame of its expected values; ``None`` asks the worker to exit.
 * worker -> parent: ``("R", unit_id, results, load_error, load_arcs, stats)`` where each
   result is ``(outcome, value, duration, detail, arcs)``.
 
-Per unit the worker forks one child (from this warm process: test code objects are compiled
-here once and inherited; :mod:`evaluation.executor.template`), which applies the sandbox, loads the program once and runs the
-tests in order, writing one frame per finished test to a private pipe. A test's deadline is
-CPU time: the child ends a test that used it up itself (``ITIMER_PROF``) and goes on, so
-outcomes do not depend on the machine's load; the worker kills the child's process group
-(SIGKILL: a child can ignore signals, but not that) when a test has not ended within a wall-
-clock backstop (:func:`_wall_backstop`). When a child dies or is killed, the test it was
-running is marked (TIMEOUT, or ERROR for a crash) and the tests after it run in a fresh child.
-What the child runs, and how tests are prepared for it, is :mod:`evaluation.executor.child`.
+Per unit the worker has its **zygote** fork a child (:mod:`evaluation.executor.forkserver`; the
+zygote holds nothing of any program or test) and sends the child the unit over a pipe: the
+program, and per test only what the child must run (:mod:`evaluation.executor.child`). The
+child loads the program once and runs the tests in order, writing one message per finished test
+to its result pipe. The worker trusts none of it as it comes (:mod:`evaluation.executor.protocol`:
+a fixed schema, the order of a session, the statuses each kind of test may report; anything else
+is a protocol violation, that program's error), decodes values within fixed limits
+(:func:`evaluation.executor.wire.loads_plain`), and judges: comparisons and judged calls here,
+recorded tests in a fresh checker process (:mod:`evaluation.executor.checker`). For tests
+checked in trusted code a pass never comes from the child. The expected values of judged units
+(the HumanEval+ evaluator) reach the worker only after the child was forked, and never leave it.
 
-Tests that name the function under test (``AssertTest.entry_point``) are checked in trusted
-code where :mod:`evaluation.executor.trusted` can: the child only evaluates the calls of that
-function (or runs the test with them recorded) and sends their values as plain data; the
-predicate is applied here, or the test is re-run against the recorded calls in the sandboxed
-checker process (:mod:`evaluation.executor.checker`), so patched modules and builtins, lying
-dunder methods or a hijacked ``sys.exit`` cannot forge a pass: for these tests a pass never
-comes from the child. For other tests of the shape ``assert <expr> == <literal>`` (also
-``!=``, and ``is``/``is not`` with None/True/False) the child evaluates ``<expr>`` and the
-comparison happens here; everything else runs whole in the child.
+A test's deadline is CPU time, ended by the child itself (``ITIMER_PROF``); the worker also ends
+a test whose waiting time (asleep, blocked) or CPU time past the child's alarm reaches its limit
+(:mod:`evaluation.executor.watch`), and kills a child through its pidfd. When a child dies or is
+killed, the test it was running is marked (TIMEOUT, or ERROR for a crash) and the tests after it
+run in a fresh child.
 
-Longer than 500 lines: the worker loop is one class (:class:`_Worker`, ~460 lines) whose forking,
-reading and judging of a unit's children share that unit's state.
+Longer than 500 lines: one child's session (:class:`_ChildRun`) and the unit's passes over its
+children (:class:`_Worker`) share that unit's state.
 """
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import marshal
 import os
@@ -46,32 +47,38 @@ from typing import Any
 
 from evaluation.executor import sandbox, trusted
 from evaluation.executor.checker import Checker
-from evaluation.executor.child import (
-    _DEVNULL_STDIN,
-    _K_CALL,
-    _K_CMP,
-    _K_REC,
-    _K_RVAL,
-    _K_VAL,
-    _S_ERROR,
-    _S_FAILED,
-    _S_J_ERROR,
-    _S_J_FAILED,
-    _S_J_PASSED,
-    _S_PASSED,
-    _S_RECORD,
-    _S_TIMEOUT,
-    _S_VALUE,
-    PROGRAM_MODULE as PROGRAM_MODULE,  # re-exported: public here before the split
-    _analyze_assert,
-    _analyze_trusted,
+from evaluation.executor.child import PROGRAM_MODULE as PROGRAM_MODULE  # re-exported: public here before the split
+from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, start_zygote
+from evaluation.executor.prepare import _analyze_assert, _analyze_trusted
+from evaluation.executor.protocol import (
+    K_BAD,
+    K_CALL,
+    K_CMP,
+    K_CMP_LIT,
+    K_REC,
+    K_RVAL,
+    K_VAL,
+    S_ERROR,
+    S_FAILED,
+    S_J_ERROR,
+    S_J_FAILED,
+    S_J_PASSED,
+    S_NONPLAIN,
+    S_PASSED,
+    S_RECORD,
+    S_TIMEOUT,
+    S_VALUE,
+    SOURCE_KINDS,
+    ProtocolViolation,
+    Session,
+    decode,
 )
+from evaluation.executor.scratch import empty_dir, make_scratch, remove_tree
 from evaluation.executor.template import (  # HEAVY_MODULES: re-exported, public here before the split
     _HEAVY_IMPORT,
     HEAVY_MODULES as HEAVY_MODULES,
-    _fork_child,
-    _Template,
 )
+from evaluation.executor.watch import Clock, ProcStat, cpu_backstop, outer_pid, wall_backstop
 from evaluation.executor.wire import (
     DETAIL_CHARS as _DETAIL_CHARS,
     HEADER,
@@ -89,30 +96,15 @@ __all__ = ["main", "OUTCOME_CODES"]
 OUTCOME_CODES = ("passed", "failed", "error", "timeout")
 """Wire codes of :class:`evaluation.records.Outcome`, by index."""
 _PASSED, _FAILED, _ERROR, _TIMEOUT = range(4)
-_JUDGED = {_S_J_PASSED: _S_PASSED, _S_J_FAILED: _S_FAILED, _S_J_ERROR: _S_ERROR}
-_TRUSTED_STATUSES = {_K_VAL: (_S_VALUE, _S_FAILED, _S_ERROR), _K_RVAL: (_S_RECORD, _S_FAILED, _S_ERROR),
-                     _K_REC: (_S_RECORD, _S_FAILED, _S_ERROR)}
-"""What a child may answer for a test checked in trusted code: never a verdict of its own."""
+_TRUSTED_KINDS = frozenset({K_VAL, K_RVAL, K_REC})
+_SHARED_KINDS = frozenset({K_CMP, K_VAL, K_RVAL})
 _CACHE_SIZE = 1024
 """Compiled tests a worker keeps per generation (two generations). Jobs come grouped by task,
-so older tests are rarely asked for again; an unbounded cache grew each worker from 9 to 21 MB
-over CodeT's matrix, and every fork copies the page tables of all of it."""
-_WALL_FACTOR = 10.0
-_WALL_GRACE = 0.5
-_WALL_SLACK_MAX = 60.0
-"""A test's deadline is CPU time, enforced by the child itself (``ITIMER_PROF``; see
-:func:`evaluation.executor.child._child_main`): on a loaded machine a program gets less of the CPU per second of wall
-time, and a wall-clock deadline made outcomes depend on the load (a resumed ``rerank`` run
-beside another heavy job differed from a quiet one). The worker kills a child that has not
-ended the test within ``deadline x 10 + 0.5 s`` of wall time (at most 60 s more than the
-deadline): a program that sleeps or blocks, swallows or blocks the signal, or spins in C code
-where the signal cannot interrupt it. Only those few outcomes still depend on wall time."""
-
-
-def _wall_backstop(deadline: float) -> float:
-    """Wall seconds after which the worker kills a child whose test has a CPU ``deadline``."""
-    return deadline + min(deadline * (_WALL_FACTOR - 1.0) + _WALL_GRACE, _WALL_SLACK_MAX)
+so older tests are rarely asked for again."""
 _FRAME_OVERHEAD = 64 * 1024
+_PIPE_SIZE = 1 << 20
+"""Capacity asked for a child's pipes (``F_SETPIPE_SZ``): the unit fits at once, and a child
+writing its results rarely waits for the worker to read them."""
 
 
 def _compare(opname: str, value: Any, literal: Any) -> bool:
@@ -146,12 +138,38 @@ def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tu
     return _FAILED, value, dt, f"AssertionError: got {short_repr(value)}", arcs
 
 
+@dataclass
+class _Run:
+    """Bookkeeping of one unit's children (internal)."""
+
+    children: int = 0
+    restarts: int = 0
+    shared: int = 0
+    load_error: str = ""
+    load_detail: str = ""
+    load_arcs: Any = None
+    warnings: list[str] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
+    t0: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Outcome:
+    """What one child's session came to (internal)."""
+
+    loaded: bool = False
+    load_error: str = ""
+    load_arcs: Any = None
+    unfinished: list[int] = field(default_factory=list)
+    warning: str = ""
+
+
 class _Worker:
-    """The worker's state: the sandbox preparation and a cache of compiled tests."""
+    """The worker's state: the sandbox preparation, its fork servers, a cache of compiled tests."""
 
     def __init__(self) -> None:
         root = os.environ.get("TESTGEN_SCRATCH_ROOT") or None  # the parent removes it on close
-        self.scratch = _make_scratch(root if root and os.path.isdir(root) else None)
+        self.scratch = make_scratch(root if root and os.path.isdir(root) else None)
         disable = frozenset(x for x in os.environ.get("TESTGEN_SANDBOX_DISABLE", "").split(",") if x)
         self.prep = sandbox.prepare(scratch=self.scratch, disable=disable)
         # Children inherit a minimal environment (no secrets of the caller's), prepared once.
@@ -160,25 +178,63 @@ class _Worker:
                            "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                            # numeric libraries start no thread pools (in a child, or before a fork)
                            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-        self.cache: dict[str, tuple[int, Any, Any]] = {}
+        self.state = ServerState(self.scratch, self.prep)
+        self.zygote = start_zygote(self.state)
+        self.prep.mechanisms["pid_namespace"] = sandbox.Mechanism(
+            name="pid_namespace", active=self.zygote.pid_namespace,
+            detail="children forked by a zygote that is PID 1 of its own PID namespace: all die with it"
+            if self.zygote.pid_namespace else "unavailable: children are killed one by one, through their pidfds")
+        self.cache: dict[Any, tuple[int, Any, Any]] = {}
         """Compiled assert tests by source: the newest, at most :data:`_CACHE_SIZE`..."""
-        self.older: dict[str, tuple[int, Any, Any]] = {}
+        self.older: dict[Any, tuple[int, Any, Any]] = {}
         """... and the generation before (hits move back to :attr:`cache`)."""
         self.analyzed = False
         """A test was compiled since :meth:`prepare_tests` last collected garbage."""
-        self.coverage: Any = None
         self.judge_factories: dict[str, Any] = {}
         self.read_frame: Any = None
         """Reads the next frame from the parent (set by :func:`main`): a judged unit's
         expected values, read only once its child has been forked."""
         self.judge: Any = None
         self.expected: list[Any] | None = None
-        self.template: _Template | None = None
+        self.template: ForkServer | None = None
         self.template_failures = 0
-        self.checker: Checker | None = None
-        """The trusted checker process (started on first need)."""
+        self.checker = Checker(self.live_zygote)
+        """The worker's way to its trusted checkers."""
         self.records: dict[int, bytes] = {}
         """The current unit's recorded calls, by test, for the checker."""
+        self.values: dict[int, Any] = {}
+        self.rerun: set[int] = set()
+        """Comparison tests to run again, with their literal (see :meth:`run_unit`)."""
+        self.nonplain: dict[int, str] = {}
+        """Comparison tests whose value was not plain data: the child's description of it."""
+        self.deadlines_hit = 0
+        self.shortened_hits = 0
+        self.coverage_gaps = 0
+        self.last_output = ""
+
+    def servers(self) -> list[ForkServer]:
+        return [s for s in (self.zygote, self.template, self.checker.template) if s is not None]
+
+    def close(self) -> None:
+        """Stop the fork servers (with the zygote, every process the worker started dies)."""
+        self.checker.close()
+        if self.template is not None:
+            self.template.close()
+        self.zygote.close()
+        remove_tree(self.scratch)
+
+    def ensure_zygote(self) -> None:
+        """A new zygote if the current one died (its PID namespace, its templates and their
+        children went with it)."""
+        if self.zygote.exited():
+            self.zygote.close()
+            self.template = None
+            self.checker.template = None
+            self.zygote = start_zygote(self.state)
+
+    def live_zygote(self) -> ForkServer:
+        self.ensure_zygote()
+        return self.zygote
 
     def start_judge(self, unit: dict[str, Any]) -> None:
         """Read the unit's expected values (after the fork!) and build its judge."""
@@ -194,52 +250,35 @@ class _Worker:
             self.judge_factories[path] = factory
         self.judge = factory(unit["judge_args"])
 
-    def template_for(self, unit: dict[str, Any]) -> _Template | None:
+    def server_for(self, unit: dict[str, Any]) -> ForkServer:
         """The heavy-module template for a program that imports one of
-        :data:`evaluation.executor.template.HEAVY_MODULES`
-        (started on first need; None when it cannot run or the program does not need it)."""
+        :data:`evaluation.executor.template.HEAVY_MODULES` (started on first need), else the zygote."""
+        self.ensure_zygote()
         if unit["coverage"] or not _HEAVY_IMPORT.search(unit["program"]):
-            return None
-        if self.template is not None and not self.template.alive:
+            return self.zygote
+        if self.template is not None and self.template.exited():
+            self.template.close()
             self.template = None
         if self.template is None and self.template_failures < 3:
             try:
-                self.template = _Template(self)
+                self.template = self.zygote.sub_server("heavy")
             except OSError:
                 self.template_failures += 1
-        return self.template
-
-    def make_coverage(self) -> Any:
-        """A coverage.py tracer for ``scratch/program.py``, fully initialised here once.
-
-        coverage.py does its expensive set-up (configuration, stdlib and third-party path
-        detection) on the first ``start()``; doing that in the worker (a start/stop with
-        nothing traced) leaves each child only the collector's own start (~30 ms saved per
-        child)."""
-        import coverage
-
-        filename = os.path.join(self.scratch, "program.py")
-        cov = coverage.Coverage(branch=True, data_file=None, config_file=False, include=[filename])
-        cov.start()
-        cov.stop()
-        cov.erase()
-        return cov
+                self.ensure_zygote()
+        return self.template or self.zygote
 
     def prepare_tests(self, tests: list[tuple[Any, ...]]) -> list[tuple[int, Any, Any]]:
-        """Every test prepared; the garbage cycles that compiling leaves are collected now.
-
-        ``ast.literal_eval`` leaves ~50 objects in reference cycles per call (its nested
-        functions), and the fork that follows freezes every object (``gc.freeze``), garbage
-        included, for good: the worker grew by megabytes over CodeT's matrix."""
+        """Every test prepared; the garbage cycles that compiling leaves are collected now
+        (``ast.literal_eval`` leaves ~50 objects in reference cycles per call)."""
         prepared = [self.prepare_test(t) for t in tests]
         if self.analyzed:
-            gc.collect(1)  # young objects only: everything older is frozen
+            gc.collect(1)
             self.analyzed = False
         return prepared
 
     def prepare_test(self, test: tuple[Any, ...]) -> tuple[int, Any, Any]:
         if test[0] == "c":
-            return _K_CALL, None, None
+            return K_CALL, (test[1], tuple(test[2])), None
         source: str = test[1]
         entry_point = test[2] if len(test) > 2 else None
         key: Any = source if entry_point is None else (source, entry_point)
@@ -255,275 +294,55 @@ class _Worker:
             self.cache[key] = hit
         return hit
 
-    def clean_scratch(self) -> None:
-        import shutil
-
-        try:
-            entries = os.listdir(self.scratch)
-        except FileNotFoundError:
-            os.makedirs(self.scratch, mode=0o700, exist_ok=True)
-            return
-        for name in entries:
-            path = os.path.join(self.scratch, name)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, onerror=_chmod_and_retry)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-
-    def run_child(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int],
-                  results: list[Any]) -> tuple[bool, str, Any, list[int], str]:
-        """Fork one child for the tests in ``order``; fill ``results``.
-
-        Returns (loaded, load_error, load_arcs, unfinished tests, warning).
-        """
-        timeout, load_timeout = unit["limits"][0], unit["limits"][1]
-        value_bytes = unit["limits"][6]
-        shorten_after, short_timeout = unit["limits"][7], unit["limits"][8]
-        # The child ends its tests itself at the CPU deadline (no restart per timeout), and
-        # switches to the shortened one after as many timeouts as this worker counts here; the
-        # worker's kill stays as the wall-clock backstop for a child that does not.
-        shortens = bool(shorten_after) and short_timeout < timeout
-        shorten_in = max(shorten_after - self.deadlines_hit, 0) if shortens else -1
-        alarm = (float(timeout), float(short_timeout), shorten_in)
-        shortened = shorten_in == 0
-        if shortened:
-            timeout = short_timeout
-        kill_after = _wall_backstop(timeout)
-        max_frame = value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
-        self.clean_scratch()
-        self.last_output = ""
-        template = self.template_for(unit)
-        if template is not None:
-            pid, rfd = template.spawn(unit, order, alarm)
-        else:
-            pid, rfd = _fork_child(unit, prepared, order, self.scratch, self.prep, self.coverage, alarm=alarm)
-        judged = bool(unit.get("judge"))
-        if judged and self.expected is None:
-            try:
-                self.start_judge(unit)
-            except Exception as exc:  # noqa: BLE001 - a broken judge fails the unit, not the worker
-                self.judge = _BrokenJudge(f"judge {unit['judge']!r} failed to start: {_detail(exc)}")
-        stopped = False
-        buf = bytearray()
-        pos = 0  # index into order of the test running now
-        loaded: bool | None = None
-        load_error = ""
-        load_arcs: Any = None
-        warning = ""
-        done = False
-        deadline = time.monotonic() + _wall_backstop(load_timeout)  # the child's CPU alarm comes first
-        killed_for = ""
-        poller = select.poll()
-        poller.register(rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        try:
-            while not done:
-                wait = deadline - time.monotonic()
-                if wait <= 0:
-                    killed_for = "timeout"
-                    break
-                events = poller.poll(wait * 1000.0)
-                if not events:
-                    continue
-                chunk = os.read(rfd, read_size(buf, max_frame + 4))
-                if not chunk:
-                    break
-                buf += chunk
-                while len(buf) >= 4:
-                    (size,) = HEADER.unpack_from(buf, 0)
-                    if size > max_frame:
-                        killed_for = "oversized message"
-                        break
-                    if len(buf) < 4 + size:
-                        break
-                    payload = bytes(buf[4:4 + size])
-                    del buf[:4 + size]
-                    now = time.monotonic()
-                    try:
-                        msg = loads_plain(payload, max_bytes=max_frame)
-                    except NotPlain:
-                        killed_for = "malformed message"
-                        break
-                    tag = msg[0] if isinstance(msg, tuple) and msg else None
-                    if tag == "T" and loaded and pos < len(order) and len(msg) == 7 and msg[1] == order[pos]:
-                        if msg[2] == _S_TIMEOUT:
-                            res = self._timeout(timeout, shorten_after, shortened)
-                            if shortens and not shortened and self.deadlines_hit >= shorten_after:
-                                shortened, timeout = True, short_timeout  # as the child did
-                                kill_after = _wall_backstop(timeout)
-                        else:
-                            res = self._result(unit, prepared, msg, value_bytes)
-                        results[order[pos]] = res
-                        pos += 1
-                        deadline = now + kill_after
-                        if judged and res[0] != _PASSED:
-                            stopped = True  # a judged job ends at its first failure
-                            break
-                    elif tag == "L" and loaded is None and len(msg) == 4:
-                        loaded = bool(msg[1])
-                        load_error = str(msg[2])
-                        load_arcs = msg[3]
-                        deadline = now + kill_after
-                        if not loaded:
-                            done = True
-                    elif tag == "D" and loaded and pos == len(order) and len(msg) == 2:
-                        self.last_output = str(msg[1])
-                        done = True
-                    elif tag == "W":
-                        warning = f"sandbox mechanisms failed in child: {msg[1]}"
-                    else:
-                        killed_for = "protocol violation"
-                        break
-                if killed_for or stopped:
-                    break
-        finally:
-            os.close(rfd)
-            if not done or killed_for or stopped:
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-            status = template.wait(pid) if template is not None else os.waitpid(pid, 0)[1]
-        if loaded is None:
-            if killed_for == "timeout":
-                return False, f"timeout: loading took longer than {load_timeout}s", None, [], warning
-            return False, f"child died while loading the program ({_describe(status, killed_for)})", None, [], warning
-        if not loaded:
-            return False, load_error, load_arcs, [], warning
-        if stopped:
-            return True, "", load_arcs, order[pos:], warning
-        if pos < len(order):
-            i = order[pos]
-            if killed_for == "timeout":
-                results[i] = self._timeout(timeout, shorten_after, shortened)
-            else:
-                results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, killed_for)})", None)
-            return True, "", load_arcs, order[pos + 1:], warning
-        return True, "", load_arcs, [], warning
-
-    def _timeout(self, timeout: float, shorten_after: int, shortened: bool) -> tuple[int, Any, float, str, Any]:
-        """The result of a test that ran into its deadline (counted)."""
-        self.deadlines_hit += 1
-        self.shortened_hits += shortened
-        why = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
-        return (_TIMEOUT, None, timeout, f"timeout after {timeout}s{why}", None)
-
-    def _result(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
-                value_bytes: int) -> tuple[int, Any, float, str, Any]:
-        """The result of one test from the child's message; whatever the child sent (a value
-        the harness cannot handle included), an error of this test, never of the worker."""
-        if msg[6] is False:  # the function ran, and the tracer recorded no arc (see _child_main)
-            self.coverage_gaps += 1
-            msg = (*msg[:6], None)
-        try:
-            return self._judge_message(unit, prepared, msg, value_bytes)
-        except Exception as exc:  # noqa: BLE001 - e.g. MemoryError or RecursionError on a value
-            dt = msg[5] if isinstance(msg[5], float) else 0.0
-            return _ERROR, None, dt, f"the harness could not judge the returned value: {_detail(exc)}", msg[6]
-
-    def _judge_message(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
-                       value_bytes: int) -> tuple[int, Any, float, str, Any]:
-        _, i, status, blob, detail, dt, arcs = msg
-        kind, _, extra = prepared[i]
-        detail = str(detail)[:_DETAIL_CHARS]
-        dt = float(dt) if isinstance(dt, float) else 0.0
-        if kind in _TRUSTED_STATUSES and status not in _TRUSTED_STATUSES[kind]:
-            return _ERROR, None, dt, "protocol violation: the child judged a test that is checked in trusted code", arcs
-        if status == _S_RECORD:
-            if not isinstance(blob, bytes) or len(blob) > value_bytes:
-                return _ERROR, None, dt, "recorded calls exceed the value cap", arcs
-            self.records[i] = blob
-            return _ERROR, None, dt, "trusted check not run", arcs  # replaced by run_unit
-        if status in _JUDGED:
-            self.judged.add(i)
-            status = _JUDGED[status]
-        if status == _S_PASSED:
-            return _PASSED, None, dt, "", arcs
-        if status == _S_FAILED:
-            return _FAILED, None, dt, detail, arcs
-        if status == _S_VALUE and isinstance(blob, bytes):
-            try:
-                value = loads_plain(blob, max_bytes=value_bytes)
-            except NotPlain as exc:
-                return _ERROR, None, dt, str(exc), arcs
-            if kind == _K_CMP:
-                self.values[i] = value
-                return _judge_value(extra, value, dt, arcs)
-            if kind == _K_VAL:
-                self.values[i] = value
-                return _judge_trusted(extra, value, dt, arcs)
-            if self.judge is not None and kind == _K_CALL:
-                try:
-                    expected = self.expected[i] if self.expected is not None else None
-                    code, verdict = self.judge(unit["tests"][i][2], value, dt, expected)
-                    code = int(code) if code in (_PASSED, _FAILED, _ERROR, _TIMEOUT) else _ERROR
-                except Exception as exc:  # noqa: BLE001 - a judge bug fails the test, not the worker
-                    code, verdict = _ERROR, f"judge failed: {_detail(exc)}"
-                return code, None, dt, str(verdict)[:_DETAIL_CHARS], arcs
-            return _PASSED, value, dt, "", arcs
-        return _ERROR, None, dt, detail, arcs
-
+    # -- a unit ------------------------------------------------------------------------
     def run_unit(self, unit: dict[str, Any]) -> tuple[Any, ...]:
         """Run a unit's tests; tests that evaluate the same expression share one evaluation.
 
         Of the comparison tests (``assert <expr> == <literal>`` ...) with the same ``<expr>``,
         only the first runs; the others take its outcome when that does not depend on the
         literal (an exception, a timeout, a crash) or are judged here against the plain value
-        it returned. Only a verdict the child had to reach itself (a non-plain value compared
-        with its own literal) makes the others run too. Each test still sees a fresh copy of
-        the program's globals, so evaluating an expression once or twice differs only for
-        programs whose results depend on hidden state (randomness, mutated shared objects).
+        it returned. Only a value that is not plain data makes them run again, each with its
+        own literal (in a child of their own). Each test still sees a fresh copy of the
+        program's globals, so evaluating an expression once or twice differs only for programs
+        whose results depend on hidden state (randomness, mutated shared objects).
         """
         tests = unit["tests"]
         n = len(tests)
-        if unit["coverage"] and self.coverage is None:
-            self.coverage = self.make_coverage()
         prepared = self.prepare_tests(tests)
         self.judge = None
         self.expected = None
         results: list[Any] = [None] * n
-        self.values: dict[int, Any] = {}
-        self.judged: set[int] = set()
+        self.values = {}
+        self.rerun = set()
+        self.nonplain = {}
         self.records = {}
         self.deadlines_hit = 0
         self.shortened_hits = 0
         self.coverage_gaps = 0
+        no_arcs: Any = () if unit["coverage"] else None
         first: dict[str, int] = {}
         followers: dict[int, list[int]] = {}
         for i, (kind, _, extra) in enumerate(prepared):
+            if kind == K_BAD:  # it does not compile: nothing for a child to run
+                results[i] = (_ERROR, None, 0.0, str(extra)[:_DETAIL_CHARS], no_arcs)
             # A judged unit runs in one child (its expected values must never be in a child's
             # memory, and the worker has them once the first child is forked): no second pass.
-            if (kind == _K_CMP or kind == _K_VAL or kind == _K_RVAL) and not unit.get("judge"):
+            elif kind in _SHARED_KINDS and not unit.get("judge"):
                 lead = first.setdefault(extra[2], i)
                 if lead != i:
                     followers.setdefault(lead, []).append(i)
         shared = {i for group in followers.values() for i in group}
         run = _Run()
-        self._run_tests(unit, prepared, [i for i in range(n) if i not in shared], results, run)
-        if not run.load_error and followers:
-            again = []
-            for lead, group in followers.items():
-                for i in group:
-                    if lead in self.values:
-                        _, _, dt, _, arcs = results[lead]
-                        judge = _judge_trusted if prepared[i][0] == _K_VAL else _judge_value
-                        results[i] = judge(prepared[i][2], self.values[lead], dt, arcs)
-                    elif lead in self.records:  # the checker judges it on the same recorded calls
-                        self.records[i] = self.records[lead]
-                        results[i] = results[lead]
-                    elif lead in self.judged or results[lead] is None:
-                        again.append(i)
-                    else:
-                        results[i] = results[lead]
-            run.shared = len(shared) - len(again)
+        self._run_tests(unit, prepared, [i for i in range(n) if i not in shared and results[i] is None], results, run)
+        if not run.load_error:
+            again = self._share(prepared, followers, results)
+            run.shared = len(shared) - len([i for i in again if i in shared])
             if again:
-                self._run_tests(unit, prepared, again, results, run)
+                self._run_tests(unit, prepared, again, results, run, literal=True)
         self.judge = None
         self.expected = None
         t_check = time.monotonic()
+        reused = self.checker.reused
         checked = self._check_recorded(unit, prepared, results) if self.records and not run.load_error else 0
         t_check = time.monotonic() - t_check
         for i in range(n):
@@ -531,10 +350,11 @@ class _Worker:
                 code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
                 results[i] = (code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
         stats: dict[str, Any] = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
-                 "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
-                 "seconds": time.monotonic() - run.t0,
-                 "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_STATUSES), "checker_calls": checked,
-                 "checker_seconds": t_check}
+                                 "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
+                                 "seconds": time.monotonic() - run.t0,
+                                 "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_KINDS),
+                                 "checker_calls": checked, "checker_reused": self.checker.reused - reused,
+                                 "checker_seconds": t_check}
         if self.coverage_gaps:
             stats["coverage_gaps"] = self.coverage_gaps
         if run.warnings:
@@ -542,6 +362,87 @@ class _Worker:
         if run.output:
             stats["output"] = "".join(run.output)[: unit["limits"][3]]
         return ("R", unit["id"], results, run.load_error, run.load_arcs, stats)
+
+    def _share(self, prepared: list[tuple[int, Any, Any]], followers: dict[int, list[int]],
+               results: list[Any]) -> list[int]:
+        """Results of the tests that share another's evaluation; the tests to run again with
+        their own literal (a lead whose value is not plain data, and its followers)."""
+        again = sorted(self.rerun)
+        for lead, group in followers.items():
+            for i in group:
+                if lead in self.values:
+                    _, _, dt, _, arcs = results[lead]
+                    judge = _judge_trusted if prepared[i][0] == K_VAL else _judge_value
+                    results[i] = judge(prepared[i][2], self.values[lead], dt, arcs)
+                elif lead in self.records:  # the checker judges it on the same recorded calls
+                    self.records[i] = self.records[lead]
+                    results[i] = results[lead]
+                elif lead in self.nonplain:
+                    _, _, dt, _, arcs = results[lead] or (0, None, 0.0, "", None)
+                    res = _nonplain_result(prepared[i][2], self.nonplain[lead], dt, arcs)
+                    if res is None:
+                        again.append(i)
+                    else:
+                        results[i] = res
+                elif results[lead] is None:
+                    again.append(i)
+                else:
+                    results[i] = results[lead]
+        return sorted(set(again))
+
+    def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
+                   results: list[Any], run: _Run, *, literal: bool = False) -> None:
+        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout).
+
+        A child is forked even when ``pending`` is empty: loading the program is a result too.
+        ``literal``: the comparison tests get their literal (see :meth:`run_unit`)."""
+        per_test = unit["isolation"] == "per_test"
+        if not per_test and not literal:  # what the child must have the text of comes last
+            pending = [i for i in pending if prepared[i][0] not in SOURCE_KINDS] + \
+                      [i for i in pending if prepared[i][0] in SOURCE_KINDS]
+        while True:
+            order = pending[:1] if per_test else pending
+            got = _ChildRun(self, unit, prepared, order, results, literal=literal).run()
+            run.children += 1
+            if self.last_output:
+                run.output.append(self.last_output)
+            if got.warning and got.warning not in run.warnings:
+                run.warnings.append(got.warning)
+            if run.children == 1:
+                run.load_arcs = got.load_arcs
+            if not got.loaded:
+                run.load_detail = got.load_error
+                run.load_error = got.load_error if run.children == 1 else \
+                    f"program failed to load again after a restart: {got.load_error}"
+                return
+            if got.unfinished and unit.get("judge"):
+                failed = next(i for i in order if results[i] is not None and results[i][0] != _PASSED)
+                for i in got.unfinished:
+                    results[i] = (_ERROR, None, 0.0, f"not run: test {failed} did not pass (judged job)", None)
+                return
+            if got.unfinished:
+                run.restarts += 0 if per_test else 1
+            pending = got.unfinished if not per_test else pending[1:]
+            if not pending:
+                return
+
+    def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
+        """Verdicts of the tests whose calls the child recorded, each from a fresh checker.
+
+        Run after the unit's children, so the checks never delay a child's deadline. A check
+        may take ``max(1, 4 x timeout)`` seconds (the child ran the same test within
+        ``timeout``; the checks' run-time guards cost a few times that at most)."""
+        timeout, value_bytes = unit["limits"][0], unit["limits"][6]
+        for i, blob in self.records.items():
+            kind, _, extra = prepared[i]
+            code, value, detail, _ = self.checker.check(extra[4], extra[3], blob, max_bytes=value_bytes,
+                                                        deadline=max(1.0, 4.0 * timeout))
+            if kind == K_REC or extra[0] not in trusted.VALUE_OPS:
+                value = None
+            results[i] = (code, value, results[i][2], detail, results[i][4])
+        checked = len(self.records)
+        self.records = {}
+        return checked
 
     def run_unit_frame(self, unit: dict[str, Any]) -> bytes:
         """:meth:`run_unit`'s answer as a frame for the parent. A harness error (a bug, or a
@@ -559,56 +460,81 @@ class _Worker:
             results = [(_ERROR, None, 0.0, detail, None)] * len(unit["tests"])
             return frame(("R", unit["id"], results, "", None, {"worker_errors": 1}))
 
-    def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
-        """Verdicts of the tests whose calls the child recorded, from the checker process.
+    # -- judging one message -------------------------------------------------------------
+    def timeout_result(self, timeout: float, shorten_after: int, shortened: bool,
+                       why: str = "") -> tuple[int, Any, float, str, Any]:
+        """The result of a test that ran into its deadline (counted)."""
+        self.deadlines_hit += 1
+        self.shortened_hits += shortened
+        note = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
+        return (_TIMEOUT, None, timeout, f"{why or 'timeout after'} {timeout}s{note}", None)
 
-        Run after the unit's children, so the checks never delay a child's deadline. A check
-        may take ``max(1, 4 x timeout)`` seconds (the child ran the same test within
-        ``timeout``; the checks' run-time guards cost a few times that at most)."""
-        timeout, value_bytes = unit["limits"][0], unit["limits"][6]
-        if self.checker is None:
-            self.checker = Checker(self.prep)
-        for i, blob in self.records.items():
-            kind, _, extra = prepared[i]
-            code, value, detail, _ = self.checker.check(extra[4], extra[3], blob, max_bytes=value_bytes,
-                                                        deadline=max(1.0, 4.0 * timeout))
-            if kind == _K_REC or extra[0] not in trusted.VALUE_OPS:
-                value = None
-            results[i] = (code, value, results[i][2], detail, results[i][4])
-        checked = len(self.records)
-        self.records = {}
-        return checked
+    def judge_message(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
+                      value_bytes: int) -> tuple[int, Any, float, str, Any] | None:
+        """The result of one test from its (schema-checked) message; whatever the child sent
+        (a value the harness cannot handle included) an error of this test, never of the
+        worker. None: the test runs again with its literal (a value that is not plain data)."""
+        _, i, status, dt, detail, blob, arcs = msg
+        if arcs is False:  # the function ran, and the tracer recorded no arc (see the child)
+            self.coverage_gaps += 1
+            arcs = None
+        kind, _, extra = prepared[i]
+        detail = detail[:_DETAIL_CHARS]
+        if status == S_VALUE:
+            if kind == K_CMP_LIT:
+                return _ERROR, None, dt, "the value is plain data on the second run, not before", arcs
+            try:
+                value = loads_plain(blob, max_bytes=value_bytes)
+            except NotPlain as exc:
+                return _ERROR, None, dt, str(exc)[:_DETAIL_CHARS], arcs
+            if kind == K_CMP:
+                self.values[i] = value
+                return _judge_value(extra, value, dt, arcs)
+            if kind == K_VAL:
+                self.values[i] = value
+                return _judge_trusted(extra, value, dt, arcs)
+            if self.judge is not None:
+                try:
+                    expected = self.expected[i] if self.expected is not None else None
+                    code, verdict = self.judge(unit["tests"][i][2], value, dt, expected)
+                    code = int(code) if code in (_PASSED, _FAILED, _ERROR, _TIMEOUT) else _ERROR
+                except Exception as exc:  # noqa: BLE001 - a judge bug fails the test, not the worker
+                    code, verdict = _ERROR, f"judge failed: {_detail(exc)}"
+                return code, None, dt, str(verdict)[:_DETAIL_CHARS], arcs
+            return _PASSED, value, dt, "", arcs
+        if status == S_RECORD:
+            self.records[i] = blob
+            return _ERROR, None, dt, "trusted check not run", arcs  # replaced by run_unit
+        if status == S_NONPLAIN:
+            self.nonplain[i] = detail
+            res = _nonplain_result(extra, detail, dt, arcs)
+            if res is None:
+                self.rerun.add(i)
+            return res
+        if status == S_PASSED or status == S_J_PASSED:
+            return _PASSED, None, dt, "", arcs
+        if status == S_FAILED or status == S_J_FAILED:
+            return _FAILED, None, dt, detail, arcs
+        if status == S_ERROR or status == S_J_ERROR:
+            return _ERROR, None, dt, detail, arcs
+        return _ERROR, None, dt, f"protocol violation: status {status}", arcs
 
-    def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
-                   results: list[Any], run: _Run) -> None:
-        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout).
 
-        A child is forked even when ``pending`` is empty: loading the program is a result too."""
-        per_test = unit["isolation"] == "per_test"
-        while True:
-            order = pending[:1] if per_test else pending
-            loaded, err, arcs, unfinished, warning = self.run_child(unit, prepared, order, results)
-            run.children += 1
-            if self.last_output:
-                run.output.append(self.last_output)
-            if warning and warning not in run.warnings:
-                run.warnings.append(warning)
-            if run.children == 1:
-                run.load_arcs = arcs
-            if not loaded:
-                run.load_detail = err
-                run.load_error = err if run.children == 1 else f"program failed to load again after a restart: {err}"
-                return
-            if unfinished and unit.get("judge"):
-                failed = next(i for i in order if results[i] is not None and results[i][0] != _PASSED)
-                for i in unfinished:
-                    results[i] = (_ERROR, None, 0.0, f"not run: test {failed} did not pass (judged job)", None)
-                return
-            if unfinished:
-                run.restarts += 0 if per_test else 1
-            pending = unfinished if not per_test else pending[1:]
-            if not pending:
-                return
+def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any] | None:
+    """The result of a comparison whose value is not plain data, where the value itself is not
+    needed: it is never None, True or False (those are plain), so ``is``/``is not`` with them
+    is decided; None for ``==``/``!=`` (run again with the literal). ``described``: the type's
+    name, ``"program:"`` first if the program defined it (such a value is never compared)."""
+    opname = extra[0]
+    if opname not in ("is", "isnot"):
+        return None
+    mine = described.startswith("program:")
+    tname = described[len("program:"):] if mine else described
+    if mine:
+        return _FAILED, None, dt, f"value of program-defined type {tname} is not compared"[:_DETAIL_CHARS], arcs
+    if opname == "isnot":
+        return _PASSED, None, dt, "", arcs
+    return _FAILED, None, dt, f"non-plain {tname} compared unequal"[:_DETAIL_CHARS], arcs
 
 
 class _BrokenJudge:
@@ -621,45 +547,302 @@ class _BrokenJudge:
         return _ERROR, self.detail
 
 
-@dataclass
-class _Run:
-    """Bookkeeping of one unit's children (internal)."""
+class _ChildRun:
+    """One child's session: fork it, hand it its unit, read, check and judge what it sends,
+    end it at its limits, and say what became of it (:meth:`run`)."""
 
-    children: int = 0
-    restarts: int = 0
-    shared: int = 0
-    load_error: str = ""
-    load_detail: str = ""
-    load_arcs: Any = None
-    warnings: list[str] = field(default_factory=list)
-    output: list[str] = field(default_factory=list)
-    t0: float = field(default_factory=time.monotonic)
+    def __init__(self, worker: _Worker, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int],
+                 results: list[Any], *, literal: bool) -> None:
+        self.w = worker
+        self.unit = unit
+        self.prepared = prepared
+        self.results = results
+        lim = unit["limits"]
+        self.timeout, self.load_timeout, self.value_bytes = lim[0], lim[1], lim[6]
+        self.output_cap = lim[3]
+        self.shorten_after, self.short_timeout = lim[7], lim[8]
+        # The child ends its tests itself at the CPU deadline (no restart per timeout), and
+        # switches to the shortened one after as many timeouts as this worker counts here.
+        self.shortens = bool(self.shorten_after) and self.short_timeout < self.timeout
+        shorten_in = max(self.shorten_after - worker.deadlines_hit, 0) if self.shortens else -1
+        self.alarm = (float(self.timeout), float(self.short_timeout), shorten_in)
+        self.shortened = shorten_in == 0
+        if self.shortened:
+            self.timeout = self.short_timeout
+        self.judged = bool(unit.get("judge"))
+        kinds = [k for k, _, _ in prepared]
+        if literal:
+            kinds = [K_CMP_LIT if k == K_CMP else k for k in kinds]
+        self.first = [i for i in order if kinds[i] not in SOURCE_KINDS] if not literal else list(order)
+        in_first = set(self.first)  # once: a judged unit has up to ~1,000 tests (was rebuilt per test)
+        self.second = [i for i in order if i not in in_first]
+        self.order = self.first + self.second
+        self.kinds = kinds
+        self.session = Session(self.order, kinds, coverage=bool(unit["coverage"]))
+        self.max_frame = self.value_bytes + _FRAME_OVERHEAD + (1 << 20 if unit["coverage"] else 0)
+        self.out = _Outcome()
+        self.killed_for = ""
+        self.violation = ""
+        self.stopped = False
+        self.proc: Spawned | None = None
+        self.stat: ProcStat | None = None
+        self.stat_tried = False
 
+    # -- the unit, as the child gets it --------------------------------------------------
+    def _spec(self, i: int) -> tuple[int, int, Any]:
+        kind, spec, extra = self.prepared[i]
+        if self.kinds[i] == K_CMP_LIT:
+            return i, K_CMP_LIT, (spec, extra[0], extra[1])
+        return i, kind, spec
 
-def _make_scratch(root: str | None) -> str:
-    """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp).
+    def _payloads(self) -> tuple[bytes, bytes]:
+        u = self.unit
+        head = frame({"program": u["program"], "coverage": bool(u["coverage"]), "limits": tuple(u["limits"]),
+                      "alarm": self.alarm, "tests": [self._spec(i) for i in self.first],
+                      "more": bool(self.second), "more_count": len(self.second)})
+        rest = frame({"tests": [self._spec(i) for i in self.second]}) if self.second else b""
+        return head, rest
 
-    Not ``tempfile.mkdtemp``: importing :mod:`tempfile` imports :mod:`random`, whose at-fork
-    hook reseeds its generator in every forked child: ~45 more page faults per child
-    (measured: 115 against 71 right after the fork). A program that uses :mod:`random` or
-    :mod:`tempfile` imports them itself (``TMPDIR`` points at the scratch directory)."""
-    root = root or os.environ.get("TMPDIR") or "/tmp"
-    while True:
-        path = os.path.join(root, f"testgen-exec-{os.urandom(6).hex()}")
+    # -- the session ---------------------------------------------------------------------
+    def run(self) -> _Outcome:
+        w = self.w
+        w.last_output = ""
         try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            continue
-        return path
+            empty_dir(w.scratch)
+        except OSError:
+            os.makedirs(w.scratch, mode=0o700, exist_ok=True)
+        head, rest = self._payloads()
+        for attempt in range(2):  # a fork server killed from outside is started again, once
+            server = w.server_for(self.unit)
+            unit_r, unit_w = os.pipe2(os.O_CLOEXEC)
+            res_r, res_w = os.pipe2(os.O_CLOEXEC)
+            for fd in (unit_w, res_w):
+                try:
+                    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+                except OSError:
+                    pass
+            os.set_blocking(unit_w, False)
+            outbuf = bytearray(head)
+            _write_some(unit_w, outbuf)
+            try:
+                self.proc = server.spawn("run", [unit_r, res_w], {"coverage": bool(self.unit["coverage"])})
+                break
+            except OSError:
+                for fd in (unit_r, unit_w, res_r, res_w):
+                    os.close(fd)
+                if attempt:
+                    raise
+        # The child exists from here (a template may first have finished its own imports): its
+        # load is timed from now, from nothing used (a new process).
+        t_spawn = time.monotonic()
+        proc = self.proc
+        assert proc is not None
+        os.close(unit_r)
+        os.close(res_w)
+        if self.judged and w.expected is None:
+            try:
+                w.start_judge(self.unit)
+            except Exception as exc:  # noqa: BLE001 - a broken judge fails the unit, not the worker
+                w.judge = _BrokenJudge(f"judge {self.unit['judge']!r} failed to start: {_detail(exc)}")
+        try:
+            self._watch(res_r, unit_w, outbuf, rest, t_spawn)
+        finally:
+            os.close(res_r)
+            os.close(unit_w)
+            if not self.session.done or self.killed_for or self.stopped or self.violation:
+                proc.kill()
+            status = server.reap(proc)
+            if self.stat is not None:
+                self.stat.close()
+        return self._outcome(status)
+
+    def _clock(self, now: float, limit: float) -> Clock:
+        return Clock(start=now, limit=limit, cpu_limit=cpu_backstop(limit))
+
+    def _procstat(self) -> ProcStat | None:
+        if not self.stat_tried and self.proc is not None:
+            self.stat_tried = True
+            pid = outer_pid(self.proc.pidfd)
+            if pid is not None:
+                try:
+                    self.stat = ProcStat(pid)
+                except OSError:
+                    self.stat = None
+        return self.stat
+
+    def _watch(self, rfd: int, unit_w: int, outbuf: bytearray, rest: bytes, t_spawn: float) -> None:
+        """Read the child's messages until it is done, dies, or is ended at a limit."""
+        clock = self._clock(t_spawn, self.load_timeout)
+        clock.zero_base()  # a new process has used nothing yet
+        limit = self.load_timeout
+        backstop = t_spawn + wall_backstop(limit)
+        buf = bytearray()
+        transfer_until = 0.0  # a message partly received: its test is over, its transfer is timed
+        poller = select.poll()
+        poller.register(rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        writing = bool(outbuf)
+        if writing:
+            poller.register(unit_w, select.POLLOUT)
+        while True:
+            now = time.monotonic()
+            due = transfer_until or min(clock.next_look, backstop)
+            if now >= due:
+                if transfer_until:
+                    self.killed_for = "timeout"
+                    return
+                if now >= backstop:
+                    later = clock.backstop_due(now, self._procstat(), backstop)
+                    if not later:
+                        self.killed_for = "timeout"
+                        return
+                    backstop = later
+                    continue
+                why = clock.look(now, self._procstat())
+                if why:
+                    self.killed_for = why
+                    return
+                continue
+            events = poller.poll((due - now) * 1000.0 + 0.5)
+            readable = False
+            for fd, _ in events:
+                if fd == rfd:
+                    readable = True
+                elif writing and not _write_some(unit_w, outbuf):
+                    poller.unregister(unit_w)
+                    writing = False
+            if not readable:
+                continue
+            chunk = os.read(rfd, read_size(buf, self.max_frame + 4))
+            if not chunk:
+                return
+            buf += chunk
+            before = (self.session.pos, self.session.loaded)
+            if not self._frames(buf) or self.session.done:
+                return  # violation, done, or stopped
+            now = time.monotonic()
+            if (self.session.pos, self.session.loaded) != before:  # a new test runs now
+                limit = self.timeout
+                clock = self._clock(now, limit)
+                backstop = now + wall_backstop(limit)
+                if rest and self.session.pos == len(self.first):  # the tests run from their text
+                    outbuf += rest
+                    rest = b""
+                    if not writing and _write_some(unit_w, outbuf):
+                        poller.register(unit_w, select.POLLOUT)
+                        writing = True
+            if not buf:
+                transfer_until = 0.0
+            elif not transfer_until:
+                transfer_until = now + wall_backstop(limit)
+
+    def _frames(self, buf: bytearray) -> bool:
+        """Handle every complete message in ``buf``; False when the session is over."""
+        while len(buf) >= 4:
+            (size,) = HEADER.unpack_from(buf, 0)
+            if size > self.max_frame:
+                self.violation = "a message larger than the cap"
+                return False
+            if len(buf) < 4 + size:
+                return True
+            payload = bytes(buf[4:4 + size])
+            del buf[:4 + size]
+            try:
+                msg = decode(payload, max_value=self.value_bytes, max_text=4 * self.output_cap + 4)
+                role = self.session.accept(msg)
+            except ProtocolViolation as exc:
+                self.violation = str(exc)
+                return False
+            if role == "test":
+                if not self._test(msg):
+                    return False
+            elif role == "load":
+                self.out.loaded = msg[1]
+                self.out.load_error = msg[2]
+                self.out.load_arcs = msg[3]
+                if not msg[1]:
+                    return False
+            elif role == "done":
+                self.w.last_output = msg[1]
+                return False
+            else:
+                self.out.warning = f"sandbox mechanisms failed in child: {msg[1][:200]}"
+        return True
+
+    def _test(self, msg: tuple[Any, ...]) -> bool:
+        """Judge one test's message; False when a judged unit stops here."""
+        i = msg[1]
+        w = self.w
+        res: tuple[int, Any, float, str, Any] | None
+        if msg[2] == S_TIMEOUT:
+            res = w.timeout_result(self.timeout, self.shorten_after, self.shortened)
+            if self.shortens and not self.shortened and w.deadlines_hit >= self.shorten_after:
+                self.shortened, self.timeout = True, self.short_timeout  # as the child did
+        else:
+            try:
+                res = w.judge_message(self.unit, self.prepared, msg, self.value_bytes)
+            except Exception as exc:  # noqa: BLE001 - e.g. MemoryError or RecursionError on a value
+                res = (_ERROR, None, msg[3], f"the harness could not judge the returned value: {_detail(exc)}", None)
+        self.results[i] = res
+        if self.judged and (res is None or res[0] != _PASSED):
+            self.stopped = True  # a judged job ends at its first failure
+            return False
+        return True
+
+    def _outcome(self, status: int) -> _Outcome:
+        out = self.out
+        pos = self.session.pos
+        if self.session.loaded is None:  # it never reported its load
+            if self.violation:
+                out.load_error = f"protocol violation while loading the program: {self.violation}"
+            elif self.killed_for:
+                out.load_error = self._load_timeout_detail()
+            else:
+                out.load_error = f"child died while loading the program ({_describe(status, '')})"
+            return out
+        if not out.loaded:
+            return out
+        if self.stopped:
+            out.unfinished = self.order[pos:]
+            return out
+        if self.violation:  # charged to the program: every test of this child
+            w = self.w
+            for i in self.order:
+                w.records.pop(i, None)
+                w.values.pop(i, None)
+                w.rerun.discard(i)
+                self.results[i] = (_ERROR, None, 0.0, f"protocol violation: {self.violation}"[:_DETAIL_CHARS], None)
+            return out
+        if pos < len(self.order):
+            i = self.order[pos]
+            if self.killed_for == "wait":
+                self.results[i] = self.w.timeout_result(
+                    self.timeout, self.shorten_after, self.shortened,
+                    "timeout: waited (asleep or blocked) for")
+            elif self.killed_for:
+                self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened)
+            else:
+                self.results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, '')})", None)
+            out.unfinished = self.order[pos + 1:]
+        return out
+
+    def _load_timeout_detail(self) -> str:
+        if self.killed_for == "wait":
+            return f"timeout: loading waited (asleep or blocked) for {self.load_timeout}s"
+        return f"timeout: loading took longer than {self.load_timeout}s"
 
 
-def _chmod_and_retry(func: Any, path: str, exc_info: Any) -> None:
-    try:
-        os.chmod(os.path.dirname(path), 0o700)
-        os.chmod(path, 0o700)
-        func(path)
-    except OSError:
-        pass
+def _write_some(fd: int, buf: bytearray) -> bool:
+    """Write what the pipe takes of ``buf`` now; True while some is left."""
+    while buf:
+        try:
+            n = os.write(fd, buf)
+        except BlockingIOError:
+            return True
+        except OSError:  # the child is gone
+            buf.clear()
+            return False
+        del buf[:n]
+    return False
 
 
 def _describe(status: int, killed_for: str) -> str:
@@ -672,7 +855,6 @@ def _describe(status: int, killed_for: str) -> str:
         except ValueError:
             return f"signal {sig}"
     return f"exit status {os.WEXITSTATUS(status)}"
-
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -691,8 +873,11 @@ def main() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    if os.getppid() == 1:  # the parent died before we could ask to die with it
+        return
     in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
-    # Keep our protocol fds away from anything that might print to stdout.
+    # Keep our protocol fds away from anything that might print to stdout, and out of the
+    # zygote (it closes every descriptor it was not given).
     in_fd, out_fd = os.dup(in_fd), os.dup(out_fd)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -709,12 +894,8 @@ def main() -> None:
         return marshal.loads(payload)  # from the trusted parent
 
     worker.read_frame = read_frame
-    # fd 0 is /dev/null in the worker and in every child (children dup2 it again).
-    _DEVNULL_STDIN.append(open(0, closefd=False))  # noqa: SIM115 - lives as long as the worker
     hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
     _write_all(out_fd, frame(("H", hello, os.getpid())))
-    import shutil
-
     try:
         while True:
             head = _read_exact(in_fd, 4)
@@ -731,11 +912,6 @@ def main() -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent stopped reading (closed early): exit quietly
     finally:
-        # Reap the helpers before exiting, so that once the parent has waited for this worker
-        # none of its processes is left (the template would otherwise die only later, of
-        # PR_SET_PDEATHSIG, and a closed executor could still show it).
-        if worker.template is not None:
-            worker.template.close()
-        if worker.checker is not None:
-            worker.checker.close()
-        shutil.rmtree(worker.scratch, ignore_errors=True)
+        # Stop the fork servers before exiting, so that once the parent has waited for this
+        # worker none of its processes is left.
+        worker.close()

@@ -24,8 +24,10 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     """List the datasets, their versions and problem counts, and where each was found.
 
     Resolution order for the dataset files: --dataset-path, then HUMANEVAL_OVERRIDE_PATH /
-    MBPP_OVERRIDE_PATH / TESTGEN_MBPP_PATH, then the cache ($TESTGEN_CACHE or ~/.cache/testgen),
-    then (with --download, or when a command needs the data) the official release URL.
+    MBPP_OVERRIDE_PATH / TESTGEN_MBPP_PATH, then the shared data folder ($TESTGEN_DATA, else
+    ../shared/data from the current directory, else beside the checkout), then the cache
+    ($TESTGEN_CACHE or ~/.cache/testgen), then (with --download, or when a command needs the data)
+    the official release URL.
     """
     from evaluation.datasets import DATASETS
     from testgen.commands.list_datasets import datasets as dataset_rows
@@ -56,6 +58,7 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     widths = [max(len(cells[i]) for cells in table) for i in range(len(header) - 1)]
     for cells in table:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)) + "  " + cells[-1])
+    click.echo(_folder_line())
     for r in rows:
         if r.fixes:
             click.echo(f"{r.name}: {r.fixes} repairs on load (entry points, indentation, test imports; "
@@ -64,3 +67,13 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
         if r.error:
             click.echo("")
             click.echo(r.error)
+
+
+def _folder_line() -> str:
+    """Which shared data folder the search used, and why (or that there is none)."""
+    from evaluation.data_folder import DATA_ENV, data_folder
+
+    folder = data_folder()
+    if folder is None:
+        return f"data folder: none (${DATA_ENV} is not set and there is no ../shared/data beside the current directory or the checkout)"
+    return folder.describe()

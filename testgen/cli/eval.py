@@ -148,6 +148,7 @@ def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
     other = m["variants"][f"empty_{'exclude' if m['empty_generations'] == 'zero' else 'zero'}"]
     for spec in metric_specs():
         table.add_row(spec.title.format(measure=m["coverage_measure"]), _pct(m[spec.name]))
+    table.add_row("references (P and C measured on)", str(m["options"].get("reference_release") or m["options"]["reference_dataset"]))
     if "prompt_coverage" in m:
         table.add_row("C on the prompt's code", _pct(m["prompt_coverage"]))
     table.add_row(f"P / P' / C, empty generations {'excluded' if m['empty_generations'] == 'zero' else 'as 0'}",

@@ -59,12 +59,17 @@ def _preflight(spec: Any, plan: Any, gpu_memory: float | None, *, show: bool) ->
                    "loads it, the GPU memory it needs; exit 2 if one cannot load.")
 @click.option("--gpu-memory", type=POSITIVE_FLOAT, default=None, metavar="GIB",
               help="GPU memory the preflight checks against [default: the visible GPU, else 80 GiB, not failing].")
+@click.option("--skip-unavailable", is_flag=True,
+              help="Run the steps that can run here and mark the others 'not run' (their backend's packages are "
+                   "missing) instead of stopping with exit 2 before any step runs.")
 def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jobs: int,
-          progress: bool | None, check_only: bool, gpu_memory: float | None) -> None:
+          progress: bool | None, check_only: bool, gpu_memory: float | None, skip_unavailable: bool) -> None:
     """Run the paper's whole study from SPEC.toml: sample, run (4 settings), eval, evaluate, rerank, report.
 
     Steps already done (keyed by their configuration) are skipped; a killed study resumes.
-    The report (Tables 1-6, Figures 2-3, index.html) is written to OUT/report.
+    The report (Tables 1-6, Figures 2-3, index.html) is written to OUT/report. Steps that cannot
+    run here (their packages are missing) stop it before any step runs (exit 2), unless
+    --skip-unavailable.
     """
     from rich.console import Console
 
@@ -83,9 +88,10 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
         _dry_run(plan, out)
         return
     console = Console(stderr=True, highlight=False)
+    _announce_unavailable(plan, skip_unavailable)
     show = sys.stderr.isatty() if progress is None else progress
     t0 = time.perf_counter()
-    run = _run_with_progress(spec_file, out, only, jobs, console, show)
+    run = _run_with_progress(spec_file, out, only, jobs, console, show, skip_unavailable)
     result = run.result
     blocked = sorted(set(result.blocked.values()))
     click.echo(f"{out}: {len(result.ran)} steps ran, {len(result.skipped)} already done, "
@@ -98,6 +104,19 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
 
         raise RunFailure(f"{len(result.failed)} step(s) failed, e.g. {next(iter(result.failed.items()))[0]}: "
                          f"{next(iter(result.failed.values()))}; run the same command to retry them")
+
+
+def _announce_unavailable(plan: Any, skip: bool) -> None:
+    """Before any step: which steps cannot run here and why; without ``--skip-unavailable`` the
+    study then stops (:class:`~testgen.commands.run_study.StepsUnavailable`, exit 2)."""
+    from testgen.commands.run_study import unavailable_steps
+
+    missing = unavailable_steps(plan)
+    if missing is None:
+        return
+    models = sorted({s.model for s in missing.steps if s.model})
+    click.echo(f"{missing.describe()}; models: {', '.join(models)}"
+               + ("; --skip-unavailable: running the others, these are reported 'not run'" if skip else ""), err=True)
 
 
 def _dry_run(plan: Any, out: Path) -> None:
@@ -115,7 +134,8 @@ def _dry_run(plan: Any, out: Path) -> None:
     click.echo(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" ({len(plan.steps)} steps, {out})")
 
 
-def _run_with_progress(spec_file: Path, out: Path, only: str | None, jobs: int, console: Any, show: bool) -> Any:
+def _run_with_progress(spec_file: Path, out: Path, only: str | None, jobs: int, console: Any, show: bool,
+                       skip_unavailable: bool) -> Any:
     """The study, run with a live view (a bar per running step) or one line per step."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -150,4 +170,4 @@ def _run_with_progress(spec_file: Path, out: Path, only: str | None, jobs: int, 
             elif event == "blocked" and show:
                 bar.console.print(f"[{finished}/{total}] skip    {_describe(step)}: {detail}")
 
-        return run_study(spec_file, out, only=only, jobs=jobs, on_event=on_event)
+        return run_study(spec_file, out, only=only, jobs=jobs, on_event=on_event, skip_unavailable=skip_unavailable)

@@ -10,6 +10,8 @@
 | ``testgen report`` | :func:`report` | :mod:`testgen.commands.compare_runs` |
 | ``testgen study`` | :func:`study` | :mod:`testgen.commands.run_study` |
 | ``testgen store`` | :func:`store` | :mod:`testgen.commands.manage_store` |
+| ``testgen augment`` | :func:`augment` | :mod:`testgen.commands.augment_inputs` |
+| ``testgen reduce`` | :func:`reduce` | :mod:`testgen.commands.reduce_suite` |
 
 ``testgen.commands.evaluate(...)`` is the same call as ``testgen evaluate``, without the command
 line: the click commands in :mod:`testgen.cli` only turn options into the function's arguments and
@@ -23,16 +25,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from testgen.commands.augment_inputs import augment as augment
     from testgen.commands.compare_runs import report as report
     from testgen.commands.judge_code import evaluate as evaluate
     from testgen.commands.list_datasets import datasets as datasets
     from testgen.commands.manage_store import store as store
+    from testgen.commands.reduce_suite import reduce as reduce  # noqa: A004
     from testgen.commands.run_study import study as study
     from testgen.commands.sample_code import sample as sample
     from testgen.commands.score_tests import eval as eval  # noqa: A004
     from testgen.commands.write_tests import run as run
 
-__all__ = ["datasets", "run", "sample", "eval", "evaluate", "report", "study", "store"]
+__all__ = ["datasets", "run", "sample", "eval", "evaluate", "report", "study", "store", "augment", "reduce"]
 
 COMMANDS: dict[str, str] = {
     "datasets": "testgen.commands.list_datasets:datasets",
@@ -43,6 +47,8 @@ COMMANDS: dict[str, str] = {
     "report": "testgen.commands.compare_runs:report",
     "study": "testgen.commands.run_study:study",
     "store": "testgen.commands.manage_store:store",
+    "augment": "testgen.commands.augment_inputs:augment",
+    "reduce": "testgen.commands.reduce_suite:reduce",
 }
 """Command name -> ``"module:function"``."""
 

@@ -20,7 +20,8 @@ from evaluation.errors import TestgenError
 from testgen.study.plan import Plan, Step, build_plan
 from testgen.study.runner import StudyResult, run_plan
 
-__all__ = ["STUDY_FILE", "StudyRun", "plan_study", "open_study", "study", "study_report"]
+__all__ = ["STUDY_FILE", "StudyRun", "Unavailable", "StepsUnavailable", "plan_study", "open_study", "study",
+           "study_report", "unavailable_steps"]
 
 STUDY_FILE = "study.json"
 """Written into the study folder: the spec's path and text, so ``testgen report DIR`` can re-plan it."""
@@ -39,6 +40,60 @@ class StudyRun:
     """The study folder."""
     result: StudyResult
     """Which steps ran, were skipped, failed or could not run."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unavailable:
+    """The steps of a plan that cannot run here for want of Python packages, and how to get them."""
+
+    steps: tuple[Step, ...]
+    """Those steps (their own backend's packages are missing, or those of a step they read)."""
+    total: int
+    """Steps in the plan."""
+    packages: tuple[str, ...]
+    """The missing packages."""
+    extra: str | None
+    """The smallest extra of this package that installs them all (``hf``), if one does."""
+
+    def describe(self) -> str:
+        """``33 of 44 steps cannot run here: torch, transformers not installed (pip install -e ".[hf]")``."""
+        how = f' (pip install -e ".[{self.extra}]")' if self.extra else ""
+        return (f"{len(self.steps)} of {self.total} steps cannot run here: {', '.join(self.packages)} "
+                f"not installed{how}")
+
+
+class StepsUnavailable(TestgenError):
+    """A study asked to run steps that cannot run here (exit 2, before any step runs)."""
+
+
+def unavailable_steps(plan: Plan) -> Unavailable | None:
+    """The plan's steps blocked by missing packages (:attr:`~testgen.study.plan.Step.missing`), or
+    ``None`` when every step that the spec allows can run here."""
+    steps = tuple(s for s in plan.steps if s.missing)
+    if not steps:
+        return None
+    packages = tuple(dict.fromkeys(p for s in steps for p in s.missing))
+    return Unavailable(steps=steps, total=len(plan.steps), packages=packages, extra=_extra_for(packages))
+
+
+def _extra_for(packages: Sequence[str]) -> str | None:
+    """The smallest extra of the installed ``testgen`` distribution whose requirements name every
+    package (read from its metadata), or ``None``."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        lines = requires("testgen") or []
+    except PackageNotFoundError:
+        return None
+    by_extra: dict[str, set[str]] = {}
+    for line in lines:
+        m = re.match(r"\s*([A-Za-z0-9._-]+).*;.*extra\s*==\s*[\"']([^\"']+)[\"']", line)
+        if m:
+            by_extra.setdefault(m.group(2), set()).add(m.group(1).lower().replace("_", "-"))
+    wanted = {p.lower().replace("_", "-") for p in packages}
+    fits = sorted((len(names), extra) for extra, names in by_extra.items() if wanted <= names)
+    return fits[0][1] if fits else None
 
 
 def plan_study(spec_file: str | os.PathLike[str], *, only: str | None = None) -> Plan:
@@ -61,9 +116,13 @@ def open_study(out: str | os.PathLike[str]) -> Plan:
 
 
 def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, only: str | None = None, jobs: int = 1,
-          on_event: Event | None = None) -> StudyRun:
+          on_event: Event | None = None, skip_unavailable: bool = False) -> StudyRun:
     """Run every step of the study not yet done in ``out`` (up to ``jobs`` at a time), then write
     its report into ``out/report``; ``on_event`` hears of each step.
+
+    Steps that cannot run here for want of packages (:func:`unavailable_steps`) stop the study
+    before any step runs (:class:`StepsUnavailable`), unless ``skip_unavailable``: then the others
+    run and the report's cells of those say "not run: ... not installed".
 
     The replayed files of its models are read first (:func:`~testgen.study.sources.check_sources`):
     a bad one stops the study before any step runs. A study in which a step failed writes its
@@ -72,6 +131,10 @@ def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, onl
     from testgen.study.sources import check_sources
 
     plan = plan_study(spec_file, only=only)
+    missing = unavailable_steps(plan)
+    if missing is not None and not skip_unavailable:
+        raise StepsUnavailable(f"{spec_file}: {missing.describe()}; nothing was run. Install them, or pass "
+                               f"--skip-unavailable to run the other {missing.total - len(missing.steps)} steps")
     folder = Path(out)
     check_sources(plan, folder)  # a bad replayed file stops the study here, before any step runs
     folder.mkdir(parents=True, exist_ok=True)

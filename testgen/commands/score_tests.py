@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import RecordError, TestgenError
 from evaluation.executor.engine import EngineChoice
-from evaluation.io import empty_file, read_jsonl, require, write_jsonl
+from evaluation.io import write_jsonl
 from evaluation.records import content_id
 from testgen.coverage import CoverageMeasure, SourceCoverage
 from testgen.executions import (
@@ -58,7 +58,8 @@ from testgen.metrics import (
     generation_record,
     summarize,
 )
-from testgen.run_directory import RunData, as_int, load_run
+from testgen.run_directory import RunData, load_run
+from testgen.scoring_references import prompt_code_verdicts, reference_dataset
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
@@ -136,68 +137,6 @@ class EvalResult:
     """Timing and execution statistics."""
 
 
-def _reference_dataset(run: RunData, opts: EvalOptions) -> tuple[str, Dataset]:
-    """(name, dataset) of the dataset whose references are the oracle.
-
-    Default: the run's dataset, except that a dataset whose spec names another to judge it
-    (:attr:`~evaluation.datasets.DatasetSpec.judged_as`: a ``humaneval`` run is judged against
-    HumanEval+'s corrected references) is judged by that one when its file can be found without
-    a download (explicit path, its environment variable or the cache); the choice is recorded in
-    ``metrics.json``.
-    """
-    from evaluation.datasets import DATASETS, DEFAULT_DATASET, dataset_spec, load_dataset, locate_dataset
-    from evaluation.errors import DatasetNotFound
-
-    run_ds = str(run.config.get("dataset") or DEFAULT_DATASET)
-    if opts.reference_dataset is None and run_ds not in DATASETS:
-        raise RecordError(str(run.path / "config.json"), 0, f"unknown dataset {run_ds!r}; pass --reference-dataset",
-                          field="dataset")
-    name = opts.reference_dataset
-    path: Path | str | None = opts.dataset_path
-    if name is None:
-        name = run_ds
-        judged_as = dataset_spec(run_ds).judged_as
-        if judged_as is not None:
-            try:
-                path = locate_dataset(judged_as, path, allow_download=False).path
-                name = judged_as
-            except DatasetNotFound:
-                path = None
-        elif path is None and run.config.get("dataset_path"):
-            cand = Path(str(run.config["dataset_path"]))
-            path = cand if cand.is_file() else None
-    return name, load_dataset(name, path=path)
-
-
-def _load_verdicts(run: RunData, opts: EvalOptions, dataset: Dataset) -> dict[str, bool]:
-    """Verdict of each solution in the run's prompts: HumanEval+/MBPP+ "plus", or, for a
-    dataset without plus inputs (MBPP sanitized), its original asserts."""
-    if opts.verdicts_file is not None:
-        out: dict[str, bool] = {}
-        for line, rec in read_jsonl(opts.verdicts_file):
-            sid = require(rec, "solution_id", str, path=str(opts.verdicts_file), line=line)
-            key = "base" if rec.get("plus", False) is None else "plus"  # plus null: no plus inputs
-            out[sid] = bool(require(rec, key, bool, path=str(opts.verdicts_file), line=line))
-        if not out:
-            raise empty_file(opts.verdicts_file, "verdicts")
-        return out
-    from evaluation.correctness import judge_solutions
-    from evaluation.records import Solution
-
-    sols = [
-        Solution(task_id=str(r["task_id"]), solution_id=sid, code=str(r["solution"]),
-                 completion=r.get("completion"), sample_index=as_int(r.get("sample_index")), model=str(r.get("model", "")))
-        for sid, r in run.solutions.items() if r["task_id"] in dataset.problems
-    ]
-    tasks = {s.task_id for s in sols}
-    if len(tasks) < len(dataset.problems):  # ground truth only for the tasks needed (cached per task set)
-        from dataclasses import replace
-
-        dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in tasks})
-    verdicts = judge_solutions(dataset, sols, workers=opts.workers, engine=opts.engine)
-    return {sid: v.plus for sid, v in verdicts.items()}
-
-
 @dataclass(frozen=True, kw_only=True)
 class _Scoring:
     """What :func:`eval` decided before running anything: the run, its oracle, the tests kept."""
@@ -267,7 +206,7 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
     k = opts.tests_per_generation
     if not opts.tests_per_generation_explicit and _dataset_tests(backend):
         k = None
-    ref_name, ref_ds = _reference_dataset(run, opts)
+    ref_name, ref_ds = reference_dataset(run, reference=opts.reference_dataset, dataset_path=opts.dataset_path)
     problems = ref_ds.problems
     for g in run.generations:
         if g.task_id not in problems:
@@ -282,7 +221,8 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
     suites = _equivalence_suites(opts, ref_name, ref_ds)
     # Verdicts first: a bad --verdicts-file is refused before anything runs.
     want_verdicts = opts.verdicts if opts.verdicts is not None else (setting == "self" and bool(run.solutions))
-    verdicts = _load_verdicts(run, opts, ref_ds) if want_verdicts else {}
+    verdicts = prompt_code_verdicts(run, ref_ds, verdicts_file=opts.verdicts_file, workers=opts.workers,
+                                                 engine=opts.engine) if want_verdicts else {}
     want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: bad input leaves no empty eval folder behind
     return _Scoring(run=run, out_dir=out_dir, setting=setting, backend=backend, k=k, ref_name=ref_name, ref_ds=ref_ds,
@@ -415,6 +355,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     """Step 5: the content of ``metrics.json``: the metrics (:func:`testgen.metrics.summarize`), code
     pass@1 of the prompts' code, the run and options, where the tests were checked, the execution's
     figures, M, and warnings."""
+    from evaluation.datasets import dataset_spec
+
     run, k = plan.run, plan.k
     positions = k if k is not None else max((r.n for r in results), default=0)
     metrics = dict(summarize(results, measure=opts.measure, empty=opts.empty, positions=min(positions, 10),
@@ -431,7 +373,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
     metrics["options"] = {
         "tests_per_generation": k, "dedup": opts.dedup.value, "empty": opts.empty.value,
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
-        "reference_dataset": plan.ref_name, "reference_source": plan.ref_ds.source,
+        "reference_dataset": plan.ref_name, "reference_release": dataset_spec(plan.ref_name).release,
+        "reference_source": plan.ref_ds.source, "reference_found_by": getattr(plan.ref_ds.found_by, "value", None),
         "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts),
     }
     metrics["checks"] = _check_sites(plan)

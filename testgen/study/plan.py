@@ -42,12 +42,16 @@ from testgen.study.spec import ModelSpec, StudySpec
 
 __all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION", "measures_mutation"]
 
-StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "report"]
+StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "augment", "evaluate-augmented", "reduce",
+                   "report"]
 REPORT_VERSION = "2"
 """Part of the report step's key, bumped when the report's format changes, so that a finished study
 re-writes its report (2: the mutation score M)."""
 
 _BUILD_REQUIRES: dict[str, tuple[str, ...]] = {"tiny-gpt2": ("torch", "transformers", "tokenizers")}
+_NOT_INSTALLED = "not run: {} not installed"
+"""The reason of a step blocked by missing packages (made only by :func:`_missing`; read back by
+:attr:`Step.missing`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +87,17 @@ class Step:
     failure does not block it): a ``rerank`` waits for the ``evaluate`` of its pool, so that with
     ``--jobs`` above 1 it reads that step's verdicts from the result store instead of judging the
     same programs beside it."""
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The Python packages whose absence keeps this step (or a step it reads) from running
+        here: it could run once they are installed. Empty when it runs, or is blocked by the spec
+        itself (a model that writes no code, a setting left out)."""
+        prefix, suffix = _NOT_INSTALLED.split("{}")
+        reason = self.blocked or ""
+        if reason.startswith(prefix) and reason.endswith(suffix):
+            return tuple(reason[len(prefix):len(reason) - len(suffix)].split(", "))
+        return ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +150,8 @@ def measures_mutation(dataset: str) -> bool:
 
 def _missing(modules: Sequence[str]) -> str | None:
     absent = [m for m in modules if importlib.util.find_spec(m) is None]
-    return f"not run: {', '.join(absent)} not installed" if absent else None
+    return _NOT_INSTALLED.format(", ".join(absent)) if absent else None
+
 
 
 def _fmt_t(t: float) -> str:
@@ -410,8 +426,11 @@ def build_plan(spec: StudySpec) -> Plan:
                     pool_samples[(m.name, ds)] = st
     for m in spec.models:
         b.model_steps(m, pool_samples)
+    from testgen.study.augment_steps import AUGMENT_KINDS, add_augment_steps
+
+    add_augment_steps(b)  # [augment]: EvalPlus's engine on the study's datasets (docs/augment.md)
     # Table order follows the spec; steps keep dependency order.
-    deps = [s.id for s in b.steps.values() if s.kind in ("evaluate", "eval", "rerank")]
+    deps = [s.id for s in b.steps.values() if s.kind in ("evaluate", "eval", "rerank", *AUGMENT_KINDS)]
     b.add(id="report", kind="report", model=None, dataset=None, argv=("report",), dir="report",
           deps=deps, blocked=None, meta={})
     report = b.steps.pop("report")

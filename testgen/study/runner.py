@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from evaluation.data_folder import DATA_ENV, data_folder
 from evaluation.errors import TestgenError
 from testgen.study.plan import Plan, Step
 
@@ -106,8 +107,10 @@ def _child_env(out: Path) -> dict[str, str]:
     for var in ENV_PATH_VARS:
         if env.get(var):
             env[var] = str(Path(env[var]).expanduser().resolve())
-    if not env.get("TESTGEN_DATA") and Path("../shared/data").is_dir():
-        env["TESTGEN_DATA"] = str(Path("../shared/data").resolve())
+    if not env.get(DATA_ENV):
+        folder = data_folder()  # the steps run in the study folder: they get the folder found from here
+        if folder is not None:
+            env[DATA_ENV] = str(folder.path)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,13 +25,14 @@ import tomllib
 from evaluation.datasets import STUDY_DATASETS
 from evaluation.errors import TestgenError
 from evaluation.extraction import EXTRACTION_MODES, ExtractionMode
+from testgen.study.augment_spec import AugmentSpec
 from testgen.study.paper import table5_columns
 from testgen.study.toml_lines import Reader, SpecError
 
 if TYPE_CHECKING:
     from testgen.backends.base import Capabilities
 
-__all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "SpecError", "load_spec", "parse_spec",
+__all__ = ["StudySpec", "ModelSpec", "CrossSpec", "RerankSpec", "AugmentSpec", "SpecError", "load_spec", "parse_spec",
            "SETTINGS", "DATASETS"]
 
 SETTINGS: tuple[str, ...] = ("oracle", "self", "cross", "placeholder")
@@ -210,6 +211,8 @@ class StudySpec:
     """The cross setting's pool."""
     rerank: RerankSpec = field(default_factory=RerankSpec)
     """Table 5."""
+    augment: AugmentSpec = field(default_factory=AugmentSpec)
+    """EvalPlus's "+" inputs and "-mini" suites for the study's datasets (off by default)."""
 
     def model(self, name: str) -> ModelSpec:
         """The model called ``name`` (a one-line error with suggestions otherwise)."""
@@ -225,7 +228,8 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank"}
+             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank",
+             "augment"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
@@ -233,6 +237,7 @@ _CROSS_KEYS = {"models", "temperature"}
 _RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "options",
                 "timeout"}
 """Besides these, ``[rerank]`` takes the built-in rerankers' option keys (:func:`_reranker_keys`)."""
+_AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "mutation", "mini"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -243,9 +248,20 @@ def _known_datasets() -> list[str]:
     return REGISTERED.names()
 
 
+def _augmentable() -> list[str]:
+    """The registered datasets ``testgen augment`` takes."""
+    from evaluation.datasets import DATASETS as REGISTERED
+    from testgen.commands.augment_inputs import augmentable
+
+    return [n for n in REGISTERED.names() if augmentable(REGISTERED.get(n))]
+
+
 def _expand(value: str, spec_dir: Path) -> str:
-    data = os.environ.get("TESTGEN_DATA") or "../shared/data"
-    return value.replace("${TESTGEN_DATA}", str(Path(data).resolve())).replace("${STUDY_DIR}", str(spec_dir))
+    from evaluation.data_folder import DEFAULT_RELATIVE, data_folder
+
+    folder = data_folder()
+    data = folder.path if folder is not None else DEFAULT_RELATIVE.resolve()
+    return value.replace("${TESTGEN_DATA}", str(data)).replace("${STUDY_DIR}", str(spec_dir))
 
 
 def _propertyeval(r: Reader, d: Mapping[str, Any], spec_dir: Path) -> bool | str:
@@ -425,7 +441,7 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         engine=r.get(d, "engine", str, None, None, "local"),
         ray_address=r.get(d, "ray_address", str, None, None, None),
         propertyeval=_propertyeval(r, d, spec_dir),
-        cross=cross, rerank=rerank,
+        cross=cross, rerank=rerank, augment=_augment(r, d, models),
     )
     for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout",
                 "workers"):
@@ -442,6 +458,29 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         for ds in m.datasets or ():
             if ds not in spec.datasets:
                 raise r.fail("model", "datasets", i, f"{ds!r} is not one of the study's datasets")
+    for ds in spec.augment.datasets or ():
+        if ds not in spec.datasets:
+            raise r.fail("augment", "datasets", None, f"{ds!r} is not one of the study's datasets")
+    return spec
+
+
+def _augment(r: Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> AugmentSpec:
+    """The ``[augment]`` table (EvalPlus's engine; :class:`AugmentSpec`)."""
+    a = r.get(d, "augment", dict, None, None, {})
+    r.check_keys(a, _AUGMENT_KEYS, "augment", None)
+    mutation = r.get(a, "mutation", str, "augment", None, "extended")
+    if mutation not in ("extended", "evalplus"):
+        raise r.fail("augment", "mutation", None, f"{mutation!r} is not one of extended, evalplus")
+    seeds = r.list_of(a, "seeds", str, "augment", None, None)
+    names = {m.name for m in models}
+    for name in seeds or ():
+        if name not in names:
+            raise r.fail("augment", "seeds", None, f"{name!r} is not a model of the study")
+    spec = AugmentSpec(enabled=r.get(a, "enabled", bool, "augment", None, bool(a)),
+                       datasets=r.list_of(a, "datasets", str, "augment", None, None, _augmentable()), seeds=seeds,
+                       max_inputs=r.get(a, "max_inputs", int, "augment", None, 1000), mutation=mutation,
+                       mini=r.get(a, "mini", bool, "augment", None, False))
+    _positive(r, spec.max_inputs, "augment", "max_inputs", None)
     return spec
 
 

@@ -559,6 +559,10 @@ def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (
     for ds in spec.datasets:
         tables.append(st.table23(ds))
     tables += [st.table4(), st.table5(), st.table6()]
+    from testgen.study.augment_report import augment_tables
+
+    tables += [Table(name=a["name"], title=a["title"], header=a["header"], rows=a["rows"], notes=a["notes"])
+               for a in augment_tables(plan, base, st.status)]
     files: list[Path] = []
     figures: list[tuple[str, str, list[str]]] = []
     for ds in spec.datasets:

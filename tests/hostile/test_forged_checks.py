@@ -221,3 +221,50 @@ def test_shadowing_tests_are_dropped_by_testgen_run(tmp_path: Path) -> None:
         assert rec["tests"] == kept, mode
         # codet: the first piece runs on to "add = lambda ..."; robust: only the comprehension's add
         assert rec["dropped"]["rebinding"] == (2 if mode == "codet" else 1), mode
+
+
+CHECKER_PATCHES = (
+    "[0 for math.isclose in [lambda *a, **k: True]]",
+    "import math\n[0 for math.isclose in [lambda *a, **k: True]]",
+    "import math\nall(0 for math.isclose in [lambda *a, **k: True])",
+    "import math\n{0: 0 for math.isclose in [lambda *a, **k: True]}",
+    "import math\n[[0 for math.fabs in [abs]] for _ in [0]]",
+    "import math\nfor math.isclose in [lambda *a, **k: True]:\n    pass",
+    "import math\n[*math.isclose] = [lambda *a, **k: True]",
+    "import math\n(x, math.isclose) = (0, lambda *a, **k: True)",
+    "from collections import Counter\n[0 for Counter.most_common in [lambda self, n=None: []]]",
+)
+"""Tests that rebind an allow-listed module function or class attribute through a store target
+the trusted check's static guard once missed (a comprehension's), or through any other."""
+WRONG_CHECKS = (
+    "import math\nassert math.isclose(add(1, 2), 4)",
+    "from collections import Counter\nassert Counter([add(1, 2)]).most_common(1) == []",
+    "import math\nassert math.fabs(add(2, 3)) == -5",
+)
+"""Wrong tests of ``add`` that only a rigged checker passes."""
+
+
+def test_a_test_cannot_rig_the_checker_for_later_tests(tmp_path: Path) -> None:
+    """Every store target is treated alike (a test that rebinds an attribute is not checked in
+    trusted code), and each check runs in a fresh process: after the patching tests, wrong
+    tests fail, in the same unit, in the matrix's other tasks and in ``testgen eval``'s."""
+    from rerank.build import build_matrices, prepare_task
+
+    assert not any(trusted_check(t, "add") for t in CHECKER_PATCHES)
+    assert all(trusted_check(t, "add") for t in WRONG_CHECKS)
+    with Executor(workers=1, limits=Limits(timeout=2.0)) as ex:
+        outcomes = _outcomes(ex, CORRECT, CHECKER_PATCHES + WRONG_CHECKS, "add")
+    assert Outcome.PASSED not in outcomes[len(CHECKER_PATCHES):], outcomes
+    sols = [Solution(task_id=t, solution_id=f"{t}/c", code=CORRECT, sample_index=0, model="m") for t in ("A", "B")]
+    tasks = [prepare_task("A", "add", sols[:1], [TestCase(task_id="A", source=s, generation_id="g", position=i)
+                                                for i, s in enumerate(CHECKER_PATCHES + WRONG_CHECKS)]),
+             prepare_task("B", "add", sols[1:], [TestCase(task_id="B", source=s, generation_id="g", position=i)
+                                                for i, s in enumerate(WRONG_CHECKS)])]
+    matrices = build_matrices(tasks, cache_dir=tmp_path / "m", timeout=2.0, workers=1, codet_packing=False)
+    assert not matrices["A"].passed[0][len(CHECKER_PATCHES):].any()
+    assert not matrices["B"].passed[0].any()
+    (tmp_path / "e").mkdir()
+    out = eval_programs_as_references(tmp_path / "e", {"A": CORRECT, "B": CORRECT},
+                                      {"A": list(CHECKER_PATCHES + WRONG_CHECKS), "B": list(WRONG_CHECKS)})
+    assert out["A"]["outcomes"][len(CHECKER_PATCHES):] == ["failed"] * len(WRONG_CHECKS), out["A"]["outcomes"]
+    assert out["B"]["passed"] == 0, out["B"]["outcomes"]

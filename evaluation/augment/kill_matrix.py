@@ -1,0 +1,96 @@
+"""Which plus inputs tell a program (a sample, a mutant) apart from the reference: the kill matrix
+that test-suite reduction covers.
+
+The HumanEval+ evaluator stops a split at its first failing input (EvalPlus's ``fast_check``),
+so a verdict says *that* a program fails, not *which* inputs it fails on. Here every plus input
+runs on the program, in dataset order, in one sandboxed child (as the evaluator runs a split),
+and each returned value is judged in this process by the evaluator's own trusted comparison
+(:class:`evaluation.evalplus.SplitJudge`: EvalPlus's tolerance rules, special oracles, the
+per-input time limit ``max(1 s, 4 x the reference's time)``), without the split's total cap.
+An input *kills* the program when it does not pass: a wrong value, an exception, running past
+its limit. Once a program has run past the deadline on :data:`SHORTEN_AFTER` inputs, the
+executor gives its other inputs 0.01 s (``Limits.shorten_after``); a timeout under the shortened
+deadline is not counted as a kill (the program is killed by the inputs it really looped on).
+
+Only programs that pass base and fail plus need a row: one that passes plus is killed by no
+input, one that fails base by the base inputs every reduced suite keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from evaluation.evalplus.truth import GroundTruth, TimeLimits
+from evaluation.records import Outcome, Solution
+
+__all__ = ["SHORTEN_AFTER", "plus_kills"]
+
+SHORTEN_AFTER = 3
+"""Inputs past the deadline after which a program's other inputs get 0.01 s."""
+
+
+def _job(sol: Solution, truth: GroundTruth, cfg: TimeLimits, index: int) -> Any:
+    from evaluation.evalplus import _expectations
+    from evaluation.evalplus.truth import _program_for
+    from evaluation.executor import CallTest, Job, Limits
+
+    tt = truth.tasks[sol.task_id]
+    program, fn = _program_for(sol.code, tt.entry_point, truth.kind, reference=False)
+    limits = [cfg.per_input(t) for t in tt.plus_time]
+    # The executor's deadline is the longest per-input limit, the wrapper's own limit 0.25 s more: a
+    # program running out of time on such an input is a TIMEOUT the executor counts (and shortens
+    # the deadline after); on an input with a shorter limit the wrapper ends it, and the judge
+    # fails any call longer than that input's limit, as the evaluator does.
+    tests = tuple(CallTest(entry_point=fn, args=(lim + 0.25, *inp)) for lim, inp in zip(limits, tt.plus_inputs))
+    expected = list(zip(limits, _expectations(truth.kind, tt, "plus")))
+    job = Job(program=program, tests=tests, want_values=True, dedup="behaviour", tag=index,
+              limits=Limits(timeout=max(limits, default=1.0), load_timeout=10.0, memory_mb=cfg.memory_mb,
+                            value_bytes=64 * 1024 * 1024, shorten_after=SHORTEN_AFTER, short_timeout=0.01))
+    return job, expected
+
+
+def _kills(result: Any, truth: GroundTruth, task_id: str, expected: Sequence[Any]) -> frozenset[int]:
+    from evaluation.evalplus import SplitJudge
+
+    tt = truth.tasks[task_id]
+    if result.load_error:
+        return frozenset(range(len(expected)))
+    judge = SplitJudge((truth.kind, tt.entry_point, tt.atol, float("inf")))
+    killed: set[int] = set()
+    for i, (r, inp, exp) in enumerate(zip(result.results, tt.plus_inputs, expected)):
+        if r.outcome is Outcome.PASSED:
+            code, _ = judge((exp[0], *inp), r.value, r.duration, exp)
+            if code != 0:
+                killed.add(i)
+        elif not (r.outcome is Outcome.TIMEOUT and "shorten" in r.detail):
+            killed.add(i)
+    return frozenset(killed)
+
+
+def plus_kills(
+    truth: GroundTruth,
+    solutions: Sequence[Solution],
+    *,
+    engine: Any,
+    time_limits: TimeLimits | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Mapping[str, frozenset[int]]:
+    """For each solution (``solution_id``): the positions in its task's ``plus_inputs`` (of
+    ``truth``) of the inputs that kill it. ``engine``: an open executor engine."""
+    cfg = time_limits or TimeLimits()
+    jobs, expected = [], []
+    sols = [s for s in solutions if s.task_id in truth.tasks and truth.tasks[s.task_id].plus_inputs]
+    for i, sol in enumerate(sols):
+        job, exp = _job(sol, truth, cfg, i)
+        jobs.append(job)
+        expected.append(exp)
+    out: dict[str, frozenset[int]] = {s.solution_id: frozenset() for s in solutions}
+    done = 0
+    for res in engine.run(jobs):
+        sol = sols[res.tag]
+        out[sol.solution_id] = _kills(res, truth, sol.task_id, expected[res.tag])
+        done += 1
+        if progress:
+            progress(done, len(jobs))
+    return out

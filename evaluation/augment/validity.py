@@ -1,0 +1,164 @@
+"""Which candidate inputs are valid: the task's contract and the reference, in the sandbox.
+
+EvalPlus keeps a new input when the reference with the task's contract asserts at the top of
+its body runs on it within one second without raising (``trusted_check_exec``; it runs it in
+its own process, we in the sandboxed executor: the reference and the contract are text from a
+file). We check the same, plus what the evaluator needs of an input later:
+
+* ``contract``: a contract assert failed (``AssertionError: invalid inputs``); the input is outside
+  the task's domain.
+* ``raises``: the reference raised otherwise (or did not load with the contract in place).
+* ``timeout``: the reference needed more than its limit (:data:`REFERENCE_SECONDS` CPU seconds
+  by default).
+* ``unjudgeable``: the reference's output does not pass the trusted comparison with itself (a
+  ``nan`` in it, or HumanEval/32's root outside its oracle's tolerance): no program could pass
+  it, the reference included.
+* ``unreadable``: the output is not plain data.
+
+The reference runs exactly as the ground truth runs it (:func:`evaluation.evalplus.truth`'s
+program wrapper: pickled output, CPU-time limit), so an input kept here is one the evaluator can
+judge on.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evaluation.evalplus.oracles import MBPP_RELEASE, check_output
+from evaluation.records import Outcome, Problem
+
+__all__ = ["REFERENCE_SECONDS", "Check", "Verdict", "reference_with_contract", "reference_job", "read_checks"]
+
+REFERENCE_SECONDS = 0.05
+"""Default CPU seconds the reference (with its contract) may take on one input. EvalPlus allows
+1 s (wall). Every kept input is run by every sample judged, so a thousand slow inputs make
+judging thousands of samples slow: 99 % of HumanEval+ v0.1.10's plus inputs take its reference
+less than 1 ms here (the slowest 0.19 s), and an input need not be slow for the reference to
+catch slow solutions (each input allows a sample ``max(1 s, 4 x`` the reference's time):
+``fib(63)`` takes an iterative reference microseconds and a recursive sample hours."""
+CONTRACT_MESSAGE = "AssertionError: invalid inputs"
+
+
+class Verdict(str, enum.Enum):
+    """What the check of one candidate input found."""
+
+    VALID = "valid"
+    CONTRACT = "contract"
+    RAISES = "raises"
+    TIMEOUT = "timeout"
+    UNJUDGEABLE = "unjudgeable"
+    UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """The check of one candidate input."""
+
+    verdict: Verdict
+    """Valid, or why not."""
+    seconds: float = 0.0
+    """CPU seconds the reference took (as the executor measured them)."""
+    detail: str = ""
+    """The exception, for ``raises``."""
+
+
+def _insert_contract(program: str, entry_point: str, contract: str) -> str | None:
+    """``program`` with ``contract`` (EvalPlus's asserts, indented for a body) as the first
+    statements of ``entry_point``'s body, after its docstring; None when it has no such body."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry_point), None)
+    if func is None or not func.body:
+        return None
+    body = func.body
+    first = body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        if len(body) == 1:
+            return None
+        first = body[1]
+    if first.lineno == func.lineno:
+        return None  # ``def f(x): return x`` on one line
+    lines = program.splitlines(keepends=True)
+    indent = " " * first.col_offset
+    block = textwrap.indent(textwrap.dedent(contract.strip("\n")) + "\n", indent)
+    at = first.lineno - 1
+    return "".join(lines[:at]) + block + "".join(lines[at:])
+
+
+def reference_with_contract(problem: Problem, kind: str) -> str:
+    """The reference program with the task's contract asserts at the top of its body.
+
+    ``kind``: EvalPlus's release (:func:`~evaluation.augment.augmented_dataset.evalplus_kind`).
+    HumanEval+ as EvalPlus builds it (``prompt + contract + canonical_solution``); MBPP+ and MBPP
+    sanitized with the asserts put before the first statement of the function, re-indented to
+    the body's indentation (EvalPlus's ``concate_code_and_contract``). Without a contract, the
+    reference as it is."""
+    if not problem.contract.strip():
+        return problem.reference_code
+    if kind != MBPP_RELEASE:
+        return problem.prompt + problem.contract + problem.canonical_solution
+    placed = _insert_contract(problem.reference_code, problem.entry_point, problem.contract)
+    return placed if placed is not None else problem.reference_code
+
+
+def reference_job(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], *, tag: Any,
+                  program: str | None = None, seconds: float = REFERENCE_SECONDS) -> Any:
+    """An executor job running the reference with its contract on ``inputs`` (one
+    :class:`~evaluation.executor.CallTest` each, the ground truth's wrapper)."""
+    from evaluation.evalplus.truth import _program_for
+    from evaluation.executor import CallTest, Job, Limits
+
+    source = program if program is not None else reference_with_contract(problem, kind)
+    wrapped, fn = _program_for(source, problem.entry_point, kind, reference=True)
+    tests = tuple(CallTest(entry_point=fn, args=(seconds, *a)) for a in inputs)
+    return Job(program=wrapped, tests=tests, want_values=True, dedup="exact", tag=tag,
+               limits=Limits(timeout=seconds + 0.25, load_timeout=30.0, memory_mb=4096,
+                             value_bytes=64 * 1024 * 1024))
+
+
+def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], result: Any,
+                atol: float | None = None) -> list[Check]:
+    """One :class:`Check` per input from the job's result (see :func:`reference_job`).
+
+    ``atol``: the tolerance the self-comparison starts from (default: the task's); it becomes
+    sticky as the evaluator's does, over the inputs in order."""
+    from evaluation.evalplus.truth import _load_output
+
+    if result.load_error:
+        detail = f"the reference does not load: {result.load_error}"[:300]
+        return [Check(verdict=Verdict.RAISES, detail=detail) for _ in inputs]
+    tol = problem.atol if atol is None else atol
+    checks: list[Check] = []
+    for inp, r in zip(inputs, result.results):
+        if r.outcome is Outcome.TIMEOUT or (r.outcome is not Outcome.PASSED and "TimeoutError" in r.detail):
+            checks.append(Check(verdict=Verdict.TIMEOUT, seconds=r.duration))
+            continue
+        if r.outcome is not Outcome.PASSED:
+            verdict = Verdict.CONTRACT if r.detail.startswith(CONTRACT_MESSAGE) else Verdict.RAISES
+            checks.append(Check(verdict=verdict, seconds=r.duration, detail=r.detail[:200]))
+            continue
+        try:
+            out, again = _load_output(r.value), _load_output(r.value)
+        except ValueError as exc:
+            checks.append(Check(verdict=Verdict.UNREADABLE, seconds=r.duration, detail=str(exc)[:200]))
+            continue
+        try:
+            ok, next_tol = check_output(kind, problem.entry_point, inp, again, out, tol)
+        except Exception as exc:  # noqa: BLE001 - a value the comparison cannot handle is unjudgeable
+            ok, next_tol = False, tol
+            detail = f"{type(exc).__name__}: {exc}"[:200]
+        else:
+            detail = ""
+        if not ok:
+            checks.append(Check(verdict=Verdict.UNJUDGEABLE, seconds=r.duration, detail=detail))
+            continue
+        tol = next_tol
+        checks.append(Check(verdict=Verdict.VALID, seconds=r.duration))
+    return checks

@@ -1,0 +1,223 @@
+"""Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
+
+A test's deadline is CPU time, counted by the child itself (``ITIMER_PROF``): on a loaded machine
+a program gets less CPU per second of wall time, and a wall-clock deadline made verdicts depend
+on the load. But CPU time does not advance while a program sleeps, or blocks on a lock, a pipe
+or ``select``: such a program was never stopped. So the worker also watches, from outside, how
+long the child has been **waiting**: off the CPU and not waiting to run. Linux reports, per
+thread, the CPU time and the time spent runnable but waiting for a CPU
+(``/proc/<pid>/task/<tid>/schedstat``: run-queue delay, which is what load adds); so over an
+interval of wall time W, a single-threaded process waited ``W - cpu - run_delay``. A test ends
+when its CPU time reaches the deadline (the child's alarm) **or** its waiting time does (the
+worker kills the child). Neither advances with the load.
+
+The worker does not read anything while a test runs quickly: it takes the baseline only when the
+test has run :data:`BASELINE_AFTER` of wall time (so the first few milliseconds of waiting are not
+counted), then looks again exactly when the limit could first have been reached (waiting time
+grows at most as fast as wall time), and so on: a test that computes for a second is looked at
+once or twice, a sleeper about twice per limit.
+
+Processes with several threads: the sums over the live threads are used (a thread that waits
+for another one that computes does not count as waiting while the other one runs); a thread
+that ended during the test takes its CPU time along, so its share counts as waiting (stricter,
+never more lenient).
+
+The kernel brings a thread's run-queue delay into its account only when the thread gets the CPU
+(and its CPU time at the scheduler's tick): while a thread waits in the queue, the wait so far
+would look like waiting. So the worker ends a test for waiting only when no thread of the child
+is running or queued (state ``R``) at that moment; otherwise it looks again a few milliseconds
+later, when the account has caught up.
+
+The same watch ends a test that spins in C code where the child's alarm cannot interrupt it,
+once its CPU time passes :func:`cpu_backstop` (load-stable too). The backstop in wall-clock time
+(:func:`wall_backstop`) excludes the child's run-queue delay too (:meth:`Clock.backstop_due`), so
+that load does not reach it; for a child the worker cannot watch (no ``/proc``) it is plain wall
+clock.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["ProcStat", "Clock", "wall_backstop", "cpu_backstop", "BASELINE_AFTER", "outer_pid"]
+
+BASELINE_AFTER = 0.005
+"""Wall seconds after a test's start at which its baseline is read (at most an eighth of the
+limit): a test that ends sooner costs the worker no read."""
+_MIN_STEP = 0.001
+_WALL_FACTOR = 10.0
+_WALL_GRACE = 0.5
+_WALL_SLACK_MAX = 60.0
+
+
+def wall_backstop(deadline: float) -> float:
+    """Wall seconds, less the child's run-queue delay (:meth:`Clock.backstop_due`), after which
+    the worker kills a child whose test has the CPU ``deadline``, whatever the watch says:
+    ``deadline x 10 + 0.5`` (at most 60 s more than the deadline). Reached only by a child the
+    worker cannot watch, or one stuck where nothing else ends it."""
+    return deadline + min(deadline * (_WALL_FACTOR - 1.0) + _WALL_GRACE, _WALL_SLACK_MAX)
+
+
+def cpu_backstop(deadline: float) -> float:
+    """CPU seconds of a test after which the worker kills the child: ``1.5 x deadline +
+    0.25``. The child's own alarm ends a test at ``deadline``; past this a program spins in C
+    code (a huge ``pow``, a regex) or ignores the alarm. The margin covers what the harness
+    does after the test (encoding a large value, reading coverage arcs)."""
+    return 1.5 * deadline + 0.25
+
+
+def outer_pid(pidfd: int) -> int | None:
+    """The pid, in this process's namespace, of the process ``pidfd`` refers to (it may live in
+    a PID namespace of its own), from ``/proc/self/fdinfo``; None if unknown or gone."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class ProcStat:
+    """Reads a process's CPU and run-queue delay (nanoseconds, summed over its threads)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        self.task_dir = f"/proc/{pid}/task"
+
+    def threads(self) -> int:
+        """How many threads the process has (the task directory's link count is 2 + that)."""
+        try:
+            return max(1, os.stat(self.task_dir).st_nlink - 2)
+        except OSError:
+            return 1
+
+    def read(self) -> dict[int, tuple[int, int]]:
+        """Per thread id: (CPU ns, run-queue delay ns). Empty if the process is gone."""
+        try:
+            if self.threads() <= 1:
+                fields = os.pread(self.fd, 128, 0).split()
+                return {self.pid: (int(fields[0]), int(fields[1]))}
+            found = {}
+            for tid in os.listdir(self.task_dir):
+                try:
+                    with open(f"{self.task_dir}/{tid}/schedstat", "rb") as fh:
+                        fields = fh.read().split()
+                    found[int(tid)] = (int(fields[0]), int(fields[1]))
+                except (OSError, ValueError, IndexError):
+                    continue
+            return found
+        except (OSError, ValueError, IndexError):
+            return {}
+
+    def runnable(self) -> bool:
+        """Whether a thread of the process is running or waiting to run (state ``R``) now.
+
+        The kernel adds a thread's run-queue delay to its account only when the thread gets the
+        CPU, and its CPU time at the scheduler's tick: while a thread waits in the queue (on a
+        loaded machine, tens of milliseconds) the time it has waited so far still looks like
+        waiting. A thread asleep or blocked has both accounts up to date."""
+        try:
+            names = os.listdir(self.task_dir)
+        except OSError:
+            return False
+        for tid in names:
+            try:
+                with open(f"{self.task_dir}/{tid}/stat", "rb") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            state = text[text.rfind(b")") + 2:text.rfind(b")") + 3]
+            if state == b"R":
+                return True
+        return False
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+@dataclass
+class Clock:
+    """The limits of one phase of a child (its load, or one test): started at ``start`` (wall,
+    monotonic), ending it when the waiting time reaches ``limit`` or the CPU time reaches
+    ``cpu_limit`` (seconds). :meth:`due` says when to look next; :meth:`look` looks."""
+
+    start: float
+    limit: float
+    cpu_limit: float
+    base_time: float = -1.0
+    base: dict[int, tuple[int, int]] | None = None
+    next_look: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.next_look = self.start + min(BASELINE_AFTER, self.limit / 8.0)
+
+    def zero_base(self) -> None:
+        """The phase starts with the process (a new process has used nothing yet)."""
+        self.base_time = self.start
+        self.base = {}
+        self.next_look = self.start + min(self.limit, self.cpu_limit)
+
+    def look(self, now: float, stat: ProcStat | None) -> str:
+        """``"wait"`` or ``"cpu"`` when that limit is reached, else ``""`` (and :attr:`next_look`
+        moves to the earliest time it could be)."""
+        if stat is None:
+            self.next_look = float("inf")
+            return ""
+        sample = stat.read()
+        if not sample:
+            self.next_look = float("inf")  # gone: its pipe is about to close
+            return ""
+        if self.base is None:
+            self.base, self.base_time = sample, now
+            self.next_look = now + min(self.limit, self.cpu_limit)
+            return ""
+        cpu = delay = 0
+        for tid, (c, d) in sample.items():
+            c0, d0 = self.base.get(tid, (0, 0))
+            cpu += c - c0
+            delay += d - d0
+        cpu_s, delay_s = cpu / 1e9, delay / 1e9
+        waited = (now - self.base_time) - cpu_s - delay_s
+        if waited >= self.limit:
+            if not stat.runnable():
+                return "wait"
+            # queued for the CPU: that time is not in the account yet; look again soon
+            self.next_look = now + max(min(self.limit / 4.0, 0.005), _MIN_STEP)
+            return ""
+        if cpu_s >= self.cpu_limit:
+            return "cpu"
+        self.next_look = now + max(min(self.limit - waited, self.cpu_limit - cpu_s), _MIN_STEP)
+        return ""
+
+    def backstop_due(self, now: float, stat: ProcStat | None, backstop: float) -> float:
+        """The wall-clock backstop ``backstop`` has come: ``0.0`` if the child is to be killed
+        now, else the time to look again.
+
+        Time the child spent queued for a CPU does not count (run-queue delay, what load adds):
+        the backstop moves later by it, and a child queued at this moment (its delay not yet in
+        the kernel's account) is looked at again shortly. On two busy cores at load 30 a test
+        gets a fifteenth of a CPU, so a test computing for half its deadline passed ten times the
+        deadline of wall time and was killed by a plain wall-clock backstop: its verdict depended
+        on the load. The child's CPU and waiting limits still end it (the sum of the two cannot
+        reach the backstop unless one of them is past its own limit). Without the kernel's account
+        (no ``stat``, or no baseline read yet) the backstop is plain wall clock."""
+        if stat is None or self.base is None:
+            return 0.0
+        sample = stat.read()
+        if not sample:
+            return 0.0
+        delay = sum(d - self.base.get(tid, (0, 0))[1] for tid, (_, d) in sample.items()) / 1e9
+        moved = backstop + max(delay, 0.0)
+        if now < moved:
+            return moved
+        if stat.runnable():
+            return now + 0.005
+        return 0.0

@@ -1,0 +1,182 @@
+"""``testgen augment`` and ``testgen reduce``: EvalPlus's "+" inputs and "-mini" suites.
+
+The command lines of :func:`testgen.commands.augment_inputs.augment` and
+:func:`testgen.commands.reduce_suite.reduce`: options in, the functions' reports printed.
+EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
+``docs/augment.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from commandline import (
+    NON_NEGATIVE_FLOAT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    dataset_option,
+    dataset_path_option,
+    engine_options,
+    notice,
+    workers_option,
+)
+from testgen.cli.options import task_options
+from testgen.commands.augment_inputs import augmentable
+from testgen.commands.reduce_suite import reducible
+
+if TYPE_CHECKING:
+    from evaluation.executor.engine import EngineChoice
+
+__all__ = ["augment", "reduce"]
+
+
+@click.command(name="augment")
+@dataset_option(accept=augmentable, help="Dataset to augment (its base inputs, or for mbpp/humaneval its asserts' "
+                                     "calls, are the base inputs and the first seeds).")
+@dataset_path_option()
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="The augmented dataset, EvalPlus's release format (.jsonl or .jsonl.gz); beside it "
+                   "<stem>.progress.jsonl (resume) and <stem>.report.json.")
+@click.option("--seeds", "seed_files", multiple=True, type=click.Path(exists=True),
+              help="Test generations whose calls are seed inputs: RUN/generations.jsonl or a run directory "
+                   "(repeatable).")
+@click.option("--contracts", "contracts_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="An EvalPlus-format file whose 'contract' of the task with the same number and function name "
+                   "is used (MBPP sanitized has none; MBPP+'s fit). A contract that rejects one of the task's own "
+                   "base inputs is dropped for that task.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the mutation.")
+@click.option("--max-inputs", type=POSITIVE_INT, default=1000, show_default=True,
+              help="New inputs per task, seeds included (EvalPlus: 1,000).")
+@click.option("--task-seconds", type=POSITIVE_FLOAT, default=60.0, show_default=True,
+              help="CPU seconds per task (reference runs and mutation); EvalPlus allowed one hour.")
+@click.option("--mutation", type=click.Choice(["extended", "evalplus"]), default="extended", show_default=True,
+              help="evalplus: EvalPlus's Table 1 alone; extended: with size steps and typed empties (docs/augment.md).")
+@click.option("--reference-seconds", type=POSITIVE_FLOAT, default=0.05, show_default=True,
+              help="CPU seconds the reference may take on an input for it to be kept (EvalPlus: 1 s wall).")
+@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True), default=None,
+              help="PropertyEval snapshot (directory or tarball): its drawn inputs are seeds too (HumanEval only).")
+@click.option("--pbt-examples", type=POSITIVE_INT, default=100, show_default=True,
+              help="With --propertyeval: inputs drawn per task.")
+@click.option("--llm-backend", default=None, help="Ask this backend's model for inputs, as EvalPlus asked ChatGPT "
+                                                   "(openai, vllm, hf, fake, ...).")
+@click.option("--llm-model", default=None, help="With --llm-backend: the model.")
+@click.option("--llm-option", "llm_options", multiple=True, metavar="KEY=VALUE", help="With --llm-backend: a backend option.")
+@click.option("--llm-template", default="inputs_chat", show_default=True,
+              help="Prompt template (built-in inputs_chat / inputs_completion, or a file).")
+@click.option("--llm-rounds", type=POSITIVE_INT, default=20, show_default=True, help="Requests per task (EvalPlus: 20).")
+@click.option("--llm-inputs", type=POSITIVE_INT, default=30, show_default=True,
+              help="Stop asking once a task has this many distinct inputs from the model.")
+@click.option("--llm-temperature", type=NON_NEGATIVE_FLOAT, default=0.8, show_default=True)
+@task_options()
+@workers_option()
+@engine_options()
+def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[str, ...], contracts_path: str | None,
+            seed: int,
+            max_inputs: int, task_seconds: float, mutation: str, reference_seconds: float,
+            propertyeval_path: str | None, pbt_examples: int,
+            llm_backend: str | None, llm_model: str | None, llm_options: tuple[str, ...], llm_template: str,
+            llm_rounds: int, llm_inputs: int, llm_temperature: float, limit: int | None, task_ids: tuple[str, ...],
+            workers: int | None, engine: EngineChoice) -> None:
+    """New inputs per task, EvalPlus's way: seeds, type-aware mutation, every input checked.
+
+    Seeds are the dataset's base inputs, the calls in --seeds test generations, a model's answers
+    (--llm-backend) and PropertyEval's inputs (--propertyeval); mutation makes the rest. An input
+    is kept when the task's contract accepts it and the reference returns on it within 1 s
+    without raising (both run in the sandbox). Resumable: run it again with the same options.
+    Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE.
+    """
+    from testgen.cli.options import parse_backend_options
+    from testgen.commands.augment_inputs import AugmentCommandConfig, ModelSeeds, augment as make_inputs
+
+    if llm_backend is None and (llm_model or llm_options):
+        raise click.UsageError("--llm-model and --llm-option need --llm-backend")
+    asked = None if llm_backend is None else ModelSeeds(
+        backend=llm_backend, model=llm_model, options=parse_backend_options(llm_options), template=llm_template,
+        rounds=llm_rounds, inputs=llm_inputs, temperature=llm_temperature)
+    config = AugmentCommandConfig(
+        dataset=dataset, out=out, dataset_path=dataset_path, seed_files=seed_files, contracts_path=contracts_path,
+        seed=seed, max_inputs=max_inputs, task_seconds=task_seconds, mutation=mutation,  # type: ignore[arg-type]
+        reference_seconds=reference_seconds, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
+        model_seeds=asked, limit=limit, task_ids=task_ids, workers=workers, engine=engine)
+    report = make_inputs(config, notify=notice)
+    _print_augment(report, dataset)
+
+
+def _print_augment(report: Any, dataset: str) -> None:
+    s = report.summary
+    per = s["plus_per_task"]
+    click.echo(f"{report.out}: {s['tasks']} tasks, {s['plus_inputs']:,} new inputs (per task: mean {per['mean']:.1f}, "
+               f"min {per['min']}, max {per['max']}); base inputs {s['base_inputs']:,}")
+    click.echo("  from: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s["origins"].items())))
+    reasons = ", ".join(f"{k} {v:,}" for k, v in s["invalid_by_reason"].items() if v)
+    click.echo(f"  checked {s['checked']:,} candidates, {100 * s['invalid_share']:.1f} % invalid ({reasons or 'none'}); "
+               f"{s['duplicates']:,} duplicates and {s['unrepresentable']:,} not representable in JSON skipped")
+    click.echo("  tasks ended by: " + ", ".join(f"{k} {v}" for k, v in sorted(s["stopped"].items()))
+               + f"; {s['cpu_seconds']:.2f} CPU s in the tasks' reference runs and mutation, {report.wall_seconds:.1f} s wall"
+               + (f"; {report.reused} task(s) reused from an earlier run" if report.reused else ""))
+    from evaluation.augment.release import plus_format
+
+    judge = getattr(plus_format(dataset), "name", dataset)
+    click.echo(f"  report: {report.report_file}; judge with: testgen evaluate --dataset {judge} "
+               f"--dataset-path {report.out} --samples FILE")
+
+
+@click.command(name="reduce")
+@dataset_option(accept=reducible, help="Kind of the dataset to reduce (its plus inputs are reduced).")
+@dataset_path_option(help="The dataset file to reduce (e.g. one 'testgen augment' wrote); default: the release.")
+@click.option("--samples", "sample_files", multiple=True, type=click.Path(exists=True),
+              help="Solutions whose kills are a requirement (repeatable; any format 'testgen evaluate' reads, or a "
+                   "'testgen sample' run directory).")
+@click.option("--codet-prompts", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="CodeT's HumanEval_for_code_generation.jsonl(.gz), to match CodeT sample files to tasks.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="The reduced dataset (.jsonl or .jsonl.gz); <stem>.report.json beside it.")
+@click.option("--requirements", default="coverage,mutants,samples", show_default=True,
+              help="Comma-separated: coverage (arcs of the reference), mutants (of the reference), samples.")
+@click.option("--holdout", type=click.Choice(["auto", "model", "folds", "none"]), default="auto", show_default=True,
+              help="Table 4: a sample is judged on a suite reduced without its model's samples (model), or "
+                   "without its fold's (folds, by sample index); auto: model when there are several.")
+@click.option("--folds", type=POSITIVE_INT, default=5, show_default=True, help="Folds for --holdout folds.")
+@workers_option()
+@engine_options()
+def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...], codet_prompts: str | None,
+           out: str, requirements: str, holdout: str, folds: int, workers: int | None,
+           engine: EngineChoice) -> None:
+    """Reduce a dataset's plus inputs by greedy set cover (EvalPlus's HumanEval+-mini).
+
+    Keeps every base input and the fewest plus inputs (greedily) that still execute every arc
+    of the reference, kill every mutant and every sample the full suite kills. Prints EvalPlus's
+    Table 4: tests per task and pass@1 with each requirement alone and all together, every
+    sample judged on a suite reduced without its own model's (or fold's) samples.
+    """
+    from testgen.commands.reduce_suite import ReduceConfig, reduce as reduce_suite
+
+    kinds = tuple(k.strip() for k in requirements.split(",") if k.strip())
+    config = ReduceConfig(dataset=dataset, out=out, dataset_path=dataset_path, samples=sample_files,
+                          codet_prompts=codet_prompts, requirements=kinds, holdout=holdout,  # type: ignore[arg-type]
+                          folds=folds, workers=workers, engine=engine)
+    report = reduce_suite(config, notify=notice)
+    _print_reduce(report)
+
+
+def _print_reduce(report: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    s = report.summary
+    table = Table(title=f"Table 4 (EvalPlus): pass@1 and tests per task, held out by {s['holdout']}, "
+                        f"{s['samples']:,} samples")
+    table.add_column("suite")
+    table.add_column("tests / task", justify="right")
+    table.add_column("pass@1", justify="right")
+    for row in report.table4:
+        table.add_row(row["kinds"], f"{row['tests_per_task']:.1f}", f"{row['pass@1']:.2f}")
+    Console().print(table)
+    kept = "; ".join(f"{k}: {v['met']:,} of {v['requirements']:,} met, {v['inputs_needed']:,} inputs"
+                     + (f", {v['unmeetable']:,} unmeetable" if v["unmeetable"] else "")
+                     for k, v in s["per_kind"].items())
+    click.echo(f"{report.out}: {report.tests_per_task:.1f} tests per task (base + kept plus; full plus "
+               f"{s['plus_per_task_full']:.1f}); {kept}")
+    click.echo(f"  report: {report.report_file}")

@@ -1,0 +1,131 @@
+"""Seed inputs from text (evaluation.augment.call_sites, testgen.augment_seeds): parsed here,
+valued in the sandbox unless literal; and the validity check (evaluation.augment.validity)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.augment.call_sites import (
+    CallSite,
+    call_sites_in,
+    literal_args,
+    parameter_names,
+    read_site_results,
+    site_job,
+)
+from evaluation.augment.validity import Verdict, read_checks, reference_job, reference_with_contract
+from evaluation.records import Problem
+from testgen.augment_seeds import argument_lines, generation_sites
+
+PROGRAM = "def f(xs, k=1):\n    '''doc'''\n    return sorted(xs)[:k]\n"
+
+
+def _sources(sites: list[CallSite]) -> list[str]:
+    return [s.args_source for s in sites]
+
+
+def test_call_sites_positional_keywords_nested_and_skipped_shapes() -> None:
+    params = parameter_names(PROGRAM, "f")
+    assert params == ("xs", "k")
+    text = ("assert f([3, 1], 2) == [1, 3]\nassert f(k=1, xs=[5]) == [5]\nassert f(*args) == 1\n"
+            "assert f([1], q=2) == 1\nassert candidate(f([2, 1], 1)) == [1]\n")
+    assert _sources(call_sites_in(text, "f", params=params, origin="generations")) == [
+        "([3, 1], 2)", "([5], 1)", "(f([2, 1], 1),)", "([2, 1], 1)"]
+
+
+def test_call_sites_of_text_that_does_not_parse_are_read_line_by_line() -> None:
+    # CodeT's raw generations continue `assert ` on the next line: not a program, still inputs
+    text = "\n    f([1, 2], 1) == [1]\nassert \n    f([], 0) == []\nthis is not python ("
+    assert _sources(call_sites_in(text, "f", params=("xs", "k"), origin="generations")) == ["([1, 2], 1)", "([], 0)"]
+    assert call_sites_in("f(" * 50_000, "f", params=None, origin="x") == []  # too long: not parsed
+
+
+def test_literal_arguments_are_valued_here_others_are_not() -> None:
+    assert literal_args(CallSite(args_source="([1, -2.5, 'a', (1, 2), {3}], None)", origin="x")) == \
+        (True, ([1, -2.5, "a", (1, 2), {3}], None))
+    for source in ("(list(range(3)),)", "(__import__('os').system('true'),)", "('a' * 3,)"):
+        assert literal_args(CallSite(args_source=source, origin="x")) == (False, ())
+
+
+def test_non_literal_arguments_are_valued_in_the_sandbox() -> None:
+    from evaluation.executor import execute
+
+    sites = [CallSite(args_source=s, origin="x") for s in (
+        "(list(range(4)), 2)", "('ab' * 3,)", "(f([3, 2, 1], 2), 1)", "(undefined_name,)",
+        "(open('/etc/passwd').read(),)")]
+    job, kept = site_job(PROGRAM, "f", sites, tag="t")
+    (res,) = list(execute([job], workers=1))
+    got = read_site_results(res, kept)
+    assert got[0] == ([0, 1, 2, 3], 2)
+    assert got[1] == ("ababab",)
+    assert got[2] == ([1, 2], 1)  # the reference is defined in the sandboxed program
+    assert 3 not in got  # NameError: dropped
+    assert 4 not in got  # the sandbox cannot read /etc/passwd
+
+
+def test_model_answers_as_argument_lines() -> None:
+    answer = "Here you go:\n```\n[1, 2, 3], 2  # a list\n[], 0\nnot an input (\n```\n"
+    assert _sources(argument_lines(answer, "f", params=("xs", "k"))) == ["([1, 2, 3], 2)", "([], 0)"]
+    assert _sources(argument_lines("```python\nassert f([9], k=1) == [9]\n```", "f", params=("xs", "k"))) == ["([9], 1)"]
+
+
+def _problem(**kw: object) -> Problem:
+    base = dict(task_id="HumanEval/900", dataset="humaneval+", prompt="def g(n):\n    '''doc'''\n",
+                entry_point="g", canonical_solution="    return 10 // n\n", atol=0.0,
+                contract='\n    assert type(n) == int and n >= 0, "invalid inputs" # $_CONTRACT_$\n')
+    base.update(kw)
+    return Problem(**base)  # type: ignore[arg-type]
+
+
+def test_validity_contract_raises_timeout_and_unjudgeable_in_the_sandbox() -> None:
+    from evaluation.executor import execute
+
+    p = _problem()
+    inputs = [(5,), (-1,), (0,), ("x",), (2,)]
+    (res,) = list(execute([reference_job(p, "humaneval", inputs, tag=0)], workers=1))
+    verdicts = [c.verdict for c in read_checks(p, "humaneval", inputs, res)]
+    assert verdicts == [Verdict.VALID, Verdict.CONTRACT, Verdict.RAISES, Verdict.CONTRACT, Verdict.VALID]
+    slow = _problem(canonical_solution="    while True:\n        pass\n")
+    nan = _problem(canonical_solution="    return float('nan')\n")
+    jobs = [reference_job(slow, "humaneval", [(1,)], tag=0, seconds=0.05), reference_job(nan, "humaneval", [(1,)], tag=1)]
+    results = {r.tag: r for r in execute(jobs, workers=1)}
+    assert read_checks(slow, "humaneval", [(1,)], results[0])[0].verdict is Verdict.TIMEOUT
+    assert read_checks(nan, "humaneval", [(1,)], results[1])[0].verdict is Verdict.UNJUDGEABLE
+
+
+def test_mbpp_contract_is_placed_at_the_top_of_the_body_with_its_indentation() -> None:
+    p = Problem(task_id="Mbpp/1", dataset="mbpp+", prompt="", entry_point="h",
+                canonical_solution="import math\ndef h(x):\n  '''doc'''\n  y = x\n  return y\n",
+                contract='\n    assert isinstance(x, int), "invalid inputs" # $_CONTRACT_$\n')
+    program = reference_with_contract(p, "mbpp")
+    assert '  assert isinstance(x, int), "invalid inputs"' in program
+    compile(program, "p", "exec")
+    namespace: dict[str, object] = {}
+    exec(compile(program, "p", "exec"), namespace)  # noqa: S102 - our own literal test program
+    with pytest.raises(AssertionError):
+        namespace["h"]("a")  # type: ignore[operator]
+
+
+def test_generation_sites_read_tests_and_raw_text(tmp_path: Path) -> None:
+    from evaluation.datasets import Dataset
+
+    p = _problem(task_id="HumanEval/0")
+    ds = Dataset(name="humaneval+", version="t", source="t", problems={"HumanEval/0": p})
+    gens = tmp_path / "generations.jsonl"
+    recs = [{"task_id": "HumanEval/0", "tests": ["assert g(3) == 3"], "raw": "g(3) == 3\nassert \n    g(7) == 1\n"},
+            {"task_id": "HumanEval/0", "tests": [], "raw": "assert g(n=4) == 2"},
+            {"task_id": "HumanEval/999", "tests": ["assert g(1) == 1"], "raw": ""}]
+    gens.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    found = generation_sites([tmp_path], ds)
+    assert _sources(list(found.sites["HumanEval/0"])) == ["(3,)", "(7,)", "(4,)"]
+    assert found.generations == 2 and found.unknown_tasks == 1
+    bad = tmp_path / "bad" / "generations.jsonl"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"task_id": "HumanEval/0", "tests": "not a list"}) + "\n")
+    from evaluation.errors import RecordError
+
+    with pytest.raises(RecordError, match=r"generations.jsonl:1: field 'tests'"):
+        generation_sites([bad], ds)
