@@ -330,7 +330,7 @@ DATASET_FILE = DatasetFile()
 
 
 class ExistingPath(click.Path):
-    """``click.Path(exists=True, ...)`` whose missing path is reported in the one wording of
+    """A ``click.Path`` that must exist, whose missing path is reported in the one wording of
     :func:`evaluation.errors.not_found`, naming the option (one line, exit 2)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
