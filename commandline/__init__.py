@@ -55,6 +55,8 @@ __all__ = [
     "NON_NEGATIVE_FLOAT",
     "PROBABILITY",
     "DatasetFile",
+    "ExistingPath",
+    "existing_path",
     "dataset_option",
     "dataset_path_option",
     "workers_option",
@@ -98,9 +100,11 @@ class RunFailed(_OneLine):
 
 
 def _as_click_error(exc: BaseException) -> click.ClickException:
-    from evaluation.errors import RunFailure
+    from evaluation.errors import RunFailure, not_found
 
     message = str(exc).replace("\n", " ")
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        message = not_found(exc.filename)
     return RunFailed(message) if isinstance(exc, RunFailure) else UserError(message)
 
 
@@ -311,11 +315,11 @@ class DatasetFile(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # g
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from pathlib import Path
 
-        from evaluation.errors import DatasetNotFound
+        from evaluation.errors import DatasetNotFound, not_found
 
         if not Path(str(value)).expanduser().is_file():
             option = param.opts[0] if param is not None and param.opts else "--dataset-path"
-            raise DatasetNotFound(f"{option} {value} is not a file")
+            raise DatasetNotFound(not_found(value, given_as=option))
         return str(value)
 
     def get_metavar(self, param: click.Parameter, *args: Any, **kwargs: Any) -> str:
@@ -323,6 +327,29 @@ class DatasetFile(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # g
 
 
 DATASET_FILE = DatasetFile()
+
+
+class ExistingPath(click.Path):
+    """A ``click.Path`` that must exist, whose missing path is reported in the one wording of
+    :func:`evaluation.errors.not_found`, naming the option (one line, exit 2)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+
+        from evaluation.errors import MissingFile
+
+        if not os.path.exists(os.fsdecode(value)):
+            # an option by its flag, an argument by its name in --help (RUN_DIR, SPEC.toml)
+            option = param is not None and param.param_type_name == "option" and bool(param.opts)
+            given_as = param.opts[0] if option and param is not None else (
+                param.human_readable_name if param is not None else None)
+            raise MissingFile(value, given_as=given_as, folder=not self.file_okay)
+        return super().convert(value, param, ctx)
+
+
+def existing_path(*, file_okay: bool = True, dir_okay: bool = True, path_type: Any = None) -> click.Path:
+    """An option's or argument's type: a path that must exist (see :class:`ExistingPath`)."""
+    return ExistingPath(exists=True, file_okay=file_okay, dir_okay=dir_okay, path_type=path_type)
 
 # ---------------------------------------------------------------------------------------------
 # The options both CLIs share, each defined once: one type, a default that fits each command,

@@ -7,7 +7,17 @@ else escaping the CLI is a bug and is shown with its traceback. The rule: ``docs
 
 from __future__ import annotations
 
-__all__ = ["TestgenError", "RecordError", "DatasetNotFound", "UnknownName", "MissingDependency", "RunFailure"]
+__all__ = ["TestgenError", "RecordError", "DatasetNotFound", "UnknownName", "MissingDependency", "RunFailure",
+           "MissingFile", "not_found"]
+
+
+def not_found(path: object, *, given_as: str | None = None, folder: bool = False, hint: str = "") -> str:
+    """The one wording of a missing file or folder, wherever it is reported:
+    ``[GIVEN_AS ]PATH: file not found[ (HINT)]``; ``given_as`` says where the path came from
+    (an option such as ``--samples``, an environment variable such as ``$TESTGEN_MBPP_PATH=``,
+    a spec key), ``folder`` says a folder was wanted."""
+    where = f"{given_as}{'' if given_as.endswith('=') else ' '}{path}" if given_as else str(path)
+    return f"{where}: {'folder' if folder else 'file'} not found" + (f" ({hint})" if hint else "")
 
 
 class TestgenError(Exception):
@@ -30,6 +40,16 @@ class RecordError(TestgenError):
         where = f"{path}:{line}" if line else path
         what = f"field {field!r}: " if field else ""
         super().__init__(f"{where}: {what}{message}")
+
+
+class MissingFile(RecordError):
+    """A file (or folder) the user named does not exist: :func:`not_found`'s wording."""
+
+    def __init__(self, path: object, *, given_as: str | None = None, folder: bool = False, hint: str = "") -> None:
+        TestgenError.__init__(self, not_found(path, given_as=given_as, folder=folder, hint=hint))
+        self.path = str(path)
+        self.line = 0
+        self.field = None
 
 
 class DatasetNotFound(TestgenError):

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from evaluation.errors import RecordError
+from evaluation.errors import MissingFile, RecordError
 
 __all__ = [
     "read_jsonl", "write_jsonl", "JsonlAppender", "require", "optional", "open_text", "empty_file",
@@ -58,7 +58,7 @@ def read_jsonl(
     try:
         fh = open_text(path)
     except FileNotFoundError:
-        raise RecordError(name, 0, "file not found") from None
+        raise MissingFile(name) from None
     with fh:
         pending: tuple[int, str, Exception] | None = None
         try:

@@ -19,6 +19,7 @@ from commandline import (
     dataset_path_option,
     debug_option,
     engine_options,
+    existing_path,
     notice,
     run_cli,
     workers_option,
@@ -47,7 +48,7 @@ def _click_type(option: RerankerOption) -> Any:
     if option.type == "float" and option.above == 0:
         return POSITIVE_FLOAT
     if option.type == "file":
-        return click.Path(exists=True, dir_okay=False)
+        return existing_path(dir_okay=False)
     return {"float": float, "int": int, "bool": click.BOOL}.get(option.type, str)
 
 
@@ -131,14 +132,14 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 
 @click.command(name="rerank", cls=FriendlyCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rerank")
-@click.option("--samples", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--samples", required=True, type=existing_path(dir_okay=False),
               help="Sampled solutions: our solutions.jsonl, EvalPlus samples, or CodeT's {prompt, samples}.")
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
                    "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
 @dataset_option()
 @dataset_path_option()
-@click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
+@click.option("--prompts", type=existing_path(dir_okay=False),
               help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
 @click.option("--method", "methods", multiple=True, help=_method_help())
 @click.option("--method-option", "method_option", multiple=True, metavar="RERANKER.OPTION=VALUE",
@@ -151,11 +152,11 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
 @workers_option()
 @engine_options()
-@click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
+@click.option("--verdicts", type=existing_path(dir_okay=False),
               help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
 @click.option("--evalplus/--no-evalplus", default=True, show_default=True,
               help="Compute HumanEval+/MBPP+ verdicts (base and plus; MBPP sanitized: base = its original asserts).")
-@click.option("--baseline", type=click.Path(exists=True, dir_okay=False),
+@click.option("--baseline", type=existing_path(dir_okay=False),
               help="A 'testgen evaluate' verdicts file (the model's samples at T=0.2): its pass@k is shown as "
                    "the 'baseline' row beside random (the paper's Table 5 baseline).")
 @click.option("--ks", default="1,2,10", show_default=True, help="Comma-separated k of pass@k.")

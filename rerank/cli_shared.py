@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from commandline import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, timeout_option
+from evaluation.errors import MissingFile
 
 __all__ = ["parse_tests_option", "progress_bars", "matrix_options"]
 
@@ -28,7 +29,7 @@ def parse_tests_option(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         if not label:
             label = Path(path).name.removesuffix(".gz").removesuffix(".jsonl")
         if not Path(path).exists():
-            raise click.BadParameter(f"file {path!r} does not exist", param_hint="'--tests'")
+            raise MissingFile(path, given_as="--tests")
         out.append((label, path))
     return tuple(out)
 

@@ -22,6 +22,7 @@ from commandline import (
     dataset_path_option,
     debug_option,
     engine_options,
+    existing_path,
     notice,
     workers_option,
 )
@@ -139,16 +140,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 @click.command(name="rerank train", cls=FriendlyCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--samples", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--samples", required=True, type=existing_path(dir_okay=False),
               help="Sampled solutions (as for rerank).")
 @click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
               help="Test generations. The first is the training pool; more (other tests of the same samples) "
                    "are only evaluated: each fold's model is also scored on their held-out tasks.")
 @dataset_option()
 @dataset_path_option()
-@click.option("--prompts", type=click.Path(exists=True, dir_okay=False),
+@click.option("--prompts", type=existing_path(dir_okay=False),
               help="CodeT prompt file to match CodeT-format inputs; found next to them if absent.")
-@click.option("--verdicts", type=click.Path(exists=True, dir_okay=False),
+@click.option("--verdicts", type=existing_path(dir_okay=False),
               help="Verdicts scored (and trainable) as 'original' (e.g. CodeT's HumanEval verdicts).")
 @click.option("--evalplus/--no-evalplus", default=True, show_default=True,
               help="Compute HumanEval+/MBPP+ verdicts (base and plus).")

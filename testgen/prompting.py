@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evaluation.errors import TestgenError
+from evaluation.errors import MissingFile, TestgenError
 from evaluation.records import Problem
 from testgen.backends.base import ChatMessage, Prompt
 
@@ -123,7 +123,7 @@ def load_template_file(path: str | Path) -> PromptTemplate:
     if not p.is_file():
         if "/" not in str(path) and not str(path).endswith(".txt"):
             return builtin_template(str(path))
-        raise TestgenError(f"--prompt-template {p}: no such file")
+        raise MissingFile(p, given_as="--prompt-template")
     return _make(str(p), p.read_text(encoding="utf-8"))
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluation.download import DatasetFile
-from evaluation.errors import DatasetNotFound, RecordError
+from evaluation.errors import DatasetNotFound, RecordError, not_found
 from evaluation.io import cache_dir, optional, read_jsonl, require
 from evaluation.records import Problem
 from evaluation.registry import Registry
@@ -238,14 +238,14 @@ def locate_dataset(
     if path is not None:
         p = Path(path).expanduser()
         if not p.is_file():
-            raise DatasetNotFound(f"{name}: --dataset-path {p} is not a file")
+            raise DatasetNotFound(f"{name}: {not_found(p, given_as='--dataset-path')}")
         return Located(path=p, found_by=FoundBy.EXPLICIT)
     if spec.package_data:
         return Located(path=_packaged(spec.package_data), found_by=FoundBy.PACKAGE, detail=spec.package_distribution or "")
     if spec.env_var and os.environ.get(spec.env_var):
         p = Path(os.environ[spec.env_var]).expanduser()
         if not p.is_file():
-            raise DatasetNotFound(f"{name}: ${spec.env_var}={p} is not a file")
+            raise DatasetNotFound(f"{name}: {not_found(p, given_as=f'${spec.env_var}=')}")
         return Located(path=p, found_by=FoundBy.ENV, detail=spec.env_var)
     from evaluation.data_folder import find_in_data_folder
 

@@ -25,6 +25,7 @@ from evaluation.evalplus.splits import (
     _group,
     _has_special_oracle,
     _tasks_of,
+    _time_limit_detail,
 )
 from evaluation.evalplus.truth import GroundTruth, TimeLimits, _load_output, ground_truth
 from evaluation.executor.engine import EngineChoice
@@ -57,10 +58,10 @@ class SplitJudge:
     def __call__(self, call_args: Sequence[Any], value: Any, duration: float, expected: Any) -> tuple[int, str]:
         limit, want = expected
         if duration > limit:
-            return _FAIL_CODE, f"timeout ({duration:.2f}s > {limit:.2f}s)"
+            return _FAIL_CODE, _time_limit_detail(limit)
         self.spent += duration
         if self.spent > self.cap:
-            return _TIMEOUT_CODE, f"split time {self.spent:.1f}s > cap {self.cap:.1f}s"
+            return _TIMEOUT_CODE, f"split time over its cap of {self.cap:.1f}s"
         if self.same_bytes and type(value) is bytes and type(want) is bytes and value == want:
             # The common case, a right output: the same pickle is the same plain value, so
             # ``out == exp`` holds unless the value holds a NaN (never equal to itself, not

@@ -46,6 +46,12 @@ class TimeLimits:
     """Seconds EvalPlus adds to the split cap before killing the process (fast_check mode)."""
     memory_mb: int = 4096
     """Address-space limit of the child (EvalPlus: 4 GiB)."""
+    recheck_margin: float = 0.5
+    """A split with a call whose CPU time came within this fraction of its limit (at least
+    ``(1 - margin) x limit``, timeouts included), or whose total came within it of the split
+    cap, is run once more alone (no other program of the evaluation running beside it), with
+    every call allowed ``(1 + margin) x`` its limit so that its real CPU time is measured, and
+    its verdict is that run's: load on the first run cannot flip it. 0 turns this off."""
 
     def per_input(self, reference_seconds: float) -> float:
         """The time limit of one input."""

@@ -225,6 +225,11 @@ class Backend:
             return f"the {self.name} backend writes no code; choose a model backend"
         return None
 
+    def check_dataset(self, problems: Mapping[str, Problem], dataset: str) -> None:
+        """Refuse what the backend brings of its own that does not fit the dataset ``dataset``
+        (whose tasks are ``problems``): a replayed file naming a task it lacks. Asked before a
+        run writes anything; the default accepts everything."""
+
     def generate(
         self,
         prompts: Sequence[Prompt],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluation.errors import TestgenError
+from evaluation.errors import MissingFile
 
 __all__ = ["read_chat_template"]
 
@@ -24,4 +24,4 @@ def read_chat_template(value: str) -> str:
         return path.read_text(encoding="utf-8")
     if "{%" in value or "{{" in value:
         return value
-    raise TestgenError(f"chat_template: {value}: no such file (give a file or the Jinja template itself)")
+    raise MissingFile(value, given_as="chat_template", hint="give a file or the Jinja template itself")

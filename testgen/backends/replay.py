@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import empty_file, read_jsonl
+from evaluation.records import Problem
 from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
 
 __all__ = ["ReplayBackend", "ReplayOptions", "ReplaySource", "load_source"]
@@ -66,6 +67,30 @@ class ReplaySource:
     """Task key (our ``task_id``, or the tested function's name for CodeT) -> samples."""
     kind: Literal["codet", "testgen", "empty"] = "empty"
     """Which format the file holds."""
+    keys: list[tuple[int, str | None, bool]] = field(default_factory=list)
+    """Each record's line, task key (``None``: a CodeT prompt that names no function) and
+    whether it is a CodeT record."""
+
+    def unknown_tasks(self, problems: Mapping[str, Problem]) -> list[tuple[int, str | None, bool]]:
+        """The records (line, task key, CodeT's) that no task of ``problems`` can be served
+        from: ours by ``task_id``, CodeT's by the function their prompt tests (an entry point)."""
+        entry_points = {p.entry_point for p in problems.values()}
+        return [(line, key, codet) for line, key, codet in self.keys
+                if key not in (entry_points if codet else problems)]
+
+    def check_tasks(self, problems: Mapping[str, Problem], dataset: str) -> None:
+        """Refuse a source with a record for no task of ``dataset``: :class:`RecordError` naming
+        the first such record's line and field (and how many there are)."""
+        unknown = self.unknown_tasks(problems)
+        if not unknown:
+            return
+        line, key, codet = unknown[0]
+        more = f" ({len(unknown)} records in all)" if len(unknown) > 1 else ""
+        if codet:
+            what = (f"its prompt tests {key}(), the entry point of no {dataset} task" if key is not None
+                    else "its prompt names no function (no 'def' and no '# check the correctness of' line)")
+            raise RecordError(self.path, line, what + more, field="prompt")
+        raise RecordError(self.path, line, f"task {key!r} is not in the dataset {dataset}{more}", field="task_id")
 
 
 def _prompt_key(prompt: str | list[dict[str, str]] | object) -> str:
@@ -96,8 +121,10 @@ def load_source(path: str) -> ReplaySource:
             fn = _codet_function(prompt)
             if fn is not None:
                 src.by_task.setdefault(fn, []).extend(items)
+            src.keys.append((line, fn, True))
             src.kind = "codet"
         elif "raw" in rec and "task_id" in rec:
+            src.keys.append((line, str(rec["task_id"]), False))
             ours[rec["task_id"]].append(
                 (int(rec.get("sample_index", 0)), _prompt_key(rec.get("prompt", "")), str(rec["raw"]), str(rec.get("prefix", "")))
             )
@@ -145,6 +172,12 @@ class ReplayBackend(Backend):
     @property
     def is_chat(self) -> bool:
         return bool(self.options.chat)
+
+    def check_dataset(self, problems: Mapping[str, Problem], dataset: str) -> None:
+        """Every record of the sources must be for a task of the dataset (a record for another
+        dataset's task would be dropped without a word)."""
+        for src in self._sources.values():
+            src.check_tasks(problems, dataset)
 
     def _source(self, purpose: str) -> ReplaySource:
         path = self.options.file if purpose == "tests" else self.options.code_file

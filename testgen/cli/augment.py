@@ -19,6 +19,7 @@ from commandline import (
     dataset_option,
     dataset_path_option,
     engine_options,
+    existing_path,
     notice,
     workers_option,
 )
@@ -39,10 +40,10 @@ __all__ = ["augment", "reduce"]
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="The augmented dataset, EvalPlus's release format (.jsonl or .jsonl.gz); beside it "
                    "<stem>.progress.jsonl (resume) and <stem>.report.json.")
-@click.option("--seeds", "seed_files", multiple=True, type=click.Path(exists=True),
+@click.option("--seeds", "seed_files", multiple=True, type=existing_path(),
               help="Test generations whose calls are seed inputs: RUN/generations.jsonl or a run directory "
                    "(repeatable).")
-@click.option("--contracts", "contracts_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--contracts", "contracts_path", type=existing_path(dir_okay=False), default=None,
               help="An EvalPlus-format file whose 'contract' of the task with the same number and function name "
                    "is used (MBPP sanitized has none; MBPP+'s fit). A contract that rejects one of the task's own "
                    "base inputs is dropped for that task.")
@@ -55,7 +56,7 @@ __all__ = ["augment", "reduce"]
               help="evalplus: EvalPlus's Table 1 alone; extended: with size steps and typed empties (docs/augment.md).")
 @click.option("--reference-seconds", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="CPU seconds the reference may take on an input for it to be kept (EvalPlus: 1 s wall).")
-@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True), default=None,
+@click.option("--propertyeval", "propertyeval_path", type=existing_path(), default=None,
               help="PropertyEval snapshot (directory or tarball): its drawn inputs are seeds too (HumanEval only).")
 @click.option("--pbt-examples", type=POSITIVE_INT, default=100, show_default=True,
               help="With --propertyeval: inputs drawn per task.")
@@ -126,10 +127,10 @@ def _print_augment(report: Any, dataset: str) -> None:
 @click.command(name="reduce")
 @dataset_option(accept=reducible, help="Kind of the dataset to reduce (its plus inputs are reduced).")
 @dataset_path_option(help="The dataset file to reduce (e.g. one 'testgen augment' wrote); default: the release.")
-@click.option("--samples", "sample_files", multiple=True, type=click.Path(exists=True),
+@click.option("--samples", "sample_files", multiple=True, type=existing_path(),
               help="Solutions whose kills are a requirement (repeatable; any format 'testgen evaluate' reads, or a "
                    "'testgen sample' run directory).")
-@click.option("--codet-prompts", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--codet-prompts", type=existing_path(dir_okay=False), default=None,
               help="CodeT's HumanEval_for_code_generation.jsonl(.gz), to match CodeT sample files to tasks.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="The reduced dataset (.jsonl or .jsonl.gz); <stem>.report.json beside it.")

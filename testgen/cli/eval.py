@@ -15,6 +15,7 @@ from commandline import (
     DatasetName,
     dataset_path_option,
     engine_options,
+    existing_path,
     notice,
     timeout_option,
     workers_option,
@@ -31,7 +32,9 @@ def _snapshot(path: str | None) -> Path | None:
     if not path:
         return None
     if not Path(path).exists():
-        raise click.BadParameter(f"{path}: no such file or directory", param_hint="'--propertyeval'")
+        from evaluation.errors import MissingFile
+
+        raise MissingFile(path, given_as="--propertyeval")
     return Path(path)
 
 
@@ -40,7 +43,7 @@ def _pct(x: Any) -> str:
 
 
 @click.command(name="eval")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_dir", type=existing_path(file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default RUN_DIR/eval).")
 @click.option("--tests-per-generation", "-k", type=NON_NEGATIVE_INT, default=None,
@@ -56,7 +59,7 @@ def _pct(x: Any) -> str:
 @click.option("--verdicts/--no-verdicts", "want_verdicts", default=None,
               help="Judge the prompt's code (HumanEval+/MBPP+ plus, MBPP's asserts) for the Table 4 split; "
                    "default on for self.")
-@click.option("--verdicts-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--verdicts-file", type=existing_path(dir_okay=False, path_type=Path), default=None,
               help="Verdicts JSONL (solution_id, plus; base where plus is null), e.g. from 'testgen evaluate', "
                    "instead of judging.")
 @click.option("--reference-dataset", type=DatasetName(), default=None,

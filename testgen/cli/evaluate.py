@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from commandline import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, workers_option
+from commandline import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, existing_path, workers_option
 from commandline.progress import progress_bars
 from testgen.commands.judge_code import judged_on_own
 
@@ -64,7 +64,7 @@ def _no_plus_note(name: str) -> str:
 @dataset_option(accept=judged_on_own, dest="dataset_name",
                 help="Dataset whose base and plus inputs judge (or its own asserts, for a dataset without plus "
                      "inputs: MBPP sanitized).")
-@click.option("--samples", required=True, type=click.Path(exists=True),
+@click.option("--samples", required=True, type=existing_path(),
               help="Solutions: our/EvalPlus samples JSONL (task_id + solution|completion), "
                    "CodeT's {prompt, samples} JSONL(.gz), an EvalPlus samples folder, "
                    "or a 'testgen sample' run directory (its solutions.jsonl).")
@@ -76,7 +76,7 @@ def _no_plus_note(name: str) -> str:
 @click.option("--evaluator", type=click.Choice(["ours", "evalplus"]), default="ours", show_default=True,
               help="'evalplus' runs the installed evalplus 0.3.1 instead (pip install 'testgen[evalplus]').")
 @click.option("--model", default=None, help="Model name used in solution ids (default: from the records or file name).")
-@click.option("--codet-prompts", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--codet-prompts", type=existing_path(dir_okay=False), default=None,
               help="CodeT's HumanEval_for_code_generation.jsonl(.gz): extra prompt texts to match CodeT files.")
 @click.option("--min-time-limit", type=POSITIVE_FLOAT, default=1.0, show_default=True,
               help="Per-input time limit floor, seconds (EvalPlus's min_time_limit).")
@@ -84,7 +84,7 @@ def _no_plus_note(name: str) -> str:
               help="Per-input limit = factor x the reference's time (EvalPlus's gt_time_limit_factor).")
 @click.option("--pbt/--no-pbt", default=False, show_default=True,
               help="Also judge on PropertyEval's property-based inputs (HumanEval+ only) and report +pbt.")
-@click.option("--propertyeval", "propertyeval_path", type=click.Path(exists=True), default=None,
+@click.option("--propertyeval", "propertyeval_path", type=existing_path(), default=None,
               help="PropertyEval snapshot: a directory or its tarball (implies --pbt; default: "
                    "$TESTGEN_PROPERTYEVAL, else the pinned snapshot downloaded into the cache).")
 @click.option("--pbt-examples", type=click.IntRange(min=1), default=1000, show_default=True,

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from commandline import existing_path
+
 __all__ = ["report"]
 
 
@@ -68,7 +70,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
 
 @click.command(name="report")
 @click.argument("run_dirs", nargs=-1, required=True,
-                type=click.Path(exists=True, file_okay=False, path_type=Path))
+                type=existing_path(file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True,
               help="Directory for report.md, table2.md, table2.csv and the PNG plots.")
 @click.option("--code-pass1", multiple=True, metavar="MODEL=VALUE",

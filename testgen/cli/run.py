@@ -15,6 +15,7 @@ from commandline import (
     PROBABILITY,
     dataset_option,
     dataset_path_option,
+    existing_path,
     notice,
 )
 from evaluation.errors import TestgenError
@@ -54,10 +55,10 @@ def _solutions_file(path: str | None) -> str | None:
 @click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
 @click.option("--code-temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True, help="self: temperature of the solutions.")
 @click.option("--code-max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="self: new tokens per solution.")
-@click.option("--code-pool", "code_pools", type=click.Path(exists=True), multiple=True,
+@click.option("--code-pool", "code_pools", type=existing_path(), multiple=True,
               help="cross: solutions file (ours, EvalPlus samples, CodeT {prompt, samples}, or a 'testgen sample' "
                    "directory); repeat to pool several models: each gives the first N/k per task.")
-@click.option("--code-from", type=click.Path(exists=True), default=None,
+@click.option("--code-from", type=existing_path(), default=None,
               help="self: take the first N solutions per task from this file (e.g. 'testgen sample' output) "
                    "instead of sampling them.")
 @click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from commandline import POSITIVE_FLOAT, POSITIVE_INT
+from commandline import POSITIVE_FLOAT, POSITIVE_INT, existing_path
 
 __all__ = ["study"]
 
@@ -45,7 +45,7 @@ def _preflight(spec: Any, plan: Any, gpu_memory: float | None, *, show: bool) ->
 
 
 @click.command(name="study")
-@click.argument("spec_file", metavar="SPEC.toml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("spec_file", metavar="SPEC.toml", type=existing_path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Study folder [default: runs/<spec name>].")
 @click.option("--only", "only", metavar="MODEL", default=None,
@@ -78,6 +78,9 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     out = out or Path("runs") / spec_file.stem
     plan = plan_study(spec_file, only=only)
     if check_only or not dry_run:
+        from testgen.study.sources import check_sources
+
+        check_sources(plan, out)  # a bad replayed file: one line naming the spec's line and the file's
         _preflight(plan.spec, plan, gpu_memory, show=check_only)
         if check_only:
             return
@@ -93,7 +96,7 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     blocked = sorted(set(result.blocked.values()))
     click.echo(f"{out}: {len(result.ran)} steps ran, {len(result.skipped)} already done, "
                f"{len(result.blocked)} not run, {len(result.failed)} failed ({time.perf_counter() - t0:.1f} s); "
-               f"report: {out / 'report' / 'index.html'}")
+               f"report: {out / 'report' / 'index.html'}{' (marked INCOMPLETE)' if result.failed else ''}")
     for reason in blocked:
         click.echo(f"  {sum(1 for r in result.blocked.values() if r == reason)} step(s) {reason}", err=True)
     if result.failed:

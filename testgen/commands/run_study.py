@@ -122,30 +122,39 @@ def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, onl
 
     Steps that cannot run here for want of packages (:func:`unavailable_steps`) stop the study
     before any step runs (:class:`StepsUnavailable`), unless ``skip_unavailable``: then the others
-    run and the report's cells of those say "not run: ... not installed"."""
+    run and the report's cells of those say "not run: ... not installed".
+
+    The replayed files of its models are read first (:func:`~testgen.study.sources.check_sources`):
+    a bad one stops the study before any step runs. A study in which a step failed writes its
+    report marked incomplete, naming the failed steps, and no ``done.json`` for it (see
+    :func:`~testgen.study.runner.run_plan` for a study stopped by a signal)."""
+    from testgen.study.sources import check_sources
+
     plan = plan_study(spec_file, only=only)
     missing = unavailable_steps(plan)
     if missing is not None and not skip_unavailable:
         raise StepsUnavailable(f"{spec_file}: {missing.describe()}; nothing was run. Install them, or pass "
                                f"--skip-unavailable to run the other {missing.total - len(missing.steps)} steps")
     folder = Path(out)
+    check_sources(plan, folder)  # a bad replayed file stops the study here, before any step runs
     folder.mkdir(parents=True, exist_ok=True)
     spec_path = Path(spec_file)
     (folder / STUDY_FILE).write_text(json.dumps({"spec": str(spec_path.resolve()),
                                                  "text": spec_path.read_text(encoding="utf-8")}, indent=1) + "\n",
                                      encoding="utf-8")
-    failed: list[str] = []
+    failed: dict[str, str] = {}
 
     def event(kind: str, step: Step, detail: str) -> None:
         if kind == "fail":
-            failed.append(step.id)
+            failed[step.id] = detail
         if on_event is not None:
             on_event(kind, step, detail)
 
-    def report(step: Step, where: Path) -> None:
+    def report(step: Step, where: Path) -> bool:
         from testgen.study.tables import write_study_report
 
-        write_study_report(plan, where, failed=failed)
+        write_study_report(plan, where, failed=list(failed), incomplete=failed)
+        return not failed
 
     result = run_plan(plan, folder, jobs=jobs, report=report, on_event=event)
     return StudyRun(plan=plan, out=folder, result=result)

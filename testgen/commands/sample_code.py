@@ -290,6 +290,7 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
         why = backend.code_unavailable()
         if why is not None:
             raise TestgenError(why)
+        backend.check_dataset(ds.problems, ds.name)
         style = _resolve_style(config.prompt_style, backend)
         tpl = code_template_for(config.code_template, style)
         cfg = _config_json(config, backend, style=style, tpl=tpl, dataset_source=ds.source,

@@ -201,7 +201,6 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
 
     run = load_run(run_dir)
     out_dir = opts.out or (run.path / "eval")
-    out_dir.mkdir(parents=True, exist_ok=True)
     setting = str(run.config.get("setting") or "unknown")
     backend = str(run.config.get("backend") or "")
     k = opts.tests_per_generation
@@ -225,6 +224,7 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
     verdicts = prompt_code_verdicts(run, ref_ds, verdicts_file=opts.verdicts_file, workers=opts.workers,
                                                  engine=opts.engine) if want_verdicts else {}
     want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
+    out_dir.mkdir(parents=True, exist_ok=True)  # only now: bad input leaves no empty eval folder behind
     return _Scoring(run=run, out_dir=out_dir, setting=setting, backend=backend, k=k, ref_name=ref_name, ref_ds=ref_ds,
                     valid=valid, kept=kept, ref_pid=ref_pid, want_prompt=want_prompt, verdicts=verdicts, suites=suites)
 

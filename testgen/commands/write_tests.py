@@ -285,6 +285,7 @@ def run(
     if backend is None:
         backend = create_backend(config.backend, model=config.model, options=config.backend_options)
     try:
+        backend.check_dataset(ds.problems, ds.name)
         return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests,
                     notify=notify or (lambda _msg: None))
     finally:

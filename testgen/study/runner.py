@@ -197,7 +197,7 @@ Event = Callable[[str, Step, str], None]
 """``(event, step, detail)``: ``start``, ``done``, ``skip``, ``fail``, ``blocked``."""
 
 
-def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step, Path], None]) -> None:
+def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step, Path], bool]) -> None:
     folder = out / step.dir
     if step.kind == "build":
         from testgen.study.tiny import build_tiny_gpt2
@@ -205,8 +205,10 @@ def _run_step(step: Step, out: Path, env: dict[str, str], report: Callable[[Step
         build_tiny_gpt2(folder)
         return
     if step.kind == "report":
-        report(step, out)
-        _write_atomic(folder / "done.json", {"key": step.key, "step": step.id})
+        if report(step, out):
+            _write_atomic(folder / "done.json", {"key": step.key, "step": step.id})
+        else:  # written marked incomplete: not done, so the next run writes it again
+            (folder / "done.json").unlink(missing_ok=True)
         return
     if step.restart and folder.exists():
         shutil.rmtree(folder)
@@ -233,13 +235,28 @@ class _StepFailed(Exception):
     pass
 
 
+def _not_run(step: Step, state: dict[str, str]) -> str | None:
+    """Why ``step`` is not run: its plan says so, or (the report aside) a step it reads failed or
+    was not run (it would fail on the missing file, or worse, read an old one)."""
+    if step.blocked:
+        return step.blocked
+    bad = next((d for d in step.deps if state[d] in ("failed", "blocked")), None)
+    if bad is None or step.kind == "report":
+        return None
+    return f"not run: {bad} {'failed' if state[bad] == 'failed' else 'was not run'}"
+
+
 def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
-             report: Callable[[Step, Path], None], on_event: Event | None = None) -> StudyResult:
+             report: Callable[[Step, Path], bool], on_event: Event | None = None) -> StudyResult:
     """Run every step of ``plan`` not yet done in ``out``, up to ``jobs`` at a time, dependencies first.
 
     A failed step is recorded and the steps that read it are not run; the others go on. The report
-    step always runs when anything else ran or its key changed.
+    step always runs when anything else ran or its key changed; ``report`` says whether it is
+    complete (only then is it done). A report already in ``out`` is first marked out of date when
+    other steps are to run (:mod:`testgen.study.report_state`).
     """
+    from testgen.study.report_state import mark_out_of_date
+
     out_dir = Path(out).resolve()
     lock = _Lock(out_dir)
     emit = on_event or (lambda event, step, detail: None)
@@ -253,6 +270,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     planned = {s.id for s in plan.steps}
     running: dict[Future[None], Step] = {}
     mutex = threading.Lock()
+    if any(s.kind != "report" and s.blocked is None and step_status(s, out_dir).state != "done" for s in plan.steps):
+        mark_out_of_date(out_dir)  # steps will run: until the report is written again, it is not theirs
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             while pending or running:
@@ -267,9 +286,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                         continue
                     pending.remove(step)
                     progressed = True
-                    bad = next((d for d in step.deps if state[d] == "failed"), None)
-                    if step.blocked or (bad is not None and step.kind != "report"):
-                        why = step.blocked or f"not run: {bad} failed"
+                    why = _not_run(step, state)
+                    if why is not None:
                         state[step.id] = "blocked"
                         result.blocked[step.id] = why
                         emit("blocked", step, why)

@@ -29,7 +29,7 @@ import html
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -542,9 +542,13 @@ th,td{border:1px solid #bbb;padding:4px 8px;font-size:13px}th{background:#eee}td
 td.v{text-align:right}ul.notes{font-size:12px;color:#333}img{max-width:100%;border:1px solid #ddd}"""
 
 
-def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = ()) -> list[Path]:
+def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (),
+                       incomplete: Mapping[str, str] | None = None) -> list[Path]:
     """Write every table (Markdown, CSV), figure (PNG) and ``index.html`` into ``out/report``;
-    returns the files written."""
+    returns the files written. ``incomplete`` (failed step -> why): the report opens with a
+    banner saying it is incomplete and naming them (:mod:`testgen.study.report_state`)."""
+    from testgen.study.report_state import html_banner, incomplete_text
+
     base = Path(out)
     dest = base / "report"
     dest.mkdir(parents=True, exist_ok=True)
@@ -571,7 +575,8 @@ def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (
         files += [png2, png3]
     for t in tables:
         files += t.write(dest)
-    md = [f"# {spec.name}: the testing-ability study", "",
+    banner = incomplete_text(incomplete) if incomplete else ""
+    md = [f"# {spec.name}: the testing-ability study", ""] + ([f"**{banner}**", ""] if banner else []) + [
           "Xiong, Guo, Chen, *The Program Testing Ability of Large Language Models for Code* (arXiv 2310.05727). "
           "Made by `testgen study`; `[paper x]` is the paper's value for that model and cell.", ""]
     md += [t.markdown() for t in tables]
@@ -579,7 +584,7 @@ def write_study_report(plan: Plan, out: str | Path, *, failed: Sequence[str] = (
         md += [f"## {title}", "", f"![{title}]({name})", ""] + [f"- {n}" for n in notes] + [""]
     (dest / "report.md").write_text("\n".join(md), encoding="utf-8")
     files.append(dest / "report.md")
-    body = [f"<h1>{html.escape(spec.name)}: the testing-ability study</h1>",
+    body = ([html_banner(banner)] if banner else []) + [f"<h1>{html.escape(spec.name)}: the testing-ability study</h1>",
             "<p>Xiong, Guo, Chen, <i>The Program Testing Ability of Large Language Models for Code</i> "
             "(arXiv 2310.05727). Made by <code>testgen study</code>; <code>[paper x]</code> is the paper's value "
             "for that model and cell.</p>", "<nav><ul>"]

@@ -1,0 +1,151 @@
+"""Verdicts near a time limit (issue 28): a split whose run came within ``recheck_margin`` of a
+limit is run again alone, allowed ``(1 + margin) x`` its limits, and judged on that run; a
+time-limit failure reads the same however the call was stopped. Real HumanEval+ tasks, programs
+the tests write, the real executor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evaluation.executor as ex
+from evaluation.datasets import Dataset, load_dataset
+from evaluation.evalplus import TimeLimits, evaluate_solutions, ground_truth
+from evaluation.evalplus.splits import _plan_split
+from evaluation.result_store import open_store
+from evaluation.records import Outcome, Solution
+
+TASK = "HumanEval/53"  # add(x, y): every reference call is far below the 1 s floor
+
+
+@pytest.fixture(scope="module")
+def add(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, Any]:
+    full = load_dataset("humaneval+", path=shared_data / "humanevalplus/HumanEvalPlus-v0.1.10.jsonl.gz")
+    ds = Dataset(name=full.name, version=full.version, source=full.source, problems={TASK: full[TASK]})
+    return ds, ground_truth(ds, cache_dir=tmp_path_factory.mktemp("gt"), workers=2)
+
+
+def _result(durations: list[float], outcomes: list[Outcome] | None = None) -> ex.ExecutionResult:
+    outs = outcomes or [Outcome.PASSED] * len(durations)
+    return ex.ExecutionResult(index=0, tag=None, results=tuple(ex.TestResult(outcome=o, duration=d)
+                                                             for o, d in zip(outs, durations)))
+
+
+def test_near_limit_is_a_call_within_the_margin_a_timeout_or_a_total_near_the_cap(add: tuple[Dataset, Any]) -> None:
+    ds, truth = add
+    plan = _plan_split("humaneval", truth.tasks[TASK], "base", "f", TimeLimits())
+    n = len(plan.tests)
+    assert plan.input_limits == (1.0,) * n  # the 1 s floor
+    assert not plan.near_limit(_result([0.01] * n), 0.5)
+    assert not plan.near_limit(_result([0.49] + [0.0] * (n - 1)), 0.5)
+    assert plan.near_limit(_result([0.0] * (n - 1) + [0.5]), 0.5)
+    assert plan.near_limit(_result([1.3] + [0.0] * (n - 1), [Outcome.ERROR] + [Outcome.PASSED] * (n - 1)), 0.5)
+    assert plan.near_limit(_result([0.0, 0.0], [Outcome.PASSED, Outcome.TIMEOUT]), 0.5)
+    assert not plan.near_limit(_result([0.9] + [0.0] * (n - 1)), 0.0)  # margin 0: off
+    # a call not run (the split stopped before it) counts for nothing
+    stopped = ex.ExecutionResult(index=0, tag=None, results=(
+        ex.TestResult(outcome=Outcome.FAILED, duration=0.01),
+        *(ex.TestResult(outcome=Outcome.ERROR, duration=0.9, detail="not run: an earlier input failed")
+          for _ in range(n - 1))))
+    assert not plan.near_limit(stopped, 0.5)
+    # the split's total near its cap (min(60, sum of limits) + 2)
+    assert plan.cap == min(60.0, n * 1.0) + 2.0
+    assert 0.45 * n >= 0.5 * plan.cap and plan.near_limit(_result([0.45] * n), 0.5)
+    assert not plan.near_limit(_result([0.2] * n), 0.5)
+
+
+def test_stretched_plan_allows_more_but_judges_on_the_limit(add: tuple[Dataset, Any]) -> None:
+    ds, truth = add
+    plan = _plan_split("humaneval", truth.tasks[TASK], "plus", "f", TimeLimits())
+    again = plan.stretched(0.5)
+    assert [t.args[0] for t in again.tests] == [1.5 * t.args[0] for t in plan.tests]  # the wrapper's alarm
+    assert [t.expected for t in again.tests] == [t.expected for t in plan.tests]  # the judge's limit
+    assert [t.args[1:] for t in again.tests] == [t.args[1:] for t in plan.tests]
+    # the executor's CPU deadline and its wall-clock backstop far behind the wrapper's alarm
+    assert again.limits.timeout == pytest.approx(4 * 1.5 * max(plan.input_limits) + 1.0)
+
+
+_BURN = """
+import time as _time
+_burnt = []
+
+
+def add(x: int, y: int):
+    if not _burnt:  # the first call of each split's process uses {seconds} s of CPU
+        _burnt.append(1)
+        t = _time.process_time()
+        while _time.process_time() - t < {seconds}:
+            pass
+    return x + y
+"""
+
+
+def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset, Any], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that uses 60 % of its limit on one call, and one that loops, are each run again
+    alone (one job per executor call, after the round, allowed 1.5x the limit), and judged on it:
+    the first passes, the second fails with a time-limit detail that carries no measured time."""
+    import evaluation.executor.engine as engine_module
+
+    ds, truth = add
+    calls: list[list[Any]] = []
+    real_open = engine_module.open_engine
+
+    class Recording:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __enter__(self) -> Recording:
+            self.inner.__enter__()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.__exit__(*exc)
+
+        def close(self) -> None:
+            self.inner.close()
+
+        def run(self, jobs: Any) -> Any:
+            jobs = list(jobs)
+            calls.append(jobs)
+            yield from self.inner.run(jobs)
+
+    monkeypatch.setattr(engine_module, "open_engine", lambda *a, **k: Recording(real_open(*a, **k)))
+    limits = TimeLimits(min_time_limit=0.5)
+    sols = [Solution(task_id=TASK, solution_id="slow", code=_BURN.format(seconds=0.3)),
+            Solution(task_id=TASK, solution_id="loop", code="def add(x, y):\n    while True:\n        pass\n"),
+            Solution(task_id=TASK, solution_id="fast", code="def add(x, y):\n    return x + y\n")]
+    heard: list[str] = []
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth, time_limits=limits, notify=heard.append,
+                                  store=open_store(tmp_path / "store"))
+    assert verdicts["slow"].base and verdicts["slow"].plus, verdicts["slow"]
+    assert verdicts["fast"].base and verdicts["fast"].plus
+    loop = verdicts["loop"]
+    assert not loop.base and loop.base_detail == "base input 0: time limit exceeded (0.50s CPU)"
+    assert loop.extra["base_status"] == "fail"
+    # base: all three together, then slow and loop again, one per call; plus: slow and fast
+    # together, then slow again alone
+    sizes = [len(c) for c in calls]
+    assert sizes == [3, 1, 1, 2, 1], sizes
+    again = [c[0] for c in calls if len(c) == 1]
+    first = {j.tag: j for c in calls if len(c) > 1 for j in c}
+    for job in again:
+        assert [t.args[0] for t in job.tests] == [1.5 * t.args[0] for t in first[job.tag].tests]
+    assert [line.split(": ", 1)[0] for line in heard] == ["humaneval+ base", "humaneval+ plus"]
+    assert heard[0].endswith(", 3 judged (2 within 50% of a time limit run again alone, verdicts from that run)")
+    assert heard[1].endswith(", 2 judged (1 within 50% of a time limit run again alone, verdicts from that run)")
+
+
+def test_recheck_off_runs_each_split_once(add: tuple[Dataset, Any], tmp_path: Path) -> None:
+    ds, truth = add
+    sols = [Solution(task_id=TASK, solution_id="loop", code="def add(x, y):\n    while True:\n        pass\n")]
+    heard: list[str] = []
+    verdicts = evaluate_solutions(ds, sols, workers=1, truth=truth, notify=heard.append,
+                                  time_limits=TimeLimits(min_time_limit=0.2, recheck_margin=0.0),
+                                  store=open_store(tmp_path / "store"))
+    # (its detail may be the executor's wall-clock backstop's on a loaded machine: what the
+    # second run alone, with a deadline far behind the alarm, is for)
+    assert not verdicts["loop"].base and verdicts["loop"].base_detail.startswith("base input 0: ")
+    assert heard and not any("run again alone" in line for line in heard)
