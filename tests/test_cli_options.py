@@ -93,7 +93,7 @@ def test_a_missing_dataset_file_is_one_line_naming_option_and_path(
     status = run_cli(rerank_cmd, args) if argv[0] == "rerank" else run_cli(cli, args)
     err = capsys.readouterr().err
     assert status == 2
-    assert err.splitlines()[0] == f"Error: --dataset-path {missing} is not a file"
+    assert err.splitlines()[0] == f"Error: --dataset-path {missing}: file not found"
 
 
 def test_dataset_file_keeps_the_value_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

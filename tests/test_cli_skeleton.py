@@ -103,7 +103,7 @@ def test_friendly_error_without_traceback() -> None:
     result = _runner().invoke(cli, ["datasets", "--dataset-path", "/nope"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "Error: --dataset-path /nope is not a file\n(run with --debug for the full traceback)\n"
+        "Error: --dataset-path /nope: file not found\n(run with --debug for the full traceback)\n"
     )
     assert "Traceback" not in result.stderr
 
@@ -135,7 +135,7 @@ def test_run_cli_converts_user_errors_for_any_command(capsys: pytest.CaptureFixt
 
     assert run_cli(plain, []) == 2
     err = capsys.readouterr().err
-    assert err.startswith("Error: [Errno 2] No such file or directory: '/data/x.jsonl'")
+    assert err.startswith("Error: /data/x.jsonl: file not found\n")  # the one wording (evaluation.errors.not_found)
     with pytest.raises(FileNotFoundError):
         run_cli(plain, ["--debug"])
     assert run_cli(plain, ["--bogus"]) == 2

@@ -317,7 +317,17 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
     cfg = RunConfig(dataset="mbpp", dataset_path=str(shared_data / CODE), setting=Setting.PLACEHOLDER,
                     backend="replay", model="fake-codet", prompt_template="tests_codet", extraction_mode="codet",
                     backend_options={"file": str(fake_codet), "match": "prompt", "on_missing": "empty"}, n=1)
-    summary = run(cfg, out=tmp_path / "run")
+    # The prompts of repaired tasks whose function the sanitized set renamed test no function of
+    # ours: the file is refused (a record would otherwise be dropped without a word) ...
+    with pytest.raises(RecordError, match=r"MBPP_fake_test_case.jsonl:\d+: field 'prompt': its prompt tests \w+\(\), "
+                                          r"the entry point of no mbpp task \(\d+ records in all\)"):
+        run(cfg, out=tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    # ... unless told to leave them out, which the run says.
+    notes: list[str] = []
+    cfg = replace(cfg, backend_options={**cfg.backend_options, "on_unknown": "skip"})
+    summary = run(cfg, out=tmp_path / "run", notify=notes.append)
+    assert [n for n in notes if "left out (on_unknown=skip), for no task of mbpp" in n]
     assert summary.generated == 427
     gens = {json.loads(line)["task_id"]: json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").open()}
     matched = [t for t, g in gens.items() if g["tests"]]

@@ -91,7 +91,7 @@ def test_user_template_file(tmp_path: Path, humaneval) -> None:
     bad.write_text("$code\n$entrypoint\n")
     with pytest.raises(TestgenError, match=r"bad.txt: unknown placeholder \$entrypoint"):
         render(load_template_file(bad), p, code="", purpose="tests", num_tests=3, keep_examples=False)
-    with pytest.raises(TestgenError, match="no such file"):
+    with pytest.raises(TestgenError, match="missing.txt: file not found"):
         load_template_file(tmp_path / "missing.txt")
     with pytest.raises(TestgenError, match="did you mean tests_chat"):
         load_template_file("tests_chatt")

@@ -281,9 +281,17 @@ def test_the_drawn_inputs_do_not_depend_on_the_code_loaded_beside_the_strategy(s
 
     strat = load_strategies(snapshot)
     tasks = {"HumanEval/38": 38, "HumanEval/161": 161}  # strategies that draw text
-    noisy = replace(strat, strategies={**strat.strategies,
-                                       **{n: "import evaluation.evalplus.oracles\n" + strat.strategies[n]
-                                          for n in tasks.values()}})
+    # A module of string constants, written where the sandboxed child may write (its own scratch
+    # folder) and imported before the strategy: not one of ours, so that the check holds wherever
+    # the checkout lives (the child cannot read a checkout under /tmp, its private tmpfs).
+    words = ", ".join(repr(w) for w in ("zebra quartz", "hello world", "Programming", "abcxyz", "0x1f",
+                                        "The quick brown fox", "lorem ipsum", "MiXeD CaSe", "   ", "a,b;c"))
+    noise = ("import os as _os, sys as _sys, tempfile as _tempfile\n"
+             "_d = _tempfile.mkdtemp()\n"
+             f"open(_os.path.join(_d, 'noise_constants.py'), 'w').write({f'WORDS = ({words},)' + chr(10)!r})\n"
+             "_sys.path.insert(0, _d)\n"
+             "import noise_constants\n")
+    noisy = replace(strat, strategies={**strat.strategies, **{n: noise + strat.strategies[n] for n in tasks.values()}})
 
     def draws(s: object, drawer: str) -> dict[str, bytes]:
         old, st.DRAWER_SOURCE = st.DRAWER_SOURCE, drawer

@@ -26,7 +26,7 @@ decided. A change there may change what a stored result means: bump ``SEMANTICS`
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "7eeb89c83c712e36d3ce14cf42cfa39070f58879b8a1b3b35d0919d5c0c16b05"
+JUDGE_FINGERPRINT = "441f0119f38858e6e2d5b7f0cbf83abe67ac2b4c85bfaa84c0a7a78eda81dde1"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""

@@ -225,10 +225,12 @@ class Backend:
             return f"the {self.name} backend writes no code; choose a model backend"
         return None
 
-    def check_dataset(self, problems: Mapping[str, Problem], dataset: str) -> None:
+    def check_dataset(self, problems: Mapping[str, Problem], dataset: str) -> str | None:
         """Refuse what the backend brings of its own that does not fit the dataset ``dataset``
         (whose tasks are ``problems``): a replayed file naming a task it lacks. Asked before a
-        run writes anything; the default accepts everything."""
+        run writes anything; returns a notice of what it was told to leave out (the command
+        prints it), ``None`` where nothing is. The default accepts everything."""
+        return None
 
     def generate(
         self,

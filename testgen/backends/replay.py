@@ -51,6 +51,10 @@ class ReplayOptions:
     """How a request finds its source record: exact prompt text, task, or prompt then task."""
     on_missing: Literal["error", "empty"] = "error"
     """When the source has no (or too few) samples: stop with an error, or yield empty text."""
+    on_unknown: Literal["error", "skip"] = "error"
+    """A source record for no task of the dataset (another dataset's file; CodeT's MBPP prompts of
+    the tasks the sanitized set repaired): stop with an error naming it, or leave it out, the
+    command saying how many and the first one's line."""
     chat: bool = False
     """Whether the replayed model was a chat model (``--prompt-style auto``)."""
 
@@ -78,19 +82,24 @@ class ReplaySource:
         return [(line, key, codet) for line, key, codet in self.keys
                 if key not in (entry_points if codet else problems)]
 
-    def check_tasks(self, problems: Mapping[str, Problem], dataset: str) -> None:
+    def check_tasks(self, problems: Mapping[str, Problem], dataset: str, *, skip: bool = False) -> str | None:
         """Refuse a source with a record for no task of ``dataset``: :class:`RecordError` naming
-        the first such record's line and field (and how many there are)."""
+        the first such record's line and field (and how many there are); with ``skip``, the
+        notice that says how many are left out instead (``None``: every record has its task)."""
         unknown = self.unknown_tasks(problems)
         if not unknown:
-            return
+            return None
         line, key, codet = unknown[0]
         more = f" ({len(unknown)} records in all)" if len(unknown) > 1 else ""
         if codet:
             what = (f"its prompt tests {key}(), the entry point of no {dataset} task" if key is not None
                     else "its prompt names no function (no 'def' and no '# check the correctness of' line)")
-            raise RecordError(self.path, line, what + more, field="prompt")
-        raise RecordError(self.path, line, f"task {key!r} is not in the dataset {dataset}{more}", field="task_id")
+        else:
+            what = f"task {key!r} is not in the dataset {dataset}"
+        if skip:
+            return (f"{self.path}: {len(unknown):,} of {len(self.keys):,} records left out (on_unknown=skip), "
+                    f"for no task of {dataset}; the first, line {line}: {what}")
+        raise RecordError(self.path, line, what + more, field="prompt" if codet else "task_id")
 
 
 def _prompt_key(prompt: str | list[dict[str, str]] | object) -> str:
@@ -173,11 +182,13 @@ class ReplayBackend(Backend):
     def is_chat(self) -> bool:
         return bool(self.options.chat)
 
-    def check_dataset(self, problems: Mapping[str, Problem], dataset: str) -> None:
+    def check_dataset(self, problems: Mapping[str, Problem], dataset: str) -> str | None:
         """Every record of the sources must be for a task of the dataset (a record for another
-        dataset's task would be dropped without a word)."""
-        for src in self._sources.values():
-            src.check_tasks(problems, dataset)
+        dataset's task would be dropped without a word), unless ``on_unknown=skip`` says to
+        leave such records out: then the notice of how many."""
+        skip = self.options.on_unknown == "skip"
+        notes = [n for src in self._sources.values() if (n := src.check_tasks(problems, dataset, skip=skip))]
+        return "; ".join(notes) or None
 
     def _source(self, purpose: str) -> ReplaySource:
         path = self.options.file if purpose == "tests" else self.options.code_file

@@ -270,7 +270,8 @@ class PreparedSample:
             self.backend.close()
 
 
-def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Backend | None = None) -> PreparedSample:
+def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Backend | None = None,
+            notify: Callable[[str], None] | None = None) -> PreparedSample:
     """Check the inputs (dataset, tasks, backend and its options, template, an existing run's
     configuration) and write ``config.json``; nothing is generated yet."""
     from evaluation.datasets import load_dataset
@@ -290,7 +291,9 @@ def prepare(config: SampleConfig, *, out: str | Path | None = None, backend: Bac
         why = backend.code_unavailable()
         if why is not None:
             raise TestgenError(why)
-        backend.check_dataset(ds.problems, ds.name)
+        left_out = backend.check_dataset(ds.problems, ds.name)
+        if left_out is not None and notify is not None:
+            notify(left_out)
         style = _resolve_style(config.prompt_style, backend)
         tpl = code_template_for(config.code_template, style)
         cfg = _config_json(config, backend, style=style, tpl=tpl, dataset_source=ds.source,
@@ -310,7 +313,7 @@ def sample(config: SampleConfig, *, out: str | Path | None = None, backend: Back
 
     Bad inputs are refused before anything is sampled (:func:`prepare`); a failure while sampling
     says that what was sampled is kept and how to resume."""
-    prepared = prepare(config, out=out, backend=backend)
+    prepared = prepare(config, out=out, backend=backend, notify=notify)
     try:
         return prepared.run(progress=progress, notify=notify)
     except RunFailure as exc:

@@ -285,7 +285,9 @@ def run(
     if backend is None:
         backend = create_backend(config.backend, model=config.model, options=config.backend_options)
     try:
-        backend.check_dataset(ds.problems, ds.name)
+        left_out = backend.check_dataset(ds.problems, ds.name)
+        if left_out is not None and notify is not None:
+            notify(left_out)
         return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests,
                     notify=notify or (lambda _msg: None))
     finally:
