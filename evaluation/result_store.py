@@ -57,8 +57,10 @@ from evaluation.io import cache_dir
 
 __all__ = ["SEMANTICS", "KINDS", "key", "Shelf", "Store", "open_store", "KindSize", "store_sizes", "clear_store"]
 
-SEMANTICS = "executor/2"
-"""executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time
+SEMANTICS = "executor/3"
+"""executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
+arcs may hold a later-numbered test's, see ``evaluation/executor/child.py::_arcs``).
+executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time
 limits stop sleepers, the wall-clock backstop excludes run-queue delay, bounded decoding).
 
 What a result of the sandboxed executor means (``evaluation/executor/``: how a program is

@@ -214,6 +214,21 @@ def test_coverage_arcs_match_coverage_py(ex: Executor, tmp_path: Path, shared_da
         assert res.results[0].arcs and set(res.results[0].arcs) <= theirs
 
 
+def test_a_test_that_raises_before_its_call_has_no_arcs_of_later_numbered_calls(ex: Executor) -> None:
+    """CodeT's placeholder generation HumanEval/0/placeholder/7 (`assert _________ == f(...)`:
+    the NameError comes before the call) beside calls checked in trusted code: those run first,
+    the text test after them; its arcs must be its own (none in the body), not those of tests
+    numbered 10-19 (coverage.py matches query contexts as regexes: `t1` also matched `t10`)."""
+    program = "def f(x):\n    if x > 0:\n        return x\n    return -x\n"
+    tests = [AssertTest(source=f"assert f({i}) == {i}", entry_point="f") for i in range(12)]
+    tests[1] = AssertTest(source="assert _________ == f(5)", entry_point="f")
+    res = run1(ex, program, *tests, measure_coverage=True)
+    assert [r.outcome for r in res.results] == [P, E] + [P] * 10
+    assert "NameError" in res.results[1].detail
+    assert res.results[10].arcs and res.results[11].arcs  # the calls numbered 10, 11 ran and were traced
+    assert not res.results[1].arcs, res.results[1].arcs
+
+
 def test_agreement_with_codet_on_real_data(shared_data: Path) -> None:
     """Three tasks of CodeT's agreement workload: outcomes match CodeT's booleans (>= 99.5%).
 
