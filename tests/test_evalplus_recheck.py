@@ -85,8 +85,9 @@ def add(x: int, y: int):
 def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset, Any], tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A program that uses 60 % of its limit on one call, and one that loops, are each run again
-    alone (one job per executor call, after the round, allowed 1.5x the limit), and judged on it:
-    the first passes, the second fails with a time-limit detail that carries no measured time."""
+    (after the round, in one executor call, longest first: each alone in its worker, at most one
+    per worker at a time; allowed 1.5x the limit), and judged on it: the first passes, the
+    second fails with a time-limit detail that carries no measured time."""
     import evaluation.executor.engine as engine_module
 
     ds, truth = add
@@ -125,13 +126,15 @@ def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset,
     loop = verdicts["loop"]
     assert not loop.base and loop.base_detail == "base input 0: time limit exceeded (0.50s CPU)"
     assert loop.extra["base_status"] == "fail"
-    # base: all three together, then slow and loop again, one per call; plus: slow and fast
-    # together, then slow again alone
+    # base: all three together, then loop and slow again together (loop first: it used the
+    # whole limit on its first run, slow 60 % of it); plus: slow and fast together, then slow
+    # again
     sizes = [len(c) for c in calls]
-    assert sizes == [3, 1, 1, 2, 1], sizes
-    again = [c[0] for c in calls if len(c) == 1]
-    first = {j.tag: j for c in calls if len(c) > 1 for j in c}
-    for job in again:
+    assert sizes == [3, 2, 2, 1], sizes
+    first = {j.tag: j for c in (calls[0], calls[2]) for j in c}
+    assert [j.tag[:2] for j in calls[1]] == [(1, "base"), (0, "base")]
+    assert [j.tag[:2] for j in calls[3]] == [(0, "plus")]
+    for job in calls[1] + calls[3]:
         assert [t.args[0] for t in job.tests] == [1.5 * t.args[0] for t in first[job.tag].tests]
     assert [line.split(": ", 1)[0] for line in heard] == ["humaneval+ base", "humaneval+ plus"]
     assert heard[0].endswith(", 3 judged (2 within 50% of a time limit run again alone, verdicts from that run)")

@@ -20,13 +20,13 @@ from evaluation.result_store import KINDS, SEMANTICS, Shelf, Store, key, open_st
 
 ROOT = Path(__file__).resolve().parent.parent
 
-EXECUTOR_FINGERPRINT = "9bdd5c58b4d7d63e35cf1b2bbda3bb4d68a945de566f12a1d6b5cb3a378b74a0"
+EXECUTOR_FINGERPRINT = "63768bf7db4adbf140d3adfcc6c572ab48efc475da44c35db6d2d9e93061c9da"
 """sha256 of the executor's sources (every ``.py`` under ``evaluation/executor/``) when :data:`SEMANTICS` was last
 decided. A change there may change what a stored result means: bump ``SEMANTICS`` if it can
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "441f0119f38858e6e2d5b7f0cbf83abe67ac2b4c85bfaa84c0a7a78eda81dde1"
+JUDGE_FINGERPRINT = "cbe5213ad8d182277545bde9e72dff1ce7234447596747f0f32b2f698225dd20"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""

@@ -143,6 +143,12 @@ class _SplitPlan:
         return replace(self, tests=tests, limits=limits)
 
 
+def _spent(res: Any) -> float:
+    """CPU seconds of the calls of a split's run that ran (the tests after the first failure do not)."""
+    return float(sum(r.duration for r in res.results
+                     if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))))
+
+
 def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:
     from evaluation.executor import CallTest, Limits
 
@@ -182,8 +188,7 @@ class ProgramState:
     the failing call of a failed one (all calls past the split cap)."""
 
     def absorb(self, split: str, res: Any, input_limits: Sequence[float] = ()) -> None:
-        ran = [r for r in res.results if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))]
-        self.seconds[split] = sum(r.duration for r in ran)
+        self.seconds[split] = _spent(res)
         if res.load_error:
             self.status[split] = Status.FAIL
             self.detail[split] = f"load error: {res.load_error}"
@@ -337,26 +342,32 @@ class SplitRunner:
 
     def _rechecked(self, jobs: list[Any], states: Sequence[ProgramState], split: str) -> Iterable[Any]:
         """Each job's result, where a run near a time limit (:meth:`_SplitPlan.near_limit`) is
-        replaced by a second run of the job alone, allowed ``(1 + margin) x`` its limits.
+        replaced by a second run of the job, allowed ``(1 + margin) x`` its limits.
 
-        The first runs go through the executor together; the second runs one at a time after
-        them, so no other program of this evaluation computes beside one (on a loaded machine a
-        program's measured CPU time grows with what runs beside it: caches, memory bandwidth,
-        the hypervisor)."""
+        The first runs go through the executor together; the second runs after all of them, so
+        no program of the round computes beside one (on a loaded machine a program's measured
+        CPU time grows with what runs beside it: caches, memory bandwidth, the hypervisor). They
+        go through the executor in one call, longest first (by the first run's CPU time): a
+        worker runs one unit at a time, so each runs alone in its worker, on its own core, with
+        at most one other second run per other worker beside it (``workers`` at a time; one at a
+        time with one worker)."""
         from dataclasses import replace
 
         margin = self.cfg.recheck_margin
-        near = []
+        near: list[tuple[float, int, Any]] = []
         for res in self._engine.run(jobs):
             job = jobs[res.index]
             if self.plans[(states[job.tag[0]].task_id, split)].near_limit(res, margin):
-                near.append(job)
+                near.append((-_spent(res), res.index, job))
             else:
                 yield res
         self.rechecked[split] = self.rechecked.get(split, 0) + len(near)
-        for job in near:
+        again = []
+        for _, _, job in sorted(near, key=lambda item: item[:2]):
             plan = self.plans[(states[job.tag[0]].task_id, split)].stretched(margin)
-            yield from self._engine.run([replace(job, tests=plan.tests, limits=plan.limits)])
+            again.append(replace(job, tests=plan.tests, limits=plan.limits))
+        if again:
+            yield from self._engine.run(again)
 
     def said(self, dataset: str) -> list[str]:
         """One line per split: how many programs' results were reused, how many judged, and how
