@@ -4,11 +4,12 @@ EvalPlus (Liu et al., NeurIPS 2023) 0.3.1 on the same samples, same machine, ``-
 20 min 21 s wall, 2,198 s CPU, 1.9 GB peak (measured idle; see bench/compare_evalplus.py for
 the sample-by-sample comparison). Each run here is a fresh process under ``/usr/bin/time -v``;
 ``cold`` starts from an empty cache (ground truth computed, as evalplus does on its first run),
-``warm`` reads the cached ground truth. Prints one Markdown row per run, with the seconds the
-distinct programs spent inside their calls (the part of the work that any harness reaching the
-same verdicts must spend too: each call runs to its end or to its time limit), and in brackets the
-least of it any order of the inputs could have spent (every call of a passing split, plus the
-call that decided a failure).
+``warm`` reads the cached ground truth (computed first, untimed, where no run before it did; the
+result store's verdicts are cleared before each warm run, so that every program is judged).
+Prints one Markdown row per run, with the seconds the distinct programs spent inside their calls
+(the part of the work that any harness reaching the same verdicts must spend too: each call runs
+to its end or to its time limit), and in brackets the least of it any order of the inputs could
+have spent (every call of a passing split, plus the call that decided a failure).
 
     python bench/bench_evaluate.py --workers 2 --runs cold,warm [--tasks 20]
 
@@ -53,6 +54,16 @@ def first_tasks(n: int, dst: Path) -> Path:
     return dst
 
 
+def one_per_task(samples: Path, workdir: Path) -> Path:
+    """The first sample of each task record of CodeT's file ``samples`` (to compute the ground truth)."""
+    dst = workdir / f"one_per_task_of_{samples.name}"
+    with gzip.open(samples, "rt", encoding="utf-8") as fh, gzip.open(dst, "wt", encoding="utf-8") as out:
+        for line in fh:
+            rec = json.loads(line)
+            out.write(json.dumps(dict(rec, samples=rec["samples"][:1])) + "\n")
+    return dst
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -77,13 +88,24 @@ def main() -> int:
     print("| run | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 "
           + ("| +pbt pass@1 " if pbt else "") + "| inside the calls (least any order) s |")
     print("|---|---|---|---|---|---|---|---|---|" + ("---|" if pbt else ""))
+    warmed = False  # the cache holds the ground truth (and PropertyEval's draws) of these samples
     for run in args.runs.split(","):
         if run == "cold" and seen_cold:  # every cold run computes the ground truth again
             cache = Path(tempfile.mkdtemp(prefix="gtcache-", dir=args.workdir))
             env["TESTGEN_CACHE"] = str(cache)
+            warmed = False
         seen_cold = seen_cold or run == "cold"
         out = args.workdir / f"verdicts-{run}.jsonl"
         log = args.workdir / f"{run}.log"
+        if run == "warm":
+            if not warmed:  # the ground truth first, untimed: one sample per task
+                subprocess.run([testgen, "evaluate", "--samples", str(one_per_task(samples, args.workdir)), "--model",
+                                "codegen16b", "--workers", str(args.workers), "--out", str(args.workdir / "warmup.jsonl"),
+                                *pbt], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env, check=True)
+            # Every verdict judged again (the result store would hand a run all of the last one's).
+            subprocess.run([testgen, "store", "--clear", "--kind", "verdicts"], stdout=subprocess.DEVNULL, env=env,
+                           check=True)
+        warmed = True
         cmd = ["/usr/bin/time", "-v", testgen, "evaluate", "--samples", str(samples), "--model", "codegen16b",
                "--workers", str(args.workers), "--out", str(out), *pbt]
         print(f"<!-- $ TESTGEN_CACHE={cache} {' '.join(cmd[2:])} -->", flush=True)

@@ -62,9 +62,32 @@ def test_stretched_plan_allows_more_but_judges_on_the_limit(add: tuple[Dataset, 
     again = plan.stretched(0.5)
     assert [t.args[0] for t in again.tests] == [1.5 * t.args[0] for t in plan.tests]  # the wrapper's alarm
     assert [t.expected for t in again.tests] == [t.expected for t in plan.tests]  # the judge's limit
+    assert again.judge_args == plan.judge_args  # the split cap too
     assert [t.args[1:] for t in again.tests] == [t.args[1:] for t in plan.tests]
     # the executor's CPU deadline and its wall-clock backstop far behind the wrapper's alarm
     assert again.limits.timeout == pytest.approx(4 * 1.5 * max(plan.input_limits) + 1.0)
+
+
+def test_first_runs_stop_where_a_run_becomes_near_a_limit(add: tuple[Dataset, Any]) -> None:
+    """A first run need not go on past the point that makes it near a limit (it is run again and
+    judged on that run): each call's alarm a little past ``(1 - margin)`` of its limit, the
+    split's cap at ``(1 - margin)`` of it; the judge's per-call limits unchanged."""
+    ds, truth = add
+    plan = _plan_split("humaneval", truth.tasks[TASK], "plus", "f", TimeLimits())
+    first = plan.first(0.5)
+    assert [t.args[0] for t in first.tests] == pytest.approx([0.6 * t.args[0] for t in plan.tests])
+    assert [t.expected for t in first.tests] == [t.expected for t in plan.tests]
+    assert [t.args[1:] for t in first.tests] == [t.args[1:] for t in plan.tests]
+    assert first.judge_args[:3] == plan.judge_args[:3] and first.judge_args[3] == pytest.approx(0.5 * plan.cap)
+    assert first.limits == plan.limits and first.input_limits == plan.input_limits and first.cap == plan.cap
+    assert plan.first(0.0) is plan
+    n = len(plan.tests)
+    # whatever stopped a first run is near: the alarm (even a little short of its time), the cap
+    alarm = ex.ExecutionResult(index=0, tag=None, results=(
+        ex.TestResult(outcome=Outcome.ERROR, duration=0.3, detail="TimeoutError: time limit"),
+        *(ex.TestResult(outcome=Outcome.ERROR, detail="not run: an earlier input failed") for _ in range(n - 1))))
+    assert plan.near_limit(alarm, 0.5)
+    assert plan.near_limit(_result([0.0] * (n - 1) + [0.0], [Outcome.PASSED] * (n - 1) + [Outcome.TIMEOUT]), 0.5)
 
 
 _BURN = """
@@ -85,8 +108,9 @@ def add(x: int, y: int):
 def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset, Any], tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A program that uses 60 % of its limit on one call, and one that loops, are each run again
-    alone (one job per executor call, after the round, allowed 1.5x the limit), and judged on it:
-    the first passes, the second fails with a time-limit detail that carries no measured time."""
+    (after the round, in one executor call, longest first: each alone in its worker, at most one
+    per worker at a time; allowed 1.5x the limit), and judged on it: the first passes, the
+    second fails with a time-limit detail that carries no measured time."""
     import evaluation.executor.engine as engine_module
 
     ds, truth = add
@@ -125,14 +149,18 @@ def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset,
     loop = verdicts["loop"]
     assert not loop.base and loop.base_detail == "base input 0: time limit exceeded (0.50s CPU)"
     assert loop.extra["base_status"] == "fail"
-    # base: all three together, then slow and loop again, one per call; plus: slow and fast
-    # together, then slow again alone
+    # base: all three together, then loop and slow again together; plus: slow and fast
+    # together, then slow again
     sizes = [len(c) for c in calls]
-    assert sizes == [3, 1, 1, 2, 1], sizes
-    again = [c[0] for c in calls if len(c) == 1]
-    first = {j.tag: j for c in calls if len(c) > 1 for j in c}
-    for job in again:
-        assert [t.args[0] for t in job.tests] == [1.5 * t.args[0] for t in first[job.tag].tests]
+    assert sizes == [3, 2, 2, 1], sizes
+    assert sorted(j.tag[:2] for j in calls[1]) == [(0, "base"), (1, "base")]
+    assert [j.tag[:2] for j in calls[3]] == [(0, "plus")]
+    # the first runs stop a call at 0.6 of its limit (past that the split is run again
+    # anyway), the second runs at 1.5x; the judge compares with the limit itself
+    for job in calls[0] + calls[2]:
+        assert [t.args[0] for t in job.tests] == pytest.approx([0.6 * t.expected[0] for t in job.tests])
+    for job in calls[1] + calls[3]:
+        assert [t.args[0] for t in job.tests] == pytest.approx([1.5 * t.expected[0] for t in job.tests])
     assert [line.split(": ", 1)[0] for line in heard] == ["humaneval+ base", "humaneval+ plus"]
     assert heard[0].endswith(", 3 judged (2 within 50% of a time limit run again alone, verdicts from that run)")
     assert heard[1].endswith(", 2 judged (1 within 50% of a time limit run again alone, verdicts from that run)")

@@ -141,6 +141,18 @@ def test_results_stream_for_every_job_index() -> None:
     assert all(r.results[0].outcome is P for r in results)
 
 
+def test_the_first_units_of_a_run_go_to_different_workers(ex: Executor) -> None:
+    """Units are handed out breadth first (each worker's next unit before any worker's unit
+    after it): two jobs given together run at once, one per worker, not one behind the other in
+    the first worker's queue (the EvalPlus judge's second runs near a limit rely on it)."""
+    prog = "import time\ndef f(i):\n    start = time.monotonic()\n    time.sleep(1.0)\n    return [start, time.monotonic()]\n"
+    jobs = [Job(program=prog + f"# job {i}\n", tests=(CallTest(entry_point="f", args=(i,)),), want_values=True,
+                limits=Limits(timeout=10.0), dedup="exact") for i in range(2)]
+    spans = sorted(tuple(r.results[0].value) for r in ex.run(jobs))
+    assert len(spans) == 2
+    (start0, end0), (start1, _) = spans
+    assert start1 < end0, spans  # the second began while the first slept: another worker
+
 def test_batch_vs_per_test_isolation(ex: Executor) -> None:
     prog = "calls = []\n\ndef f():\n    calls.append(1)\n    return len(calls)\n"
     tests = (AssertTest(source="assert f() == 1"), AssertTest(source="assert f() + 0 == 1"),

@@ -20,13 +20,13 @@ from evaluation.result_store import KINDS, SEMANTICS, Shelf, Store, key, open_st
 
 ROOT = Path(__file__).resolve().parent.parent
 
-EXECUTOR_FINGERPRINT = "1d66d3332c843e99468a1d867c6207e232e43e1fea24eef60e2527f7df6b9c1d"
+EXECUTOR_FINGERPRINT = "95477b1ef08db20dd3e20704b7dded879e799bb395316cb45ea3b9a27f9f9167"
 """sha256 of the executor's sources (every ``.py`` under ``evaluation/executor/``) when :data:`SEMANTICS` was last
 decided. A change there may change what a stored result means: bump ``SEMANTICS`` if it can
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "441f0119f38858e6e2d5b7f0cbf83abe67ac2b4c85bfaa84c0a7a78eda81dde1"
+JUDGE_FINGERPRINT = "afb2d595d07e9efa2252bf46ab3bae8e8bb21cb73de48722c794baeb7ce29fa5"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""

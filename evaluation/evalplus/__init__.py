@@ -46,8 +46,9 @@ Differences from EvalPlus
     same span in wall time, which depends on the machine's load; so do the reference times,
     which are CPU seconds here too); the time to load the program is not counted against the
     split cap. A split whose run came within ``TimeLimits.recheck_margin`` of a limit is run
-    again alone, allowed more time, and judged on that run's CPU times (CPU time still grows
-    with the load beside a program). As in
+    again after the round, alone in its worker (at most one such run per worker at a time),
+    allowed more time, and judged on that run's CPU times (CPU time still grows with the load
+    beside a program). As in
     EvalPlus, each split runs in one process, inputs in dataset order, so global state a
     program mutates carries over from call to call within the split and not between splits.
 

@@ -118,10 +118,37 @@ class _SplitPlan:
         for r, limit in zip(res.results, self.input_limits):
             if r.outcome is Outcome.ERROR and r.detail.startswith("not run:"):
                 break
-            if r.outcome is Outcome.TIMEOUT or r.duration >= (1.0 - margin) * limit:
+            if r.outcome is Outcome.TIMEOUT or r.duration >= (1.0 - margin) * limit or (
+                    r.outcome is Outcome.ERROR and r.detail == _WRAPPER_ALARM):
                 return True
             spent += r.duration
         return spent >= (1.0 - margin) * self.cap
+
+    def first(self, margin: float) -> _SplitPlan:
+        """The split as its first run runs it. A run that comes within ``margin`` of a limit is
+        run again and judged on that second run alone (:meth:`near_limit`), so the first one
+        need not go on once it gets there: every call is stopped by the wrapper's CPU alarm at
+        ``(1 - 0.8 x margin) x`` its limit, and the split once its total passes
+        ``(1 - margin) x`` its cap. A run stopped so is near (a call the alarm stopped is near
+        even if the alarm, which the kernel checks on its tick-sampled account of CPU time,
+        fired short of its time); a run that is not near never reached either point, so it ran
+        exactly as with the full limits. The verdicts are the same, and a program that loops
+        costs its first run 0.6 of its limit instead of all of it (margin 0.5). Only a program
+        that catches the alarm's exception and then returns, in a run where the alarm fired
+        more than ``0.2 x margin`` of the limit early (0.1 s at the 1 s floor), could end its
+        call before ``(1 - margin)`` of the limit and be judged on that call. The judge still
+        compares each call's CPU time with the limit itself. Without a margin, the plan itself."""
+        if margin <= 0:
+            return self
+        from dataclasses import replace
+
+        from evaluation.executor import CallTest
+
+        cut = 1.0 - 0.8 * min(margin, 1.0)
+        tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * cut, *t.args[1:]), expected=t.expected)
+                      for t in self.tests)
+        judge_args = (*self.judge_args[:3], self.cap * (1.0 - min(margin, 1.0)))
+        return replace(self, tests=tests, judge_args=judge_args)
 
     def stretched(self, margin: float) -> _SplitPlan:
         """The same split with every call allowed ``(1 + margin) x`` its limit by the wrapper's
@@ -141,6 +168,12 @@ class _SplitPlan:
         longest = max(self.input_limits, default=1.0) * factor
         limits = replace(self.limits, timeout=longest * _RECHECK_DEADLINE + 1.0)
         return replace(self, tests=tests, limits=limits)
+
+
+def _spent(res: Any) -> float:
+    """CPU seconds of the calls of a split's run that ran (the tests after the first failure do not)."""
+    return float(sum(r.duration for r in res.results
+                     if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))))
 
 
 def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:
@@ -182,8 +215,7 @@ class ProgramState:
     the failing call of a failed one (all calls past the split cap)."""
 
     def absorb(self, split: str, res: Any, input_limits: Sequence[float] = ()) -> None:
-        ran = [r for r in res.results if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))]
-        self.seconds[split] = sum(r.duration for r in ran)
+        self.seconds[split] = _spent(res)
         if res.load_error:
             self.status[split] = Status.FAIL
             self.detail[split] = f"load error: {res.load_error}"
@@ -258,6 +290,8 @@ class SplitRunner:
         self.store = store
         self.shelf = store.shelf("verdicts", f"evalplus-{gt.dataset}")
         self.plans: dict[tuple[str, str], _SplitPlan] = {}
+        self.first_plans: dict[tuple[str, str], _SplitPlan] = {}
+        """Each plan as its first runs run it (:meth:`_SplitPlan.first`)."""
         self.programs: dict[int, tuple[str, str]] = {}
         self.counts: dict[str, list[int]] = {}
         """split -> [reused, judged] in this call."""
@@ -304,8 +338,10 @@ class SplitRunner:
             else:
                 plan = _plan_split(self.gt.kind, tt, split, fn, self.cfg)
             self.plans[(st.task_id, split)] = plan
-        return Job(program=program, tests=plan.tests, limits=plan.limits, judge="evaluation.evalplus:SplitJudge",
-                   judge_args=plan.judge_args, dedup="exact", tag=(index, split, store_key))  # deduplicated above
+            self.first_plans[(st.task_id, split)] = plan.first(self.cfg.recheck_margin)
+        first = self.first_plans[(st.task_id, split)]
+        return Job(program=program, tests=first.tests, limits=first.limits, judge="evaluation.evalplus:SplitJudge",
+                   judge_args=first.judge_args, dedup="exact", tag=(index, split, store_key))  # deduplicated above
 
     def run(self, states: Sequence[ProgramState], todo: Sequence[int], split: str, done: Callable[[int], None]) -> None:
         """Judge ``split`` for the programs ``todo`` (indices into ``states``); ``done(index)`` as each is known."""
@@ -337,26 +373,32 @@ class SplitRunner:
 
     def _rechecked(self, jobs: list[Any], states: Sequence[ProgramState], split: str) -> Iterable[Any]:
         """Each job's result, where a run near a time limit (:meth:`_SplitPlan.near_limit`) is
-        replaced by a second run of the job alone, allowed ``(1 + margin) x`` its limits.
+        replaced by a second run of the job, allowed ``(1 + margin) x`` its limits.
 
-        The first runs go through the executor together; the second runs one at a time after
-        them, so no other program of this evaluation computes beside one (on a loaded machine a
-        program's measured CPU time grows with what runs beside it: caches, memory bandwidth,
-        the hypervisor)."""
+        The first runs go through the executor together; the second runs after all of them, so
+        no program of the round computes beside one (on a loaded machine a program's measured
+        CPU time grows with what runs beside it: caches, memory bandwidth, the hypervisor). They
+        go through the executor in one call, longest first (by the first run's CPU time): a
+        worker runs one unit at a time, so each runs alone in its worker, on its own core, with
+        at most one other second run per other worker beside it (``workers`` at a time; one at a
+        time with one worker)."""
         from dataclasses import replace
 
         margin = self.cfg.recheck_margin
-        near = []
+        near: list[tuple[float, int, Any]] = []
         for res in self._engine.run(jobs):
             job = jobs[res.index]
             if self.plans[(states[job.tag[0]].task_id, split)].near_limit(res, margin):
-                near.append(job)
+                near.append((-_spent(res), res.index, job))
             else:
                 yield res
         self.rechecked[split] = self.rechecked.get(split, 0) + len(near)
-        for job in near:
+        again = []
+        for _, _, job in sorted(near, key=lambda item: item[:2]):
             plan = self.plans[(states[job.tag[0]].task_id, split)].stretched(margin)
-            yield from self._engine.run([replace(job, tests=plan.tests, limits=plan.limits)])
+            again.append(replace(job, tests=plan.tests, limits=plan.limits, judge_args=plan.judge_args))
+        if again:
+            yield from self._engine.run(again)
 
     def said(self, dataset: str) -> list[str]:
         """One line per split: how many programs' results were reused, how many judged, and how

@@ -49,7 +49,8 @@ class TimeLimits:
     recheck_margin: float = 0.5
     """A split with a call whose CPU time came within this fraction of its limit (at least
     ``(1 - margin) x limit``, timeouts included), or whose total came within it of the split
-    cap, is run once more alone (no other program of the evaluation running beside it), with
+    cap, is run once more after its round, alone in its worker (no program of the round beside
+    it; the round's other second runs go to the other workers, at most one per worker), with
     every call allowed ``(1 + margin) x`` its limit so that its real CPU time is measured, and
     its verdict is that run's: load on the first run cannot flip it. 0 turns this off."""
 

@@ -445,15 +445,19 @@ class Executor:
                 return
             self._start()
             done = []
-            for proc in self._procs:
-                while queue and len(proc.inflight) < 1 + _PIPELINE_DEPTH:
-                    unit = queue.popleft()
-                    unit.sent = True
-                    if unit.parse_error is not None:
-                        done.append((unit, unit.unparsable_payload()))
-                        continue
-                    proc.inflight.append(unit)
-                    proc.outbuf += unit.message()
+            # Breadth first: every worker's next unit before any worker's unit after it, so the
+            # first units of a run (the heaviest, where the caller sorts them so) go to
+            # different workers.
+            for depth in range(1, 2 + _PIPELINE_DEPTH):
+                for proc in self._procs:
+                    while queue and len(proc.inflight) < depth:
+                        unit = queue.popleft()
+                        unit.sent = True
+                        if unit.parse_error is not None:
+                            done.append((unit, unit.unparsable_payload()))
+                            continue
+                        proc.inflight.append(unit)
+                        proc.outbuf += unit.message()
             done += self._poll(queue, timeout=0 if plan.open or done else None)
             for unit, payload in done:
                 remaining -= 1
