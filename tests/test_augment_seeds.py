@@ -158,3 +158,5 @@ def test_output_cap_drops_new_inputs_whose_reference_output_is_too_large_and_cou
     assert task.plus and all(len(pickle.dumps("ab" * n, 4)) <= 300 for (n,) in task.plus)
     assert task.stats.get("oversized", 0) > 0  # mutation reached past the cap (size steps from 500), and said so
     assert "max_output_bytes" in config.key()
+    # no cap: no part of the key (a run made before the cap existed resumes as it was made)
+    assert "max_output_bytes" not in AugmentConfig(max_output_bytes=None).key()

@@ -71,15 +71,19 @@ class AugmentConfig:
     mutation: Mutation = Mutation.EXTENDED
     """EvalPlus's Table 1 alone, or with size steps and typed empties
     (:mod:`evaluation.augment.typed_mutation`)."""
-    max_output_bytes: int = MAX_OUTPUT_BYTES
+    max_output_bytes: int | None = MAX_OUTPUT_BYTES
     """Largest pickled output of the reference on a kept new input (``oversized`` above it;
-    base inputs are kept whatever their output): what judging the suite holds in memory."""
+    base inputs are kept whatever their output): what judging the suite holds in memory.
+    None: no cap (and no part of :meth:`key`, so a run made before the cap existed resumes)."""
 
     def key(self) -> dict[str, Any]:
         """What the inputs depend on (recorded with the output, compared on resume)."""
-        return {"version": INPUTGEN_VERSION, "seed": self.seed, "max_inputs": self.max_inputs,
-                "task_seconds": self.task_seconds, "max_round": self.max_round, "mutation": self.mutation.value,
-                "reference_seconds": self.reference_seconds, "max_output_bytes": self.max_output_bytes}
+        key = {"version": INPUTGEN_VERSION, "seed": self.seed, "max_inputs": self.max_inputs,
+               "task_seconds": self.task_seconds, "max_round": self.max_round, "mutation": self.mutation.value,
+               "reference_seconds": self.reference_seconds}
+        if self.max_output_bytes is not None:
+            key["max_output_bytes"] = self.max_output_bytes
+        return key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +211,8 @@ def _seed_values(engine: Any, t: _Task, seeds: TaskSeeds) -> list[tuple[tuple[An
 def _capped(check: Check, config: AugmentConfig) -> Check:
     """``check`` of a new input with the output cap applied (seeds are checked without it, as
     base inputs from asserts are kept whatever their output; a non-base seed is then held to it)."""
-    if check.verdict is Verdict.VALID and check.output_bytes > config.max_output_bytes:
+    cap = config.max_output_bytes
+    if check.verdict is Verdict.VALID and cap is not None and check.output_bytes > cap:
         return replace(check, verdict=Verdict.OVERSIZED, detail=f"{check.output_bytes} bytes")
     return check
 

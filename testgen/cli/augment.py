@@ -14,6 +14,7 @@ import click
 
 from commandline import (
     NON_NEGATIVE_FLOAT,
+    NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
     dataset_option,
@@ -56,9 +57,9 @@ __all__ = ["augment", "reduce"]
               help="evalplus: EvalPlus's Table 1 alone; extended: with size steps and typed empties (docs/augment.md).")
 @click.option("--reference-seconds", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="CPU seconds the reference may take on an input for it to be kept (EvalPlus: 1 s wall).")
-@click.option("--max-output-bytes", type=POSITIVE_INT, default=64 * 1024, show_default=True,
+@click.option("--max-output-bytes", type=NON_NEGATIVE_INT, default=64 * 1024, show_default=True,
               help="Largest output of the reference (its pickle, in bytes) on a kept new input: judging a suite holds "
-                   "every expected output in memory (EvalPlus has no cap).")
+                   "every expected output in memory (EvalPlus has no cap). 0: no cap.")
 @click.option("--propertyeval", "propertyeval_path", type=existing_path(), default=None,
               help="PropertyEval snapshot (directory or tarball): its drawn inputs are seeds too (HumanEval only).")
 @click.option("--pbt-examples", type=POSITIVE_INT, default=100, show_default=True,
@@ -102,7 +103,7 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     config = AugmentCommandConfig(
         dataset=dataset, out=out, dataset_path=dataset_path, seed_files=seed_files, contracts_path=contracts_path,
         seed=seed, max_inputs=max_inputs, task_seconds=task_seconds, mutation=mutation,  # type: ignore[arg-type]
-        reference_seconds=reference_seconds, max_output_bytes=max_output_bytes, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
+        reference_seconds=reference_seconds, max_output_bytes=max_output_bytes or None, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
         model_seeds=asked, limit=limit, task_ids=task_ids, workers=workers, engine=engine)
     report = make_inputs(config, notify=notice)
     _print_augment(report, dataset)

@@ -85,8 +85,9 @@ class AugmentCommandConfig:
     """EvalPlus's Table 1 alone, or with size steps, boundary values and typed empties."""
     reference_seconds: float = 0.05
     """CPU seconds the reference may take on a kept input."""
-    max_output_bytes: int = 64 * 1024
-    """Largest pickled reference output of a kept new input (:data:`evaluation.augment.validity.MAX_OUTPUT_BYTES`)."""
+    max_output_bytes: int | None = 64 * 1024
+    """Largest pickled reference output of a kept new input (:data:`evaluation.augment.validity.MAX_OUTPUT_BYTES`);
+    None: no cap."""
     propertyeval: str | None = None
     """PropertyEval snapshot whose drawn inputs are seeds too."""
     pbt_examples: int = 100
