@@ -34,6 +34,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -119,7 +120,7 @@ class ProcessPeaks:
             self.tree_peak = max(self.tree_peak, total)
             self._stop.wait(self.interval)
 
-    def stop(self) -> dict[str, float]:
+    def stop(self) -> dict[str, Any]:
         self._stop.set()
         self._thread.join()
         mb = 1 << 20
@@ -268,6 +269,57 @@ def step_remake(w: Path, workers: int, mutation: str, max_inputs: int, max_outpu
     return result
 
 
+def _codet_samples_of(tasks: set[str], out: Path) -> Path:
+    """CodeT's sample file cut to the records of ``tasks`` (matched by prompt, as CodeT's files are)."""
+    with gzip.open(PROMPTS, "rt") as fh:
+        prompts = [r["prompt"].strip() for line in fh if (r := json.loads(line))["task_id"] in tasks]
+    with gzip.open(SAMPLES, "rt") as fh, gzip.open(out, "wt") as dst:
+        for line in fh:
+            if any(json.loads(line)["prompt"].strip().startswith(p) for p in prompts):
+                dst.write(line)
+    return out
+
+
+def _cut(path: Path, tasks: set[str], out: Path) -> Path:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh, gzip.open(out, "wt") as dst:  # type: ignore[operator]
+        for line in fh:
+            if json.loads(line)["task_id"] in tasks:
+                dst.write(line)
+    return out
+
+
+def step_memory(w: Path, workers: int, tasks: list[str]) -> dict[str, Any]:
+    """Where judging an augmented suite's memory goes: ``tasks`` augmented without the output cap
+    and with it (each task's inputs depend only on its own seeds), then CodeT's samples of those
+    tasks judged on each, with every process's peak RSS."""
+    noplus = _cut(emptied_heplus(w / "heplus_noplus.jsonl.gz"), set(tasks), w / "memory_noplus.jsonl.gz")
+    run = w / "runs" / "codegen16b"
+    samples = _codet_samples_of(set(tasks), w / "memory_samples.jsonl.gz")
+    result: dict[str, Any] = {"tasks": tasks}
+    for name, cap in (("uncapped", "0"), ("capped", str(64 * 1024))):
+        suite = w / f"memory_{name}.jsonl.gz"
+        for stale in (suite, w / f"memory_{name}.progress.jsonl"):
+            stale.unlink(missing_ok=True)
+        t_aug = timed(testgen("augment", "--dataset", "humaneval+", "--dataset-path", str(noplus), "--seeds", str(run),
+                              "--max-inputs", "1000", "--max-output-bytes", cap, "--workers", str(workers),
+                              "--out", str(suite)), w / f"memory_augment_{name}.log")
+        out = w / f"memory_verdicts_{name}.jsonl"
+        out.unlink(missing_ok=True)
+        cache = w / f"memory_cache_{name}"  # a cache of its own: nothing reused, the whole ground truth computed
+        shutil.rmtree(cache, ignore_errors=True)
+        t_eval = timed(testgen("evaluate", "--dataset", "humaneval+", "--dataset-path", str(suite), "--samples",
+                               str(samples), "--codet-prompts", str(PROMPTS), "--workers", str(workers), "--out", str(out)),
+                       w / f"memory_evaluate_{name}.log", env={"TESTGEN_CACHE": str(cache)})
+        shutil.rmtree(cache, ignore_errors=True)
+        report = json.loads((w / f"memory_{name}.report.json").read_text())["summary"]
+        result[name] = {"augment": t_aug, "evaluate": t_eval, "plus_inputs": report["plus_inputs"],
+                        "oversized": report["invalid_by_reason"].get("oversized", 0),
+                        "pass@1": pass_at_1(verdicts(out), "plus")}
+        print(f"{name}: {report['plus_inputs']} inputs; evaluate peak RSS {t_eval['rss']}; CPU {t_eval['cpu']:.0f} s")
+    return result
+
+
 def _mutant_kills(dataset_path: Path, name: str, workers: int) -> dict[str, tuple[bool, bool]]:
     """Per mutant of each reference: (killed by base, killed by base + plus) on ``dataset_path``."""
     from evaluation.datasets import load_dataset
@@ -380,10 +432,12 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/augment-bench"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--steps", default="heplus,remake,mbpp,mini",
-                    help="comma-separated: heplus, remake, mbpp, mini (= mini_ours, mini_heplus)")
+                    help="comma-separated: heplus, remake, mbpp, mini (= mini_ours, mini_heplus), floor (evaluate on "
+                         "the base inputs alone: what no -mini can go below), memory")
     ap.add_argument("--mutation", default="extended", choices=["extended", "evalplus"])
     ap.add_argument("--max-inputs", type=int, default=1000)
     ap.add_argument("--max-output-bytes", type=int, default=None, help="augment's cap (default: its own default)")
+    ap.add_argument("--memory-tasks", default="HumanEval/106", help="with --steps memory: the tasks")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
@@ -397,6 +451,14 @@ def main() -> int:
             name = f"remake_{args.mutation}"
         elif step == "mbpp":
             result, name = step_mbpp(args.workdir, args.workers), "mbpp"
+        elif step == "memory":
+            result, name = step_memory(args.workdir, args.workers, args.memory_tasks.split(",")), "memory"
+        elif step == "floor":
+            out = args.workdir / "verdicts_base_only.jsonl"
+            result = {"evaluate_base_only": evaluate(emptied_heplus(args.workdir / "heplus_noplus.jsonl.gz"), out,
+                                                     args.workdir / "evaluate_base_only.log", args.workers),
+                      "pass@1": pass_at_1(verdicts(out), "plus")}
+            name = "floor"
         elif step == "mini_ours":
             ours = args.workdir / f"heplus_ours_{args.mutation}.jsonl.gz"
             result, name = step_mini(args.workdir, args.workers, f"ours_{args.mutation}", ours), "mini_ours"
