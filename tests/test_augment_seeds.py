@@ -149,6 +149,11 @@ def test_output_cap_drops_new_inputs_whose_reference_output_is_too_large_and_cou
     assert [c.verdict for c in checks] == [Verdict.VALID, Verdict.OVERSIZED]
     assert checks[1].output_bytes == len(res.results[1].value) > 300
     assert [c.verdict for c in read_checks(p, "humaneval", inputs, res)] == [Verdict.VALID, Verdict.VALID]
+    # a job made with the cap: the child does not even send the oversized output
+    (capped,) = list(execute([reference_job(p, "humaneval", inputs, tag=0, max_output_bytes=300)], workers=1))
+    assert capped.results[1].value is None and capped.results[0].value == res.results[0].value
+    assert [c.verdict for c in read_checks(p, "humaneval", inputs, capped, max_output_bytes=300)] == \
+        [Verdict.VALID, Verdict.OVERSIZED]
 
     got: list[TaskAugment] = []
     config = AugmentConfig(seed=1, max_inputs=40, max_output_bytes=300)

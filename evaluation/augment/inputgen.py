@@ -178,8 +178,8 @@ def _rng(seed: int, task_id: str) -> random.Random:
 def _check(engine: Any, t: _Task, inputs: Sequence[tuple[Any, ...]], seconds: float,
            max_output_bytes: int | None) -> list[Check]:
     """The reference (with the contract) on ``inputs``, in jobs of at most :data:`CHUNK` inputs."""
-    jobs = [reference_job(t.problem, t.kind, inputs[start:start + CHUNK], tag=start, seconds=seconds)
-            for start in range(0, len(inputs), CHUNK)]
+    jobs = [reference_job(t.problem, t.kind, inputs[start:start + CHUNK], tag=start, seconds=seconds,
+                          max_output_bytes=max_output_bytes) for start in range(0, len(inputs), CHUNK)]
     parts = {res.tag: read_checks(t.problem, t.kind, inputs[res.tag:res.tag + CHUNK], res,
                                   max_output_bytes=max_output_bytes) for res in engine.run(jobs)}
     return [c for start in sorted(parts) for c in parts[start]]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -123,19 +124,28 @@ def reference_with_contract(problem: Problem, kind: str) -> str:
     return placed if placed is not None else problem.reference_code
 
 
+_VALUE_OVER_CAP = re.compile(r"value of (\d+) bytes exceeds cap")
+"""The executor's detail of a test whose value was larger than ``Limits.value_bytes``."""
+
+
 def reference_job(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], *, tag: Any,
-                  program: str | None = None, seconds: float = REFERENCE_SECONDS) -> Any:
+                  program: str | None = None, seconds: float = REFERENCE_SECONDS,
+                  max_output_bytes: int | None = None) -> Any:
     """An executor job running the reference with its contract on ``inputs`` (one
-    :class:`~evaluation.executor.CallTest` each, the ground truth's wrapper)."""
+    :class:`~evaluation.executor.CallTest` each, the ground truth's wrapper).
+
+    With ``max_output_bytes``, the child sends no output much larger than that (the executor's
+    ``value_bytes``): an oversized output is dropped where it is made, not carried to this
+    process (a round of HumanEval/106's candidates returned gigabytes of factorials)."""
     from evaluation.evalplus.truth import _program_for
     from evaluation.executor import CallTest, Job, Limits
 
     source = program if program is not None else reference_with_contract(problem, kind)
     wrapped, fn = _program_for(source, problem.entry_point, kind, reference=True)
     tests = tuple(CallTest(entry_point=fn, args=(seconds, *a)) for a in inputs)
+    value_bytes = 64 * 1024 * 1024 if max_output_bytes is None else min(64 * 1024 * 1024, max_output_bytes + 64)
     return Job(program=wrapped, tests=tests, want_values=True, dedup="exact", tag=tag,
-               limits=Limits(timeout=seconds + 0.25, load_timeout=30.0, memory_mb=4096,
-                             value_bytes=64 * 1024 * 1024))
+               limits=Limits(timeout=seconds + 0.25, load_timeout=30.0, memory_mb=4096, value_bytes=value_bytes))
 
 
 def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], result: Any,
@@ -155,6 +165,11 @@ def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], 
     for inp, r in zip(inputs, result.results):
         if r.outcome is Outcome.TIMEOUT or (r.outcome is not Outcome.PASSED and "TimeoutError" in r.detail):
             checks.append(Check(verdict=Verdict.TIMEOUT, seconds=r.duration))
+            continue
+        over = _VALUE_OVER_CAP.search(r.detail) if r.outcome is Outcome.ERROR and max_output_bytes is not None else None
+        if over is not None:  # the child did not send it (reference_job's max_output_bytes)
+            checks.append(Check(verdict=Verdict.OVERSIZED, seconds=r.duration, detail=f"{over.group(1)} bytes",
+                                output_bytes=int(over.group(1))))
             continue
         if r.outcome is not Outcome.PASSED:
             verdict = Verdict.CONTRACT if r.detail.startswith(CONTRACT_MESSAGE) else Verdict.RAISES
