@@ -34,6 +34,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,12 +57,93 @@ def load_average() -> str:
     return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def timed(cmd: list[str], log: Path) -> dict[str, Any]:
-    """Run ``cmd`` under ``/usr/bin/time -v``; wall and CPU (user + sys of the process tree)."""
+class ProcessPeaks:
+    """Peak resident memory of every process of a command's tree: each process's own high-water
+    mark (``VmHWM`` in ``/proc/PID/status``, kept by the kernel, so a sample a second apart still
+    reads the true peak of a long-lived process), read once a second while it lives; and the
+    largest sum of the tree's current RSS seen at one sample."""
+
+    def __init__(self, root: int, interval: float = 1.0) -> None:
+        import threading
+
+        self.root, self.interval = root, interval
+        self.peaks: dict[int, tuple[str, int]] = {}
+        self.tree_peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _status(pid: int) -> dict[str, str]:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                return {k: v.strip() for k, _, v in (line.partition(":") for line in fh)}
+        except OSError:
+            return {}
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                st = self._status(int(entry))
+                if "PPid" in st:
+                    children.setdefault(int(st["PPid"]), []).append(int(entry))
+        out, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(children.get(pid, []))
+        return out
+
+    @staticmethod
+    def _role(pid: int) -> str:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return "?"
+        if "executor.worker" in cmd:
+            return "worker"
+        if cmd.startswith("/usr/bin/time"):
+            return "time"
+        return "command" if "testgen" in cmd else "child"
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for pid in self._tree():
+                st = self._status(pid)
+                hwm = int(st.get("VmHWM", "0 kB").split()[0]) * 1024
+                total += int(st.get("VmRSS", "0 kB").split()[0]) * 1024
+                role = self._role(pid)  # read again each time: a child samples as its parent until it execs
+                self.peaks[pid] = (role, max(hwm, self.peaks.get(pid, ("", 0))[1]))
+            self.tree_peak = max(self.tree_peak, total)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join()
+        mb = 1 << 20
+        by_role: dict[str, float] = {}
+        for role, peak in self.peaks.values():
+            by_role[role] = max(by_role.get(role, 0.0), peak / mb)
+        top = sorted(self.peaks.values(), key=lambda rp: -rp[1])[:6]
+        return {"command_mb": round(by_role.get("command", 0.0), 1), "worker_max_mb": round(by_role.get("worker", 0.0), 1),
+                "child_max_mb": round(by_role.get("child", 0.0), 1), "tree_sum_peak_mb": round(self.tree_peak / mb, 1),
+                "processes_seen": len(self.peaks), "largest": [(role, round(peak / mb, 1)) for role, peak in top]}
+
+
+def timed(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``cmd`` under ``/usr/bin/time -v``; wall and CPU (user + sys of the process tree), the
+    peak RSS of each kind of process in it (:class:`ProcessPeaks`), and the store-reuse lines."""
     print("$", " ".join(cmd), f"> {log} 2>&1", flush=True)
     before = load_average()
     with open(log, "w") as fh:
-        rc = subprocess.run(["/usr/bin/time", "-v", *cmd], stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
+        proc = subprocess.Popen(["/usr/bin/time", "-v", *cmd], stdout=fh, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
+        peaks = ProcessPeaks(proc.pid)
+        rc = proc.wait()
+        rss = peaks.stop()
     text = log.read_text(errors="replace")
     if rc != 0:
         raise SystemExit(f"failed ({rc}): {' '.join(cmd)}; see {log}")
@@ -74,7 +156,10 @@ def timed(cmd: list[str], log: Path) -> dict[str, Any]:
     parts = [float(p) for p in (wall.group(1).split(":") if wall else ["nan"])]
     seconds = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
     user, system = num(r"User time \(seconds\): (\S+)"), num(r"System time \(seconds\): (\S+)")
-    return {"wall": seconds, "cpu": user + system, "load_before": before, "load_after": load_average()}
+    reuse = [line.strip() for line in text.splitlines() if "reused from the store" in line]
+    return {"wall": seconds, "cpu": user + system, "load_before": before, "load_after": load_average(),
+            "rss": rss, "max_rss_mb": num(r"Maximum resident set size \(kbytes\): (\S+)") / 1024, "store": reuse,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def testgen(*args: str) -> list[str]:
@@ -108,6 +193,8 @@ def emptied_heplus(out: Path) -> Path:
 
 
 def evaluate(dataset_path: Path | None, out: Path, log: Path, workers: int) -> dict[str, Any]:
+    """``testgen evaluate`` of CodeT's samples, from scratch (an earlier ``--out`` would be resumed)."""
+    out.unlink(missing_ok=True)
     args = ["evaluate", "--dataset", "humaneval+", "--samples", str(SAMPLES), "--codet-prompts", str(PROMPTS),
             "--workers", str(workers), "--out", str(out)]
     if dataset_path is not None:
@@ -115,7 +202,28 @@ def evaluate(dataset_path: Path | None, out: Path, log: Path, workers: int) -> d
     return timed(testgen(*args), log)
 
 
-def step_remake(w: Path, workers: int, mutation: str) -> dict[str, Any]:
+def step_heplus(w: Path, workers: int) -> dict[str, Any]:
+    """CodeT's samples on HumanEval+ v0.1.10 (the figures ours is compared with)."""
+    running = w / "heplus.running"
+    running.touch()
+    try:
+        t_full = evaluate(None, w / "verdicts_heplus.jsonl", w / "evaluate_heplus.log", workers)
+    finally:
+        running.unlink(missing_ok=True)
+    he = verdicts(w / "verdicts_heplus.jsonl")
+    return {"evaluate_heplus": t_full, "pass@1": {"base": pass_at_1(he, "base"), "heplus": pass_at_1(he, "plus")}}
+
+
+def _heplus_verdicts(w: Path, workers: int) -> dict[str, dict[str, Any]]:
+    """HumanEval+'s verdicts: from a ``heplus`` step (waiting while one runs beside), else judged now."""
+    while (w / "heplus.running").exists():
+        time.sleep(30)
+    if not (w / "heplus.json").exists():
+        (w / "heplus.json").write_text(json.dumps(step_heplus(w, workers), indent=1) + "\n")
+    return verdicts(w / "verdicts_heplus.jsonl")
+
+
+def step_remake(w: Path, workers: int, mutation: str, max_inputs: int, max_output_bytes: int | None) -> dict[str, Any]:
     noplus = emptied_heplus(w / "heplus_noplus.jsonl.gz")
     run = w / "runs" / "codegen16b"
     if not (run / "generations.jsonl").exists():
@@ -125,14 +233,13 @@ def step_remake(w: Path, workers: int, mutation: str) -> dict[str, Any]:
     ours = w / f"heplus_ours_{mutation}.jsonl.gz"
     for stale in (ours, w / f"heplus_ours_{mutation}.progress.jsonl"):
         stale.unlink(missing_ok=True)  # a fresh run: its time is the figure
+    cap = [] if max_output_bytes is None else ["--max-output-bytes", str(max_output_bytes)]
     t_aug = timed(testgen("augment", "--dataset", "humaneval+", "--dataset-path", str(noplus), "--seeds", str(run),
-                          "--max-inputs", "1000", "--mutation", mutation, "--workers", str(workers), "--out", str(ours)),
-                  w / f"augment_{mutation}.log")
-    full = w / "verdicts_heplus.jsonl"
-    t_full = None if full.exists() else evaluate(None, full, w / "evaluate_heplus.log", workers)
+                          "--max-inputs", str(max_inputs), "--mutation", mutation, "--workers", str(workers), *cap,
+                          "--out", str(ours)), w / f"augment_{mutation}.log")
     mine = w / f"verdicts_ours_{mutation}.jsonl"
     t_ours = evaluate(ours, mine, w / f"evaluate_ours_{mutation}.log", workers)
-    he, us = verdicts(full), verdicts(mine)
+    he, us = _heplus_verdicts(w, workers), verdicts(mine)
     target = [s for s, v in he.items() if v["base"] and not v["plus"]]
     caught = [s for s in target if not us[s]["plus"]]
     extra = [s for s, v in he.items() if v["plus"] and not us[s]["plus"]]
@@ -144,12 +251,12 @@ def step_remake(w: Path, workers: int, mutation: str) -> dict[str, Any]:
         listed.append({"solution_id": s, "input": json.dumps(inp)[:200], "why": (m.group(2) if m else us[s]["plus_detail"])[:120]})
     report = json.loads((w / f"heplus_ours_{mutation}.report.json").read_text())
     result = {
-        "mutation": mutation, "augment": t_aug, "evaluate_heplus": t_full, "evaluate_ours": t_ours,
+        "mutation": mutation, "augment": t_aug, "evaluate_ours": t_ours,
         "plus_per_task": report["summary"]["plus_per_task"], "invalid_share": report["summary"]["invalid_share"],
         "stopped": report["summary"]["stopped"], "origins": report["summary"]["origins"],
         "target": len(target), "caught": len(caught), "recall": 100 * len(caught) / max(1, len(target)),
         "missed_by_task": Counter(he[s]["task_id"] for s in target if s not in set(caught)).most_common(),
-        "extra": listed,
+        "extra": listed, "missed": sorted(set(target) - set(caught)),
         "pass@1": {"base": pass_at_1(he, "base"), "heplus": pass_at_1(he, "plus"), "ours": pass_at_1(us, "plus")},
     }
     print(f"\n| mutation | new inputs / task | HE+ plus-only rejects caught | ours-only rejects | pass@1 base / HE+ / ours "
@@ -159,6 +266,57 @@ def step_remake(w: Path, workers: int, mutation: str) -> dict[str, Any]:
           f"{t_aug['wall']:.0f} s / {t_aug['cpu']:.0f} s (load {t_aug['load_before']}) |")
     for e in listed:
         print(f"- {e['solution_id']}: {e['input']} -> {e['why']}")
+    return result
+
+
+def _codet_samples_of(tasks: set[str], out: Path) -> Path:
+    """CodeT's sample file cut to the records of ``tasks`` (matched by prompt, as CodeT's files are)."""
+    with gzip.open(PROMPTS, "rt") as fh:
+        prompts = [r["prompt"].strip() for line in fh if (r := json.loads(line))["task_id"] in tasks]
+    with gzip.open(SAMPLES, "rt") as fh, gzip.open(out, "wt") as dst:
+        for line in fh:
+            if any(json.loads(line)["prompt"].strip().startswith(p) for p in prompts):
+                dst.write(line)
+    return out
+
+
+def _cut(path: Path, tasks: set[str], out: Path) -> Path:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh, gzip.open(out, "wt") as dst:  # type: ignore[operator]
+        for line in fh:
+            if json.loads(line)["task_id"] in tasks:
+                dst.write(line)
+    return out
+
+
+def step_memory(w: Path, workers: int, tasks: list[str]) -> dict[str, Any]:
+    """Where judging an augmented suite's memory goes: ``tasks`` augmented without the output cap
+    and with it (each task's inputs depend only on its own seeds), then CodeT's samples of those
+    tasks judged on each, with every process's peak RSS."""
+    noplus = _cut(emptied_heplus(w / "heplus_noplus.jsonl.gz"), set(tasks), w / "memory_noplus.jsonl.gz")
+    run = w / "runs" / "codegen16b"
+    samples = _codet_samples_of(set(tasks), w / "memory_samples.jsonl.gz")
+    result: dict[str, Any] = {"tasks": tasks}
+    for name, cap in (("uncapped", "0"), ("capped", str(64 * 1024))):
+        suite = w / f"memory_{name}.jsonl.gz"
+        for stale in (suite, w / f"memory_{name}.progress.jsonl"):
+            stale.unlink(missing_ok=True)
+        t_aug = timed(testgen("augment", "--dataset", "humaneval+", "--dataset-path", str(noplus), "--seeds", str(run),
+                              "--max-inputs", "1000", "--max-output-bytes", cap, "--workers", str(workers),
+                              "--out", str(suite)), w / f"memory_augment_{name}.log")
+        out = w / f"memory_verdicts_{name}.jsonl"
+        out.unlink(missing_ok=True)
+        cache = w / f"memory_cache_{name}"  # a cache of its own: nothing reused, the whole ground truth computed
+        shutil.rmtree(cache, ignore_errors=True)
+        t_eval = timed(testgen("evaluate", "--dataset", "humaneval+", "--dataset-path", str(suite), "--samples",
+                               str(samples), "--codet-prompts", str(PROMPTS), "--workers", str(workers), "--out", str(out)),
+                       w / f"memory_evaluate_{name}.log", env={"TESTGEN_CACHE": str(cache)})
+        shutil.rmtree(cache, ignore_errors=True)
+        report = json.loads((w / f"memory_{name}.report.json").read_text())["summary"]
+        result[name] = {"augment": t_aug, "evaluate": t_eval, "plus_inputs": report["plus_inputs"],
+                        "oversized": report["invalid_by_reason"].get("oversized", 0),
+                        "pass@1": pass_at_1(verdicts(out), "plus")}
+        print(f"{name}: {report['plus_inputs']} inputs; evaluate peak RSS {t_eval['rss']}; CPU {t_eval['cpu']:.0f} s")
     return result
 
 
@@ -232,6 +390,20 @@ def step_mbpp(w: Path, workers: int) -> dict[str, Any]:
 
 
 def step_mini(w: Path, workers: int, which: str, dataset_path: Path | None) -> dict[str, Any]:
+    # The full suite's verdicts and time first: the run of ``heplus`` / ``remake`` (the first judging
+    # of that file in this cache: nothing reused from the store, as its log says), else judged now;
+    # then ``reduce`` reuses those verdicts from the store.
+    if which == "heplus":
+        full_v, earlier = w / "verdicts_heplus.jsonl", w / "heplus.json"
+        if not earlier.exists():
+            _heplus_verdicts(w, workers)
+        t_full = json.loads(earlier.read_text())["evaluate_heplus"]
+    else:
+        full_v, earlier = w / f"verdicts_{which}.jsonl", w / f"remake_{which.removeprefix('ours_')}.json"
+        t_full = json.loads(earlier.read_text())["evaluate_ours"] if earlier.exists() and full_v.exists() else None
+        if t_full is None:
+            full_v = w / f"verdicts_full_{which}.jsonl"
+            t_full = evaluate(dataset_path, full_v, w / f"evaluate_full_{which}.log", workers)
     out = w / f"mini_{which}.jsonl.gz"
     args = ["reduce", "--dataset", "humaneval+", "--samples", str(SAMPLES), "--codet-prompts", str(PROMPTS),
             "--workers", str(workers), "--out", str(out)]
@@ -239,21 +411,14 @@ def step_mini(w: Path, workers: int, which: str, dataset_path: Path | None) -> d
         args += ["--dataset-path", str(dataset_path)]
     t_red = timed(testgen(*args), w / f"reduce_{which}.log")
     report = json.loads((w / f"mini_{which}.report.json").read_text())
-    # The full suite's verdicts and time: the remake step's run of the same command when there is one.
-    full_v, key = (w / "verdicts_heplus.jsonl", "evaluate_heplus") if which == "heplus" else \
-        (w / f"verdicts_{which}.jsonl", "evaluate_ours")
-    earlier = [json.loads(p.read_text()).get(key) for p in sorted(w.glob("remake_*.json"))
-               if which == "heplus" or p.name == f"remake_{which.removeprefix('ours_')}.json"]
-    t_full = next((t for t in earlier if t), None) if full_v.exists() else None
-    if t_full is None:
-        full_v = w / f"verdicts_full_{which}.jsonl"
-        t_full = evaluate(dataset_path, full_v, w / f"evaluate_full_{which}.log", workers)
     mini_v = w / f"verdicts_mini_{which}.jsonl"
     t_mini = evaluate(out, mini_v, w / f"evaluate_mini_{which}.log", workers)
     full, mini = verdicts(full_v), verdicts(mini_v)
     result = {"reduce": t_red, "tests_per_task": report["tests_per_task"], "table4": report["table4"],
               "per_kind": report["per_kind"], "evaluate_full": t_full, "evaluate_mini": t_mini,
-              "pass@1": {"full": pass_at_1(full, "plus"), "mini": pass_at_1(mini, "plus"), "base": pass_at_1(full, "base")}}
+              "pass@1": {"full": pass_at_1(full, "plus"), "mini": pass_at_1(mini, "plus"), "base": pass_at_1(full, "base"),
+                         "heplus": pass_at_1(verdicts(w / "verdicts_heplus.jsonl"), "plus")
+                         if (w / "verdicts_heplus.jsonl").exists() else None}}
     print(f"\n{which}: {report['tests_per_task']:.1f} tests per task; pass@1 full {result['pass@1']['full']:.2f}, "
           f"mini {result['pass@1']['mini']:.2f}; evaluate CPU full {t_full['cpu']:.0f} s, mini {t_mini['cpu']:.0f} s "
           f"({t_full['cpu'] / max(t_mini['cpu'], 1e-9):.1f}x)\n\n| requirements | tests / task | pass@1 (held out) |\n|---|---|---|")
@@ -266,24 +431,39 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/augment-bench"))
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--steps", default="remake,mbpp,mini", help="comma-separated: remake, mbpp, mini")
+    ap.add_argument("--steps", default="heplus,remake,mbpp,mini",
+                    help="comma-separated: heplus, remake, mbpp, mini (= mini_ours, mini_heplus), floor (evaluate on "
+                         "the base inputs alone: what no -mini can go below), memory")
     ap.add_argument("--mutation", default="extended", choices=["extended", "evalplus"])
+    ap.add_argument("--max-inputs", type=int, default=1000)
+    ap.add_argument("--max-output-bytes", type=int, default=None, help="augment's cap (default: its own default)")
+    ap.add_argument("--memory-tasks", default="HumanEval/106", help="with --steps memory: the tasks")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
+    steps = [x for s in steps for x in (["mini_ours", "mini_heplus"] if s == "mini" else [s])]
     for step in steps:
-        if step == "remake":
-            result = step_remake(args.workdir, args.workers, args.mutation)
+        result: dict[str, Any]
+        if step == "heplus":
+            result, name = step_heplus(args.workdir, args.workers), "heplus"
+        elif step == "remake":
+            result = step_remake(args.workdir, args.workers, args.mutation, args.max_inputs, args.max_output_bytes)
             name = f"remake_{args.mutation}"
         elif step == "mbpp":
             result, name = step_mbpp(args.workdir, args.workers), "mbpp"
-        elif step == "mini":
+        elif step == "memory":
+            result, name = step_memory(args.workdir, args.workers, args.memory_tasks.split(",")), "memory"
+        elif step == "floor":
+            out = args.workdir / "verdicts_base_only.jsonl"
+            result = {"evaluate_base_only": evaluate(emptied_heplus(args.workdir / "heplus_noplus.jsonl.gz"), out,
+                                                     args.workdir / "evaluate_base_only.log", args.workers),
+                      "pass@1": pass_at_1(verdicts(out), "plus")}
+            name = "floor"
+        elif step == "mini_ours":
             ours = args.workdir / f"heplus_ours_{args.mutation}.jsonl.gz"
-            result = {}
-            if ours.exists():  # ours first: the Done-when figure
-                result["ours"] = step_mini(args.workdir, args.workers, f"ours_{args.mutation}", ours)
-            result["heplus"] = step_mini(args.workdir, args.workers, "heplus", None)
-            name = "mini"
+            result, name = step_mini(args.workdir, args.workers, f"ours_{args.mutation}", ours), "mini_ours"
+        elif step == "mini_heplus":
+            result, name = step_mini(args.workdir, args.workers, "heplus", None), "mini_heplus"
         else:
             raise SystemExit(f"unknown step {step!r}")
         result["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

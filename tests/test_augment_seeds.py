@@ -129,3 +129,39 @@ def test_generation_sites_read_tests_and_raw_text(tmp_path: Path) -> None:
 
     with pytest.raises(RecordError, match=r"generations.jsonl:1: field 'tests'"):
         generation_sites([bad], ds)
+
+
+def test_output_cap_drops_new_inputs_whose_reference_output_is_too_large_and_counts_them() -> None:
+    """A cap on the reference's pickled output (what judging the suite holds in memory): the
+    check says ``oversized``; augmentation keeps no new input above it (base inputs stay), and
+    counts what it dropped."""
+    import pickle
+
+    from evaluation.augment.inputgen import AugmentConfig, TaskAugment, augment_tasks
+    from evaluation.executor import execute
+
+    p = _problem(prompt="def s(n):\n    '''doc'''\n", entry_point="s", canonical_solution="    return 'ab' * n\n",
+                 contract='\n    assert type(n) == int and 0 <= n <= 10 ** 6, "invalid inputs" # $_CONTRACT_$\n',
+                 base_inputs=([3], [500]))
+    inputs = [(3,), (500,)]
+    (res,) = list(execute([reference_job(p, "humaneval", inputs, tag=0)], workers=1))
+    checks = read_checks(p, "humaneval", inputs, res, max_output_bytes=300)
+    assert [c.verdict for c in checks] == [Verdict.VALID, Verdict.OVERSIZED]
+    assert checks[1].output_bytes == len(res.results[1].value) > 300
+    assert [c.verdict for c in read_checks(p, "humaneval", inputs, res)] == [Verdict.VALID, Verdict.VALID]
+    # a job made with the cap: the child does not even send the oversized output
+    (capped,) = list(execute([reference_job(p, "humaneval", inputs, tag=0, max_output_bytes=300)], workers=1))
+    assert capped.results[1].value is None and capped.results[0].value == res.results[0].value
+    assert [c.verdict for c in read_checks(p, "humaneval", inputs, capped, max_output_bytes=300)] == \
+        [Verdict.VALID, Verdict.OVERSIZED]
+
+    got: list[TaskAugment] = []
+    config = AugmentConfig(seed=1, max_inputs=40, max_output_bytes=300)
+    augment_tasks([p], kind="humaneval", seeds={}, config=config, workers=1, on_done=got.append)
+    (task,) = got
+    assert task.base == ((3,), (500,))  # a base input is kept whatever its output
+    assert task.plus and all(len(pickle.dumps("ab" * n, 4)) <= 300 for (n,) in task.plus)
+    assert task.stats.get("oversized", 0) > 0  # mutation reached past the cap (size steps from 500), and said so
+    assert "max_output_bytes" in config.key()
+    # no cap: no part of the key (a run made before the cap existed resumes as it was made)
+    assert "max_output_bytes" not in AugmentConfig(max_output_bytes=None).key()

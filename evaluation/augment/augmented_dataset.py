@@ -33,7 +33,7 @@ from evaluation.io import JsonlAppender, file_sha256, read_jsonl, write_jsonl
 
 __all__ = ["AugmentReport", "augment_dataset", "sidecar_paths", "evalplus_kind", "summarize"]
 
-INVALID_VERDICTS = ("contract", "raises", "timeout", "unjudgeable", "unreadable")
+INVALID_VERDICTS = ("contract", "raises", "timeout", "unjudgeable", "unreadable", "oversized")
 
 
 @dataclass(frozen=True, kw_only=True)

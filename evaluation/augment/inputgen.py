@@ -39,7 +39,7 @@ from typing import Any
 from evaluation.augment.call_sites import CallSite, literal_args, read_site_results, site_job
 from evaluation.augment.release import canonical_input
 from evaluation.augment.typed_mutation import Ingredients, Mutation, TypedMutator
-from evaluation.augment.validity import REFERENCE_SECONDS, Check, Verdict, read_checks, reference_job
+from evaluation.augment.validity import MAX_OUTPUT_BYTES, REFERENCE_SECONDS, Check, Verdict, read_checks, reference_job
 from evaluation.records import Problem
 
 __all__ = ["AugmentConfig", "TaskSeeds", "TaskAugment", "augment_tasks", "INPUTGEN_VERSION"]
@@ -71,12 +71,19 @@ class AugmentConfig:
     mutation: Mutation = Mutation.EXTENDED
     """EvalPlus's Table 1 alone, or with size steps and typed empties
     (:mod:`evaluation.augment.typed_mutation`)."""
+    max_output_bytes: int | None = MAX_OUTPUT_BYTES
+    """Largest pickled output of the reference on a kept new input (``oversized`` above it;
+    base inputs are kept whatever their output): what judging the suite holds in memory.
+    None: no cap (and no part of :meth:`key`, so a run made before the cap existed resumes)."""
 
     def key(self) -> dict[str, Any]:
         """What the inputs depend on (recorded with the output, compared on resume)."""
-        return {"version": INPUTGEN_VERSION, "seed": self.seed, "max_inputs": self.max_inputs,
-                "task_seconds": self.task_seconds, "max_round": self.max_round, "mutation": self.mutation.value,
-                "reference_seconds": self.reference_seconds}
+        key = {"version": INPUTGEN_VERSION, "seed": self.seed, "max_inputs": self.max_inputs,
+               "task_seconds": self.task_seconds, "max_round": self.max_round, "mutation": self.mutation.value,
+               "reference_seconds": self.reference_seconds}
+        if self.max_output_bytes is not None:
+            key["max_output_bytes"] = self.max_output_bytes
+        return key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,11 +175,13 @@ def _rng(seed: int, task_id: str) -> random.Random:
     return random.Random(f"{seed}\0{task_id}")
 
 
-def _check(engine: Any, t: _Task, inputs: Sequence[tuple[Any, ...]], seconds: float) -> list[Check]:
+def _check(engine: Any, t: _Task, inputs: Sequence[tuple[Any, ...]], seconds: float,
+           max_output_bytes: int | None) -> list[Check]:
     """The reference (with the contract) on ``inputs``, in jobs of at most :data:`CHUNK` inputs."""
-    jobs = [reference_job(t.problem, t.kind, inputs[start:start + CHUNK], tag=start, seconds=seconds)
-            for start in range(0, len(inputs), CHUNK)]
-    parts = {res.tag: read_checks(t.problem, t.kind, inputs[res.tag:res.tag + CHUNK], res) for res in engine.run(jobs)}
+    jobs = [reference_job(t.problem, t.kind, inputs[start:start + CHUNK], tag=start, seconds=seconds,
+                          max_output_bytes=max_output_bytes) for start in range(0, len(inputs), CHUNK)]
+    parts = {res.tag: read_checks(t.problem, t.kind, inputs[res.tag:res.tag + CHUNK], res,
+                                  max_output_bytes=max_output_bytes) for res in engine.run(jobs)}
     return [c for start in sorted(parts) for c in parts[start]]
 
 
@@ -199,6 +208,15 @@ def _seed_values(engine: Any, t: _Task, seeds: TaskSeeds) -> list[tuple[tuple[An
     return found + [(v, origin, False) for v, origin in seeds.values]
 
 
+def _capped(check: Check, config: AugmentConfig) -> Check:
+    """``check`` of a new input with the output cap applied (seeds are checked without it, as
+    base inputs from asserts are kept whatever their output; a non-base seed is then held to it)."""
+    cap = config.max_output_bytes
+    if check.verdict is Verdict.VALID and cap is not None and check.output_bytes > cap:
+        return replace(check, verdict=Verdict.OVERSIZED, detail=f"{check.output_bytes} bytes")
+    return check
+
+
 def _seed(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig) -> None:
     """Base inputs and seeds into the task's pool; the valid non-base seeds are its first new inputs."""
     for args in t.problem.base_inputs:  # the dataset's own base inputs: kept as they are
@@ -219,14 +237,16 @@ def _seed(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig) -> Non
         t.seen.add(found[1])
         cands.append((found[0], origin, is_base))
         t.count(f"seeds_{origin}")
-    checks = _check(engine, t, [c[0] for c in cands], config.reference_seconds)
+    checks = _check(engine, t, [c[0] for c in cands], config.reference_seconds, None)
+    checks = [_capped(c, config) if not is_base else c for (_, _, is_base), c in zip(cands, checks)]
     if t.problem.contract and any(b and c.verdict is not Verdict.VALID for (_, _, b), c in zip(cands, checks)):
         # A contract that rejects one of the task's own inputs (its asserts' calls), or fails on
         # it, is not its contract (one borrowed from a release whose reference names its
         # parameters differently): without it, more of them are valid.
         bare = replace(t.problem, contract="")
         with_contract, t.problem = t.problem, bare
-        again = _check(engine, t, [c[0] for c in cands], config.reference_seconds)
+        again = _check(engine, t, [c[0] for c in cands], config.reference_seconds, None)
+        again = [_capped(c, config) if not b else c for (_, _, b), c in zip(cands, again)]
         valid = sum(b and c.verdict is Verdict.VALID for (_, _, b), c in zip(cands, checks))
         if sum(b and c.verdict is Verdict.VALID for (_, _, b), c in zip(cands, again)) > valid:
             checks = again
@@ -302,7 +322,7 @@ def _augment_one(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig)
         cands = _candidates(t, _round_size(t, config), config.mutation)
         t.seconds += time.thread_time() - started
         valid = 0
-        for args, check in zip(cands, _check(engine, t, cands, config.reference_seconds)):
+        for args, check in zip(cands, _check(engine, t, cands, config.reference_seconds, config.max_output_bytes)):
             t.seconds += check.seconds
             t.count(check.verdict.value)
             if check.verdict is Verdict.VALID:

@@ -30,24 +30,38 @@ SHORTEN_AFTER = 3
 """Inputs past the deadline after which a program's other inputs get 0.01 s."""
 
 
-def _job(sol: Solution, truth: GroundTruth, cfg: TimeLimits, index: int) -> Any:
+def _task_plan(truth: GroundTruth, task_id: str, cfg: TimeLimits) -> tuple[Any, ...]:
+    """A task's plus inputs as the kill matrix runs them, built once for all its programs (each
+    expected output pickled once, one tests tuple the executor lays out once): (tests before the
+    program is wrapped, expected, limits, executor limits)."""
     from evaluation.evalplus import _expectations
-    from evaluation.evalplus.truth import _program_for
-    from evaluation.executor import CallTest, Job, Limits
+    from evaluation.executor import Limits
 
-    tt = truth.tasks[sol.task_id]
-    program, fn = _program_for(sol.code, tt.entry_point, truth.kind, reference=False)
+    tt = truth.tasks[task_id]
     limits = [cfg.per_input(t) for t in tt.plus_time]
     # The executor's deadline is the longest per-input limit, the wrapper's own limit 0.25 s more: a
     # program running out of time on such an input is a TIMEOUT the executor counts (and shortens
     # the deadline after); on an input with a shorter limit the wrapper ends it, and the judge
     # fails any call longer than that input's limit, as the evaluator does.
-    tests = tuple(CallTest(entry_point=fn, args=(lim + 0.25, *inp)) for lim, inp in zip(limits, tt.plus_inputs))
+    args = tuple((lim + 0.25, *inp) for lim, inp in zip(limits, tt.plus_inputs))
     expected = list(zip(limits, _expectations(truth.kind, tt, "plus")))
-    job = Job(program=program, tests=tests, want_values=True, dedup="behaviour", tag=index,
-              limits=Limits(timeout=max(limits, default=1.0), load_timeout=10.0, memory_mb=cfg.memory_mb,
-                            value_bytes=64 * 1024 * 1024, shorten_after=SHORTEN_AFTER, short_timeout=0.01))
-    return job, expected
+    exec_limits = Limits(timeout=max(limits, default=1.0), load_timeout=10.0, memory_mb=cfg.memory_mb,
+                         value_bytes=64 * 1024 * 1024, shorten_after=SHORTEN_AFTER, short_timeout=0.01)
+    return args, expected, exec_limits
+
+
+def _job(sol: Solution, truth: GroundTruth, plan: tuple[Any, ...], tests: dict[tuple[str, str], tuple[Any, ...]],
+         index: int) -> Any:
+    from evaluation.evalplus.truth import _program_for
+    from evaluation.executor import CallTest, Job
+
+    tt = truth.tasks[sol.task_id]
+    args, _, exec_limits = plan
+    program, fn = _program_for(sol.code, tt.entry_point, truth.kind, reference=False)
+    if (sol.task_id, fn) not in tests:  # the wrapper's name is the same for every program
+        tests[(sol.task_id, fn)] = tuple(CallTest(entry_point=fn, args=a) for a in args)
+    return Job(program=program, tests=tests[(sol.task_id, fn)], want_values=True, dedup="behaviour",
+               tag=index, limits=exec_limits)
 
 
 def _kills(result: Any, truth: GroundTruth, task_id: str, expected: Sequence[Any]) -> frozenset[int]:
@@ -79,17 +93,19 @@ def plus_kills(
     """For each solution (``solution_id``): the positions in its task's ``plus_inputs`` (of
     ``truth``) of the inputs that kill it. ``engine``: an open executor engine."""
     cfg = time_limits or TimeLimits()
-    jobs, expected = [], []
+    jobs = []
+    plans: dict[str, tuple[Any, ...]] = {}
+    tests: dict[tuple[str, str], tuple[Any, ...]] = {}
     sols = [s for s in solutions if s.task_id in truth.tasks and truth.tasks[s.task_id].plus_inputs]
     for i, sol in enumerate(sols):
-        job, exp = _job(sol, truth, cfg, i)
-        jobs.append(job)
-        expected.append(exp)
+        if sol.task_id not in plans:
+            plans[sol.task_id] = _task_plan(truth, sol.task_id, cfg)
+        jobs.append(_job(sol, truth, plans[sol.task_id], tests, i))
     out: dict[str, frozenset[int]] = {s.solution_id: frozenset() for s in solutions}
     done = 0
     for res in engine.run(jobs):
         sol = sols[res.tag]
-        out[sol.solution_id] = _kills(res, truth, sol.task_id, expected[res.tag])
+        out[sol.solution_id] = _kills(res, truth, sol.task_id, plans[sol.task_id][1])
         done += 1
         if progress:
             progress(done, len(jobs))

@@ -14,6 +14,13 @@ file). We check the same, plus what the evaluator needs of an input later:
   ``nan`` in it, or HumanEval/32's root outside its oracle's tolerance): no program could pass
   it, the reference included.
 * ``unreadable``: the output is not plain data.
+* ``oversized``: the output, pickled as the sandbox returns it, is larger than the cap
+  (:data:`MAX_OUTPUT_BYTES` by default). Every kept input's expected output is held by the
+  evaluator while it judges (the ground truth, and each split's expectations), so a suite of
+  inputs whose outputs are megabytes is one a machine cannot judge (a thousand such outputs of
+  HumanEval/106 alone came to 732 MB of pickles). EvalPlus has no such check; its own
+  HumanEval+ v0.1.10 holds 164 MB of expected outputs, those of 59 of its 122,673 plus inputs
+  above the default cap (HumanEval/15's ``string_sequence`` up to 6.9 MB each).
 
 The reference runs exactly as the ground truth runs it (:func:`evaluation.evalplus.truth`'s
 program wrapper: pickled output, CPU-time limit), so an input kept here is one the evaluator can
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +40,7 @@ from typing import Any
 from evaluation.evalplus.oracles import MBPP_RELEASE, check_output
 from evaluation.records import Outcome, Problem
 
-__all__ = ["REFERENCE_SECONDS", "Check", "Verdict", "reference_with_contract", "reference_job", "read_checks"]
+__all__ = ["REFERENCE_SECONDS", "MAX_OUTPUT_BYTES", "Check", "Verdict", "reference_with_contract", "reference_job", "read_checks"]
 
 REFERENCE_SECONDS = 0.05
 """Default CPU seconds the reference (with its contract) may take on one input. EvalPlus allows
@@ -41,6 +49,11 @@ judging thousands of samples slow: 99 % of HumanEval+ v0.1.10's plus inputs take
 less than 1 ms here (the slowest 0.19 s), and an input need not be slow for the reference to
 catch slow solutions (each input allows a sample ``max(1 s, 4 x`` the reference's time):
 ``fib(63)`` takes an iterative reference microseconds and a recursive sample hours."""
+MAX_OUTPUT_BYTES = 64 * 1024
+"""Default cap on the pickled size of the reference's output on a kept new input (64 KiB, the
+size above which the evaluator compares a solution's large output by digest). 99.9 % of
+HumanEval+ v0.1.10's plus inputs have outputs under 15 KB; the cap drops the rare input whose
+output alone weighs what a thousand ordinary ones do."""
 CONTRACT_MESSAGE = "AssertionError: invalid inputs"
 
 
@@ -53,6 +66,7 @@ class Verdict(str, enum.Enum):
     TIMEOUT = "timeout"
     UNJUDGEABLE = "unjudgeable"
     UNREADABLE = "unreadable"
+    OVERSIZED = "oversized"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +79,8 @@ class Check:
     """CPU seconds the reference took (as the executor measured them)."""
     detail: str = ""
     """The exception, for ``raises``."""
+    output_bytes: int = 0
+    """Size of the output's pickle (0 where there is none)."""
 
 
 def _insert_contract(program: str, entry_point: str, contract: str) -> str | None:
@@ -108,27 +124,37 @@ def reference_with_contract(problem: Problem, kind: str) -> str:
     return placed if placed is not None else problem.reference_code
 
 
+_VALUE_OVER_CAP = re.compile(r"value of (\d+) bytes exceeds cap")
+"""The executor's detail of a test whose value was larger than ``Limits.value_bytes``."""
+
+
 def reference_job(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], *, tag: Any,
-                  program: str | None = None, seconds: float = REFERENCE_SECONDS) -> Any:
+                  program: str | None = None, seconds: float = REFERENCE_SECONDS,
+                  max_output_bytes: int | None = None) -> Any:
     """An executor job running the reference with its contract on ``inputs`` (one
-    :class:`~evaluation.executor.CallTest` each, the ground truth's wrapper)."""
+    :class:`~evaluation.executor.CallTest` each, the ground truth's wrapper).
+
+    With ``max_output_bytes``, the child sends no output much larger than that (the executor's
+    ``value_bytes``): an oversized output is dropped where it is made, not carried to this
+    process (a round of HumanEval/106's candidates returned gigabytes of factorials)."""
     from evaluation.evalplus.truth import _program_for
     from evaluation.executor import CallTest, Job, Limits
 
     source = program if program is not None else reference_with_contract(problem, kind)
     wrapped, fn = _program_for(source, problem.entry_point, kind, reference=True)
     tests = tuple(CallTest(entry_point=fn, args=(seconds, *a)) for a in inputs)
+    value_bytes = 64 * 1024 * 1024 if max_output_bytes is None else min(64 * 1024 * 1024, max_output_bytes + 64)
     return Job(program=wrapped, tests=tests, want_values=True, dedup="exact", tag=tag,
-               limits=Limits(timeout=seconds + 0.25, load_timeout=30.0, memory_mb=4096,
-                             value_bytes=64 * 1024 * 1024))
+               limits=Limits(timeout=seconds + 0.25, load_timeout=30.0, memory_mb=4096, value_bytes=value_bytes))
 
 
 def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], result: Any,
-                atol: float | None = None) -> list[Check]:
+                atol: float | None = None, max_output_bytes: int | None = None) -> list[Check]:
     """One :class:`Check` per input from the job's result (see :func:`reference_job`).
 
     ``atol``: the tolerance the self-comparison starts from (default: the task's); it becomes
-    sticky as the evaluator's does, over the inputs in order."""
+    sticky as the evaluator's does, over the inputs in order. ``max_output_bytes``: an output
+    whose pickle is longer is ``oversized`` (None: no cap)."""
     from evaluation.evalplus.truth import _load_output
 
     if result.load_error:
@@ -140,9 +166,18 @@ def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], 
         if r.outcome is Outcome.TIMEOUT or (r.outcome is not Outcome.PASSED and "TimeoutError" in r.detail):
             checks.append(Check(verdict=Verdict.TIMEOUT, seconds=r.duration))
             continue
+        over = _VALUE_OVER_CAP.search(r.detail) if r.outcome is Outcome.ERROR and max_output_bytes is not None else None
+        if over is not None:  # the child did not send it (reference_job's max_output_bytes)
+            checks.append(Check(verdict=Verdict.OVERSIZED, seconds=r.duration, detail=f"{over.group(1)} bytes",
+                                output_bytes=int(over.group(1))))
+            continue
         if r.outcome is not Outcome.PASSED:
             verdict = Verdict.CONTRACT if r.detail.startswith(CONTRACT_MESSAGE) else Verdict.RAISES
             checks.append(Check(verdict=verdict, seconds=r.duration, detail=r.detail[:200]))
+            continue
+        if max_output_bytes is not None and isinstance(r.value, (bytes, bytearray)) and len(r.value) > max_output_bytes:
+            checks.append(Check(verdict=Verdict.OVERSIZED, seconds=r.duration, detail=f"{len(r.value)} bytes",
+                                output_bytes=len(r.value)))
             continue
         try:
             out, again = _load_output(r.value), _load_output(r.value)
@@ -160,5 +195,5 @@ def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], 
             checks.append(Check(verdict=Verdict.UNJUDGEABLE, seconds=r.duration, detail=detail))
             continue
         tol = next_tol
-        checks.append(Check(verdict=Verdict.VALID, seconds=r.duration))
+        checks.append(Check(verdict=Verdict.VALID, seconds=r.duration, output_bytes=len(r.value)))
     return checks

@@ -14,6 +14,7 @@ import click
 
 from commandline import (
     NON_NEGATIVE_FLOAT,
+    NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
     dataset_option,
@@ -56,6 +57,9 @@ __all__ = ["augment", "reduce"]
               help="evalplus: EvalPlus's Table 1 alone; extended: with size steps and typed empties (docs/augment.md).")
 @click.option("--reference-seconds", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="CPU seconds the reference may take on an input for it to be kept (EvalPlus: 1 s wall).")
+@click.option("--max-output-bytes", type=NON_NEGATIVE_INT, default=64 * 1024, show_default=True,
+              help="Largest output of the reference (its pickle, in bytes) on a kept new input: judging a suite holds "
+                   "every expected output in memory (EvalPlus has no cap). 0: no cap.")
 @click.option("--propertyeval", "propertyeval_path", type=existing_path(), default=None,
               help="PropertyEval snapshot (directory or tarball): its drawn inputs are seeds too (HumanEval only).")
 @click.option("--pbt-examples", type=POSITIVE_INT, default=100, show_default=True,
@@ -75,7 +79,7 @@ __all__ = ["augment", "reduce"]
 @engine_options()
 def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[str, ...], contracts_path: str | None,
             seed: int,
-            max_inputs: int, task_seconds: float, mutation: str, reference_seconds: float,
+            max_inputs: int, task_seconds: float, mutation: str, reference_seconds: float, max_output_bytes: int,
             propertyeval_path: str | None, pbt_examples: int,
             llm_backend: str | None, llm_model: str | None, llm_options: tuple[str, ...], llm_template: str,
             llm_rounds: int, llm_inputs: int, llm_temperature: float, limit: int | None, task_ids: tuple[str, ...],
@@ -99,7 +103,7 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     config = AugmentCommandConfig(
         dataset=dataset, out=out, dataset_path=dataset_path, seed_files=seed_files, contracts_path=contracts_path,
         seed=seed, max_inputs=max_inputs, task_seconds=task_seconds, mutation=mutation,  # type: ignore[arg-type]
-        reference_seconds=reference_seconds, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
+        reference_seconds=reference_seconds, max_output_bytes=max_output_bytes or None, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
         model_seeds=asked, limit=limit, task_ids=task_ids, workers=workers, engine=engine)
     report = make_inputs(config, notify=notice)
     _print_augment(report, dataset)

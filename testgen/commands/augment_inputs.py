@@ -85,6 +85,9 @@ class AugmentCommandConfig:
     """EvalPlus's Table 1 alone, or with size steps, boundary values and typed empties."""
     reference_seconds: float = 0.05
     """CPU seconds the reference may take on a kept input."""
+    max_output_bytes: int | None = 64 * 1024
+    """Largest pickled reference output of a kept new input (:data:`evaluation.augment.validity.MAX_OUTPUT_BYTES`);
+    None: no cap."""
     propertyeval: str | None = None
     """PropertyEval snapshot whose drawn inputs are seeds too."""
     pbt_examples: int = 100
@@ -215,6 +218,7 @@ def augment(config: AugmentCommandConfig, *, notify: Notify = _quiet) -> Augment
     seeds = {t: TaskSeeds(sites=tuple(sites[t]), values=values.get(t, ()), base_from_sites=base.get(t, ()))
              for t in tasks}
     acfg = AugmentConfig(seed=config.seed, max_inputs=config.max_inputs, task_seconds=config.task_seconds,
-                         mutation=Mutation(config.mutation), reference_seconds=config.reference_seconds)
+                         mutation=Mutation(config.mutation), reference_seconds=config.reference_seconds,
+                         max_output_bytes=config.max_output_bytes)
     return augment_dataset(ds, out=config.out, seeds=seeds, config=acfg, sources=sources, tasks=tasks,
                            workers=config.workers, engine=config.engine)
