@@ -61,10 +61,11 @@ def prepare_drawing_template(state: Any) -> None:
     working directory it is imported in), and build its table of Unicode categories, which every
     text strategy needs, by validating a text strategy of our own (``SearchStrategy.validate``).
 
-    Nothing here may change what a child draws: no test runs, so Hypothesis has not yet read
-    the constants of the loaded modules (its "local constants", which it collects on a test's
-    first example: the drawing function hides the harness's modules before that), nor any
-    generator state; the Unicode table is a function of the Python version's ``unicodedata``.
+    Nothing here may change what a child draws: no test runs, so Hypothesis has drawn nothing and
+    not yet read the constants of the loaded modules (its "local constants", which it collects
+    while a test draws: the drawing function hides the harness's modules before that; a template
+    that ran a test first would give other inputs, ``tests/test_propertyeval.py``); the Unicode
+    table is a function of the Python version's ``unicodedata``.
     The table it writes into ``scratch/.hypothesis`` is what the child would have written there,
     and goes with the scratch directory's contents before the next unit."""
     import importlib
