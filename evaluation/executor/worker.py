@@ -217,10 +217,17 @@ class _Worker:
         return [s for s in (self.zygote, *self.templates.values(), self.checker.template) if s is not None]
 
     def close(self) -> None:
-        """Stop the fork servers (with the zygote, every process the worker started dies)."""
+        """Stop the fork servers (with the zygote, every process the worker started dies). Each
+        template is stopped, then reaped by the zygote before the zygote stops: the CPU time it
+        and the children it reaped used is then counted in the zygote's, and so in the worker's
+        and its parent's children's time (``getrusage``, ``/usr/bin/time``); a zygote killed with
+        a template not yet reaped took that time with it."""
+        stopped = [t for t in (*self.templates.values(), self.checker.template) if t is not None]
         self.checker.close()
         for template in self.templates.values():
             template.close()
+        for template in stopped:
+            self.zygote.reap(template.proc)
         self.zygote.close()
         remove_tree(self.scratch)
 
