@@ -4,7 +4,9 @@ result store, and compare the drawn inputs with another run's, byte for byte.
 PropertyEval (Pawagi 2025, DOI 10.5281/zenodo.15081893): one Hypothesis strategy per task, drawn
 in the sandboxed executor (:func:`evaluation.evalplus.strategies.draw_inputs`), one job per task on
 ``--workers`` workers. Reported: wall, CPU seconds (user + sys of this process and every process
-under it, reaped when the executor stops), the tasks that could not be drawn.
+under it, reaped when the executor stops), the CPU seconds spent inside the children's drawing calls
+(Hypothesis generating the examples: what no change around it can save), the tasks that could
+not be drawn.
 ``--write FILE`` keeps each task's drawn inputs (``{task_id: pickle of the list of argument
 tuples}``, or the reason it failed); ``--compare FILE`` checks this run's against a file written
 so, e.g. by the same script on another version. On a version without
@@ -67,7 +69,24 @@ def _draw_as_before(strat: Any, tasks: dict[str, int], examples: int, workers: i
         yield res.tag, (distinct, len(values))
 
 
-def _draw(strat: Any, tasks: dict[str, int], examples: int, workers: int
+class _Timed:
+    """The executor the drawing runs on, noting the CPU seconds each task's drawing call took in
+    its child (:attr:`TestResult.duration`): Hypothesis generating and pickling the examples,
+    not the child's start, its imports or the strategy's load."""
+
+    def __init__(self, workers: int) -> None:
+        from evaluation.executor import Executor
+
+        self.executor = Executor(workers=workers)
+        self.seconds: dict[str, float] = {}
+
+    def run(self, jobs: Any) -> Iterator[Any]:
+        for res in self.executor.run(jobs):
+            self.seconds[res.tag] = sum(r.duration for r in res.results)
+            yield res
+
+
+def _draw(strat: Any, tasks: dict[str, int], examples: int, workers: int, timed: _Timed
           ) -> Iterator[tuple[str, tuple[list[Any], int] | str]]:
     try:
         from evaluation.evalplus.strategies import draw_inputs
@@ -75,7 +94,7 @@ def _draw(strat: Any, tasks: dict[str, int], examples: int, workers: int
         return _draw_as_before(strat, tasks, examples, workers)
     from evaluation.evalplus.propertyeval import DRAW_LIMIT, _hypothesis_version
 
-    return draw_inputs(strat, tasks, examples=examples, workers=workers, executor=None, draw_seconds=DRAW_LIMIT,
+    return draw_inputs(strat, tasks, examples=examples, workers=workers, executor=timed, draw_seconds=DRAW_LIMIT,
                        hypothesis=_hypothesis_version())
 
 
@@ -98,14 +117,24 @@ def main() -> None:
     drawn: dict[str, bytes | str] = {}
     cpu0 = _cpu()
     t0 = time.perf_counter()
-    for task_id, got in _draw(strat, tasks, args.examples, args.workers):
-        drawn[task_id] = got if isinstance(got, str) else pickle.dumps(got[0], 4)
+    timed = _Timed(args.workers)
+    try:
+        for task_id, got in _draw(strat, tasks, args.examples, args.workers, timed):
+            drawn[task_id] = got if isinstance(got, str) else pickle.dumps(got[0], 4)
+    finally:
+        timed.executor.close()  # its workers reaped: their CPU counts
     wall = time.perf_counter() - t0
     cpu = _cpu() - cpu0
     failed = {t: why for t, why in drawn.items() if isinstance(why, str)}
     print(f"| {len(tasks)} tasks, {args.examples} examples, {args.workers} workers | wall {wall:.1f} s | "
           f"CPU {cpu:.1f} s | "
           f"{len(tasks) - len(failed)} drawn | failed: {', '.join(f'{t} ({w[:60]})' for t, w in failed.items()) or '-'} |")
+    if timed.seconds:
+        inside = sum(timed.seconds.values())
+        slowest = sorted(timed.seconds.items(), key=lambda kv: -kv[1])[:5]
+        print(f"inside the drawing calls (Hypothesis generating and pickling, in the children): {inside:.1f} CPU-s "
+              f"({inside / cpu:.0%} of the CPU); the rest ({cpu - inside:.1f} s) is processes, imports, loads and "
+              f"decoding; slowest: {', '.join(f'{t} {s:.1f} s' for t, s in slowest)}")
     if args.write is not None:
         args.write.write_bytes(pickle.dumps(drawn, 4))
     if args.compare is not None:

@@ -543,6 +543,24 @@ def test_programs_importing_heavy_modules_are_forked_from_the_template() -> None
                    for pid in pids)  # closed: the worker and its template are gone
 
 
+def test_programs_importing_hypothesis_are_forked_from_the_drawing_template() -> None:
+    """A program that imports Hypothesis (PropertyEval's drawing programs) finds it imported by
+    its worker's drawing template; one that also imports a heavy module goes to the heavy template
+    and imports it itself; others are forked by the zygote, which never imports it."""
+    pytest.importorskip("hypothesis")
+    pytest.importorskip("numpy")
+    probe = "import sys\nbefore = 'hypothesis' in sys.modules\n{}import hypothesis\ndef f():\n    return before\n"
+    jobs = [Job(program=probe.format(""), tests=(CallTest(entry_point="f", args=()),), want_values=True, tag="drawing"),
+            Job(program=probe.format("import numpy\n"), tests=(CallTest(entry_point="f", args=()),), want_values=True,
+                tag="heavy"),
+            Job(program="import sys\ndef f():\n    return 'hypothesis' in sys.modules\n",
+                tests=(CallTest(entry_point="f", args=()),), want_values=True, tag="zygote")]
+    with Executor(workers=1, limits=Limits(timeout=5.0, load_timeout=30.0)) as ex:
+        got = sorted((r.index, r.tag, r.results[0].outcome, r.results[0].value) for r in ex.run(jobs + jobs[:1]))
+    assert [(tag, outcome, value) for _, tag, outcome, value in got] == [
+        ("drawing", P, True), ("heavy", P, False), ("zygote", P, False), ("drawing", P, True)]  # the template serves again
+
+
 def test_read_size_asks_small_reads_unless_a_large_frame_is_arriving() -> None:
     from evaluation.executor.wire import HEADER, READ_SIZE, read_size
 

@@ -306,3 +306,38 @@ def test_the_drawn_inputs_do_not_depend_on_the_code_loaded_beside_the_strategy(s
     unhidden = st.DRAWER_SOURCE.replace("    for name in local:\n        del sys.modules[name]\n", "")
     assert unhidden != st.DRAWER_SOURCE
     assert draws(strat, unhidden) != draws(noisy, unhidden)
+
+
+def test_a_draw_forked_from_the_drawing_template_is_the_draw_of_a_child_that_imports_hypothesis(
+    snapshot: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker imports Hypothesis once, in its drawing template (evaluation.executor.template),
+    and forks every task's drawing child from it. The same tasks drawn by children that import
+    Hypothesis themselves (their programs' imports written so that no template claims them), as
+    before the template: the same inputs, byte for byte. HumanEval/0 draws floats, /10 text over an
+    alphabet (the template built the Unicode table it needs), /22 text of any characters."""
+    import re
+
+    import evaluation.evalplus.strategies as st
+    from evaluation.executor.template import template_for
+
+    strat = load_strategies(snapshot)
+    tasks = {"HumanEval/0": 0, "HumanEval/10": 10, "HumanEval/22": 22}
+
+    def draws() -> dict[str, bytes]:
+        got = dict(st.draw_inputs(strat, tasks, examples=1000, workers=2, executor=None, draw_seconds=120))
+        assert all(isinstance(v, tuple) for v in got.values()), got
+        return {t: pickle.dumps(v[0], 4) for t, v in got.items()}
+
+    program = st._draw_program
+    assert template_for(program(strat.limits, strat.strategies[10])) == "drawing"
+    templated = draws()
+
+    def own_import(limits: str, strategy: str) -> str:
+        text = re.sub(r"^([ \t]*)(import|from)([ \t]+hypothesis\b)", r"\1import sys as _s; \2\3", program(limits, strategy),
+                      flags=re.M)
+        assert template_for(text) is None
+        return text
+
+    monkeypatch.setattr(st, "_draw_program", own_import)
+    assert draws() == templated

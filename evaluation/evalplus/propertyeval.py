@@ -45,7 +45,8 @@ What is done with it, per task:
 Drawing runs where the executor runs: a job per task on the workers of this machine (as many
 tasks at once as workers) or of a Ray cluster (``--engine ray``); the drawn inputs do not depend on
 where (the child reports the Hypothesis and Python it drew with, and a cluster with others is
-refused).
+refused). Each worker forks the drawing children from its drawing template, which imported
+Hypothesis once (:mod:`evaluation.executor.template`).
 
 Samples are then judged on these inputs exactly as on plus (:func:`evaluation.evalplus.evaluate_solutions`
 with ``propertyeval=``): the same trusted comparison (:class:`~evaluation.evalplus.SplitJudge`), per-input

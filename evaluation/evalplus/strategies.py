@@ -257,7 +257,9 @@ def draw_inputs(strat: Strategies, tasks: Mapping[str, int], *, examples: int, w
     ``(task_id, why)`` where its strategy does not load or fails (at most 300 characters).
 
     The jobs run on ``executor`` when given, else on ``engine`` (:func:`evaluation.executor.engine.run_jobs`:
-    this machine's pool of ``workers``, or a Ray cluster), as many tasks at once as workers. The
+    this machine's pool of ``workers``, or a Ray cluster), as many tasks at once as workers, each
+    child forked from its worker's drawing template (Hypothesis imported once per worker,
+    :mod:`evaluation.executor.template`). The
     drawn values do not depend on where they were drawn, provided the child's Hypothesis and
     Python are the ones of this process (``hypothesis``, the installed version: a child that
     reports another is refused, since its draws would differ)."""

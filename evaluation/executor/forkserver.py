@@ -15,9 +15,10 @@ code, so nothing switches that off), and the worker with the executor's parent: 
 ends (Ctrl-C, SIGTERM, an error, the parent SIGKILLed), no child it created survives it, not even
 one that cleared its own death signal.
 
-The zygote forks two kinds of **sub-server** on request, each serving the same protocol: the
+The zygote forks three kinds of **sub-server** on request, each serving the same protocol: the
 heavy-module template (:data:`evaluation.executor.template.HEAVY_MODULES` imported, for the
-programs that import them) and the checker template (the trusted checks' allow-lists built,
+programs that import them), the drawing template (Hypothesis imported, for the programs that
+import it: PropertyEval's draws) and the checker template (the trusted checks' allow-lists built,
 forking one checker per check; :mod:`evaluation.executor.checker`).
 
 Protocol, over a ``SOCK_SEQPACKET`` socket pair (one marshal record per message, descriptors
@@ -28,7 +29,7 @@ as ``SCM_RIGHTS``):
   pid)`` + a pidfd of the child (the worker signals and watches it through the pidfd: pids
   mean nothing across namespaces, and are reused).
 * worker -> server ``("T", kind)`` + one end of a new socket pair: fork a sub-server of
-  ``kind`` (``"heavy"``, ``"checker"``) serving on it; answered like ``F``.
+  ``kind`` (``"heavy"``, ``"drawing"``, ``"checker"``) serving on it; answered like ``F``.
 * server -> worker ``("S", pid, wait status)`` when a process it forked has been reaped.
 """
 
@@ -249,6 +250,7 @@ def start_zygote(state: ServerState) -> _Zygote:
 _ROLES = {"run": "evaluation.executor.child:run_child", "check": "evaluation.executor.checker:check_child"}
 """What a server's child may run: ``function(fds, state, options)``, which never returns."""
 _SUB_SERVERS = {"heavy": "evaluation.executor.template:import_heavy_modules",
+                "drawing": "evaluation.executor.template:prepare_drawing_template",
                 "checker": "evaluation.executor.checker:prepare_checker_template"}
 """The preparation ``function(state)`` of each kind of sub-server, before it serves."""
 

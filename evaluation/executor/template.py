@@ -1,10 +1,15 @@
-"""The heavy-module template: a fork server whose children find numpy, pandas, ... imported.
+"""Template processes: fork servers whose children find a heavy library already imported.
 
 A program that imports one of :data:`HEAVY_MODULES` has its child forked by the worker's heavy
 template instead of its zygote (:mod:`evaluation.executor.forkserver`): a sub-server of the
 zygote that has imported them once (:func:`import_heavy_modules`), so the child skips the import.
-It holds nothing of any program or test, like the zygote; the child reads its unit from the
-worker, and the worker watches, judges and kills it exactly as the zygote's children.
+A program that imports Hypothesis (PropertyEval's strategies with their drawing function,
+:mod:`evaluation.evalplus.strategies`) has its child forked by the worker's drawing template
+(:func:`prepare_drawing_template`): Hypothesis imported and its Unicode tables built once per
+worker instead of once per drawn task. A template holds nothing of any program or test, like the
+zygote (it runs only trusted library code: imports, and the construction of a strategy of its
+own); the child reads its unit from the worker, and the worker watches, judges and kills it
+exactly as the zygote's children.
 """
 
 from __future__ import annotations
@@ -12,15 +17,31 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["HEAVY_MODULES", "import_heavy_modules"]
+__all__ = ["HEAVY_MODULES", "DRAWING_MODULES", "template_for", "import_heavy_modules", "prepare_drawing_template"]
 
 HEAVY_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn", "requests")
 """Modules a worker's template process imports once, so the programs that import them (often
 for nothing: 128 of CodeGen-16B's 10,786 distinct HumanEval solutions) skip the import: 0.1 s
 (numpy), 0.14 s (requests) to 1.8 s (sklearn) each, in every child that loads such a program. Forking from a
 process holding them costs ~6-13 ms instead of ~1 ms, so only those programs use it."""
+DRAWING_MODULES = ("hypothesis", "hypothesis.strategies")
+"""What the drawing template imports: each PropertyEval task's draw is one sandboxed child, and
+importing Hypothesis there cost ~0.08 CPU-s of each task's ~1 s (and building its table of Unicode
+categories another ~0.08 s in each task whose strategy draws text)."""
 _HEAVY_IMPORT = re.compile(
     r"^[ \t]*(?:import|from)[ \t]+(?:{})\b".format("|".join(sorted({m.split(".")[0] for m in HEAVY_MODULES}))), re.M)
+_DRAWING_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+hypothesis\b", re.M)
+
+
+def template_for(program: str) -> str | None:
+    """The template that forks ``program``'s child (``"heavy"``, ``"drawing"``), or None for the
+    zygote. A program importing both kinds of module goes to the heavy template (and imports
+    Hypothesis itself): one template per child."""
+    if _HEAVY_IMPORT.search(program):
+        return "heavy"
+    if _DRAWING_IMPORT.search(program):
+        return "drawing"
+    return None
 
 
 def import_heavy_modules(state: Any) -> None:
@@ -32,3 +53,30 @@ def import_heavy_modules(state: Any) -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - not installed or broken: programs import it themselves
             pass
+
+
+def prepare_drawing_template(state: Any) -> None:
+    """Prepare a drawing template: import Hypothesis (:data:`DRAWING_MODULES`) where a child would
+    (in the scratch directory: Hypothesis takes its storage directory, ``.hypothesis``, from the
+    working directory it is imported in), and build its table of Unicode categories, which every
+    text strategy needs, by validating a text strategy of our own (``SearchStrategy.validate``).
+
+    Nothing here may change what a child draws: no test runs, so Hypothesis has drawn nothing and
+    not yet read the constants of the loaded modules (its "local constants", which it collects
+    while a test draws: the drawing function hides the harness's modules before that; a template
+    that ran a test first would give other inputs, ``tests/test_propertyeval.py``); the Unicode
+    table is a function of the Python version's ``unicodedata``.
+    The table it writes into ``scratch/.hypothesis`` is what the child would have written there,
+    and goes with the scratch directory's contents before the next unit."""
+    import importlib
+    import os
+
+    try:
+        os.chdir(state.scratch)
+        for name in DRAWING_MODULES:
+            importlib.import_module(name)
+        from hypothesis import strategies
+
+        strategies.text(alphabet="a").validate()
+    except Exception:  # noqa: BLE001 - not installed or broken: the program imports it itself and fails there
+        pass

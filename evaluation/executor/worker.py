@@ -75,8 +75,8 @@ from evaluation.executor.protocol import (
 )
 from evaluation.executor.scratch import empty_dir, make_scratch, remove_tree
 from evaluation.executor.template import (  # HEAVY_MODULES: re-exported, public here before the split
-    _HEAVY_IMPORT,
     HEAVY_MODULES as HEAVY_MODULES,
+    template_for,
 )
 from evaluation.executor.watch import Clock, ProcStat, cpu_backstop, outer_pid, wall_backstop
 from evaluation.executor.wire import (
@@ -196,8 +196,9 @@ class _Worker:
         expected values, read only once its child has been forked."""
         self.judge: Any = None
         self.expected: list[Any] | None = None
-        self.template: ForkServer | None = None
-        self.template_failures = 0
+        self.templates: dict[str, ForkServer] = {}
+        """The templates started (:func:`evaluation.executor.template.template_for`), by kind."""
+        self.template_failures: dict[str, int] = {}
         self.checker = Checker(self.live_zygote)
         """The worker's way to its trusted checkers."""
         self.records: dict[int, bytes] = {}
@@ -213,13 +214,20 @@ class _Worker:
         self.last_output = ""
 
     def servers(self) -> list[ForkServer]:
-        return [s for s in (self.zygote, self.template, self.checker.template) if s is not None]
+        return [s for s in (self.zygote, *self.templates.values(), self.checker.template) if s is not None]
 
     def close(self) -> None:
-        """Stop the fork servers (with the zygote, every process the worker started dies)."""
+        """Stop the fork servers (with the zygote, every process the worker started dies). Each
+        template is stopped, then reaped by the zygote before the zygote stops: the CPU time it
+        and the children it reaped used is then counted in the zygote's, and so in the worker's
+        and its parent's children's time (``getrusage``, ``/usr/bin/time``); a zygote killed with
+        a template not yet reaped took that time with it."""
+        stopped = [t for t in (*self.templates.values(), self.checker.template) if t is not None]
         self.checker.close()
-        if self.template is not None:
-            self.template.close()
+        for template in self.templates.values():
+            template.close()
+        for template in stopped:
+            self.zygote.reap(template.proc)
         self.zygote.close()
         remove_tree(self.scratch)
 
@@ -228,7 +236,7 @@ class _Worker:
         children went with it)."""
         if self.zygote.exited():
             self.zygote.close()
-            self.template = None
+            self.templates.clear()
             self.checker.template = None
             self.zygote = start_zygote(self.state)
 
@@ -251,21 +259,25 @@ class _Worker:
         self.judge = factory(unit["judge_args"])
 
     def server_for(self, unit: dict[str, Any]) -> ForkServer:
-        """The heavy-module template for a program that imports one of
-        :data:`evaluation.executor.template.HEAVY_MODULES` (started on first need), else the zygote."""
+        """The template for a program that imports one of
+        :data:`evaluation.executor.template.HEAVY_MODULES` or Hypothesis (started on first
+        need, again if it died, given up after 3 failed starts), else the zygote."""
         self.ensure_zygote()
-        if unit["coverage"] or not _HEAVY_IMPORT.search(unit["program"]):
+        kind = None if unit["coverage"] else template_for(unit["program"])
+        if kind is None:
             return self.zygote
-        if self.template is not None and self.template.exited():
-            self.template.close()
-            self.template = None
-        if self.template is None and self.template_failures < 3:
+        template = self.templates.get(kind)
+        if template is not None and template.exited():
+            template.close()
+            del self.templates[kind]
+            template = None
+        if template is None and self.template_failures.get(kind, 0) < 3:
             try:
-                self.template = self.zygote.sub_server("heavy")
+                template = self.templates[kind] = self.zygote.sub_server(kind)
             except OSError:
-                self.template_failures += 1
+                self.template_failures[kind] = self.template_failures.get(kind, 0) + 1
                 self.ensure_zygote()
-        return self.template or self.zygote
+        return template or self.zygote
 
     def prepare_tests(self, tests: list[tuple[Any, ...]]) -> list[tuple[int, Any, Any]]:
         """Every test prepared; the garbage cycles that compiling leaves are collected now

@@ -22,7 +22,7 @@ from evaluation.evalplus.propertyeval import propertyeval_suite  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "strategies"
 BOUND = 90.0
-"""Seconds the whole suite may take (three tasks on a shared machine, Hypothesis imported per child)."""
+"""Seconds the whole suite may take (three tasks on a shared machine)."""
 
 
 def _snapshot(root: Path, strategies: dict[int, str]) -> Path:
@@ -70,3 +70,25 @@ def test_hostile_strategies_are_contained(tmp_path: Path) -> None:
     # wall-clock backstop can stop a draw that would finish on a quieter one): it is drawn again.
     kept = tmp_path / "cache" / "store"
     assert len(list(kept.rglob("draws/*/*.pkl"))) == 2 and len(list(kept.rglob("propertyeval/*/*.pkl"))) == 2
+
+
+def test_a_strategy_that_patches_hypothesis_changes_no_other_tasks_draw(tmp_path: Path) -> None:
+    """Every drawing child is forked from its worker's drawing template (Hypothesis imported once):
+    what a strategy does to the Hypothesis of its own process dies with it. On one worker, a task
+    drawn after a strategy that rebinds ``integers`` and Hypothesis's integer draw gets the inputs
+    it gets drawn alone."""
+    from evaluation.evalplus.strategies import draw_inputs, load_strategies
+
+    plain = "from hypothesis.strategies import integers\n\nstrategy = (integers(0, 10), integers(0, 10))\n"
+    snap = _snapshot(tmp_path / "snap", {53: (HERE / "patches_hypothesis.py").read_text(), 54: plain})
+    strat = load_strategies(snap)
+
+    def draw(tasks: dict[str, int]) -> dict[str, object]:
+        return dict(draw_inputs(strat, tasks, examples=50, workers=1, executor=None, draw_seconds=30.0))
+
+    after = draw({"HumanEval/53": 53, "HumanEval/54": 54})
+    alone = draw({"HumanEval/54": 54})
+    patched = after["HumanEval/53"]
+    assert isinstance(patched, tuple) and patched[0] == [(0, 0)]  # the patch held in its own child
+    drawn = after["HumanEval/54"]
+    assert isinstance(drawn, tuple) and len(drawn[0]) > 10 and drawn == alone["HumanEval/54"]
