@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_evaluate import first_tasks  # noqa: E402
 from compare_evalplus import CODET, HEPLUS  # noqa: E402
 
 TIMINGS = ("call_seconds", "decisive_seconds")
@@ -98,15 +99,6 @@ class Calls:
                 calls.calls.append(rec)
 
         return Timed()
-
-
-def first_tasks(n: int, dst: Path) -> Path:
-    with gzip.open(CODET, "rt", encoding="utf-8") as fh, gzip.open(dst, "wt", encoding="utf-8") as out:
-        for i, line in enumerate(fh):
-            if i >= n:
-                break
-            out.write(line)
-    return dst
 
 
 def run(args: argparse.Namespace) -> int:
