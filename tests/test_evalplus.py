@@ -142,7 +142,9 @@ def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> No
     # the process's CPU time; the measured (exact) CPU time can be a few ticks short of it on a
     # loaded machine (0.46 s seen at load ~10), hence 0.4.
     assert 0.4 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
-    assert 0 < verdicts["correct"].extra["call_seconds"] < 0.5
+    # ~100 calls of `x + y`: microseconds in all, which the child's CPU clock can report as 0.0 (its
+    # account is tick-sampled on some kernels): counted, and small; the loop above shows time is counted.
+    assert 0 <= verdicts["correct"].extra["call_seconds"] < 0.5
     # a pass needs every call; a base failure needs only the call that failed
     assert verdicts["correct"].extra["decisive_seconds"] == verdicts["correct"].extra["call_seconds"]
     loop = verdicts["infinite_loop"].extra
