@@ -55,10 +55,21 @@ def _time_limit_detail(limit: float) -> str:
     return f"time limit exceeded ({limit:.2f}s CPU)"
 
 
+_RECHECK_ALARM = 1.1
+"""A split run again near a limit has each call stopped by the wrapper's CPU alarm at this many
+times its limit. Any call the alarm stops is past its limit, a time-limit failure whatever its
+measured time reads, and a call that ends before the alarm is judged on its measured CPU time
+against the limit itself, so the alarm's place past the limit decides no verdict: it need only
+be past the error of the kernel's tick-sampled account of CPU time that fires it (a few ticks
+of 1-4 ms; 10 % is 100 ms at the 1 s floor). It was ``1 + recheck_margin`` (1.5): a program that
+loops spent 0.4 of its limit more on its second run (issue 33: 138 second runs, most at the 1 s
+floor, for CodeT's 16,400 HumanEval samples)."""
+
 _RECHECK_DEADLINE = 4.0
 """A split run again near a limit gets an executor deadline this many times its longest
-stretched limit (+1 s): CPU seconds, so a program the wrapper's alarm stops never reaches it,
-and a wall-clock backstop of 10 x that (at most 60 s more) for a program that blocks the alarm."""
+limit stretched by ``1 + recheck_margin`` (+1 s): CPU seconds, so a program the wrapper's alarm
+stops never reaches it, and a wall-clock backstop of 10 x that (at most 60 s more) for a
+program that blocks the alarm."""
 
 
 def _has_special_oracle(kind: str, entry_point: str) -> bool:
@@ -151,10 +162,11 @@ class _SplitPlan:
         return replace(self, tests=tests, judge_args=judge_args)
 
     def stretched(self, margin: float) -> _SplitPlan:
-        """The same split with every call allowed ``(1 + margin) x`` its limit by the wrapper's
-        CPU alarm, so that the real CPU time of a call just past its limit is measured; the judge
-        still compares it with the limit itself. The executor's own deadline, a backstop behind
-        that alarm, is set far above it (:data:`_RECHECK_DEADLINE`): its wall-clock kill
+        """The same split with every call allowed :data:`_RECHECK_ALARM` x its limit by the
+        wrapper's CPU alarm, so that a call that ends at its limit is measured, not stopped; the
+        judge still compares it with the limit itself. The executor's own deadline, a backstop
+        behind that alarm, is set far above it (:data:`_RECHECK_DEADLINE`, on ``(1 + margin) x``
+        the longest limit): its wall-clock kill
         (10 x the deadline) must not decide a verdict on a machine so loaded that a program gets
         less than a tenth of a core (HumanEval/31 sample 88, 0.84 s of CPU, was killed so at a
         load average of 55 on 2 cores)."""
@@ -162,10 +174,9 @@ class _SplitPlan:
 
         from evaluation.executor import CallTest
 
-        factor = 1.0 + margin
-        tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * factor, *t.args[1:]), expected=t.expected)
-                      for t in self.tests)
-        longest = max(self.input_limits, default=1.0) * factor
+        tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * _RECHECK_ALARM, *t.args[1:]),
+                               expected=t.expected) for t in self.tests)
+        longest = max(self.input_limits, default=1.0) * (1.0 + margin)
         limits = replace(self.limits, timeout=longest * _RECHECK_DEADLINE + 1.0)
         return replace(self, tests=tests, limits=limits)
 
@@ -373,7 +384,7 @@ class SplitRunner:
 
     def _rechecked(self, jobs: list[Any], states: Sequence[ProgramState], split: str) -> Iterable[Any]:
         """Each job's result, where a run near a time limit (:meth:`_SplitPlan.near_limit`) is
-        replaced by a second run of the job, allowed ``(1 + margin) x`` its limits.
+        replaced by a second run of the job, allowed :data:`_RECHECK_ALARM` x its limits.
 
         The first runs go through the executor together; the second runs after all of them, so
         no program of the round computes beside one (on a loaded machine a program's measured

@@ -51,8 +51,9 @@ class TimeLimits:
     ``(1 - margin) x limit``, timeouts included), or whose total came within it of the split
     cap, is run once more after its round, alone in its worker (no program of the round beside
     it; the round's other second runs go to the other workers, at most one per worker), with
-    every call allowed ``(1 + margin) x`` its limit so that its real CPU time is measured, and
-    its verdict is that run's: load on the first run cannot flip it. 0 turns this off."""
+    every call allowed a little past its limit (``splits._RECHECK_ALARM``, 1.1x) so that its
+    real CPU time is measured, and its verdict is that run's: load on the first run cannot flip
+    it. 0 turns this off."""
 
     def per_input(self, reference_seconds: float) -> float:
         """The time limit of one input."""
