@@ -26,7 +26,7 @@ decided. A change there may change what a stored result means: bump ``SEMANTICS`
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "afb2d595d07e9efa2252bf46ab3bae8e8bb21cb73de48722c794baeb7ce29fa5"
+JUDGE_FINGERPRINT = "3457e305adbcd44a3d63fc79d84f9ee0817efa1317a226595fb53ab0b13749aa"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""
