@@ -178,6 +178,11 @@ def _read_part(fd: int) -> Any:
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
+    """:func:`evaluation.executor.wire.read_exact`, kept here on purpose: the child reads a
+    unit's later parts after the program has run, and this module's ``len`` is bound to the
+    original builtin (above), where ``wire``'s is looked up in ``builtins`` at call time, which
+    a program may have patched (``tests/hostile/patched_builtins.py`` sets ``builtins.len``
+    to return 3: the next part would be misread and the hostile test fails)."""
     parts = []
     while n:
         chunk = os.read(fd, n)
@@ -205,7 +210,7 @@ def run_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
         devnull = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        _close_fds_but({0, 1, 2, unit_fd, wfd, state.prep.landlock_ruleset_fd})
+        sandbox.close_fds_but({0, 1, 2, unit_fd, wfd, state.prep.landlock_ruleset_fd})
         os.chdir(state.scratch)  # the environment was made minimal (TMPDIR=HOME=scratch) by the worker
         unit = _read_part(unit_fd)
         _run(unit, unit_fd, send, state.scratch, state.prep, state.coverage)
@@ -376,16 +381,6 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
             arcs = False  # the worker counts it: stats["coverage_gaps"]
         send(encode_test(i, status, dt, detail, value_blob, arcs))
     send(encode_text(b"D", out.text(), output_bytes))
-
-
-def _close_fds_but(keep: set[int]) -> None:
-    """Close every file descriptor not in ``keep`` (-1 in it is ignored)."""
-    low = 0
-    for fd in sorted(keep - {-1}):
-        if fd > low:
-            os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, 65536)
 
 
 def _judge_in_child(kind: int, spec: Any, value: Any) -> tuple[int, str]:

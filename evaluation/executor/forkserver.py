@@ -272,7 +272,7 @@ def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     keep = {0, 1, 2, sock.fileno(), state.prep.landlock_ruleset_fd}
-    _close_fds_but(keep)
+    sandbox.close_fds_but(keep)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
@@ -351,13 +351,3 @@ def _reap(sock: socket.socket, children: set[int]) -> None:
         if pid in children:  # not an orphan adopted by PID 1
             children.discard(pid)
             sock.send(marshal.dumps(("S", pid, status)))
-
-
-def _close_fds_but(keep: set[int]) -> None:
-    """Close every file descriptor not in ``keep`` (-1 in it is ignored)."""
-    low = 0
-    for fd in sorted(keep - {-1}):
-        if fd > low:
-            os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, 65536)

@@ -42,7 +42,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "MECHANISMS"]
+__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "close_fds_but", "MECHANISMS"]
 
 MECHANISMS = ("user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp", "landlock",
               "rlimits")
@@ -472,3 +472,16 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
         if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, prepared.seccomp_fprog_ptr, 0, 0) != 0:
             failed.append("seccomp")
     return failed
+
+
+def close_fds_but(keep: set[int]) -> None:
+    """Close every file descriptor not in ``keep`` (-1 in it is ignored): what a fork server and
+    each program's child do first, so that no descriptor of the worker (the store, other
+    pipes) is reachable from a program. Both call it before any program code has run in
+    their process, so the ``os`` and builtins it uses are still the originals."""
+    low = 0
+    for fd in sorted(keep - {-1}):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 65536)
