@@ -136,7 +136,10 @@ def test_a_study_stopped_by_ctrl_c_leaves_its_old_report_marked_out_of_date(tmp_
     (report / "report.md").write_text("# v\n\n| a |\n")
     (report / "done.json").write_text('{"key": "k", "step": "report"}\n')
     proc = subprocess.Popen([TESTGEN, "study", str(spec), "--out", str(out), "--no-progress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as at a terminal
+    # (a job started with & by a shell without job control, e.g. a CI script run in the
+    # background, inherits SIGINT ignored: Python would then not turn Ctrl-C into KeyboardInterrupt)
     try:
         deadline = time.monotonic() + 240
         while not list(out.glob("steps/f/*/*/log.txt")):

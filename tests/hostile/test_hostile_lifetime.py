@@ -110,6 +110,14 @@ def _command(path: str, tmp_path: Path, shared_data: Path, marker: str) -> list[
             "-k", "0", "--timeout", "120"]
 
 
+def _as_at_a_terminal() -> None:
+    """Ctrl-C's SIGINT handled as in a terminal's foreground job, whatever this test inherited: a
+    job started with ``&`` by a shell without job control (a CI script run in the background) has
+    SIGINT ignored, the ignoring is inherited across exec, and Python then installs no
+    KeyboardInterrupt handler, so the run would never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 CASES = [("evaluate", "int"), ("matrix", "int"), ("rerank", "int"), ("eval", "int"), ("evaluate", "term"),
          ("evaluate", "kill"), ("rerank", "term")]
 
@@ -119,7 +127,8 @@ def test_a_child_that_clears_its_death_signal_dies_with_the_run(path: str, how: 
                                                                 shared_data: Path) -> None:
     marker = f"{MARKER}{os.getpid() % 10000}{len(how)}{path[:2]}"[:15]
     proc = subprocess.Popen(_command(path, tmp_path, shared_data, marker), env=_env(tmp_path), cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_as_at_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not _markers(marker):
