@@ -352,12 +352,15 @@ def _mbppplus_on_sanitized(ours: Path, out: Path) -> tuple[Path, set[str]]:
     return out, shared
 
 
-def step_mbpp(w: Path, workers: int) -> dict[str, Any]:
+def step_mbpp(w: Path, workers: int, max_output_bytes: int | None, resume: bool) -> dict[str, Any]:
     ours = w / "mbpp_ours.jsonl.gz"
-    for stale in (ours, w / "mbpp_ours.progress.jsonl"):
-        stale.unlink(missing_ok=True)
+    if not resume:
+        for stale in (ours, w / "mbpp_ours.progress.jsonl"):
+            stale.unlink(missing_ok=True)
+    cap = [] if max_output_bytes is None else ["--max-output-bytes", str(max_output_bytes)]
     t_aug = timed(testgen("augment", "--dataset", "mbpp", "--contracts", str(MBPPPLUS), "--max-inputs", "1000",
-                          "--workers", str(workers), "--out", str(ours)), w / "augment_mbpp.log")
+                          "--workers", str(workers), *cap, "--out", str(ours)), w / "augment_mbpp.log")
+    t_aug["resumed"] = resume
     report = json.loads((w / "mbpp_ours.report.json").read_text())
     s = report["summary"]
     t0 = time.perf_counter()
@@ -437,6 +440,8 @@ def main() -> int:
     ap.add_argument("--mutation", default="extended", choices=["extended", "evalplus"])
     ap.add_argument("--max-inputs", type=int, default=1000)
     ap.add_argument("--max-output-bytes", type=int, default=None, help="augment's cap (default: its own default)")
+    ap.add_argument("--resume", action="store_true",
+                    help="mbpp: resume an earlier augment's progress file in WORKDIR (its time is then the rest's)")
     ap.add_argument("--memory-tasks", default="HumanEval/106", help="with --steps memory: the tasks")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -450,7 +455,7 @@ def main() -> int:
             result = step_remake(args.workdir, args.workers, args.mutation, args.max_inputs, args.max_output_bytes)
             name = f"remake_{args.mutation}"
         elif step == "mbpp":
-            result, name = step_mbpp(args.workdir, args.workers), "mbpp"
+            result, name = step_mbpp(args.workdir, args.workers, args.max_output_bytes, args.resume), "mbpp"
         elif step == "memory":
             result, name = step_memory(args.workdir, args.workers, args.memory_tasks.split(",")), "memory"
         elif step == "floor":

@@ -41,6 +41,7 @@ enabled = false
 
 [augment]
 max_inputs = 40
+max_output_bytes = 100
 mini = true
 """
 
@@ -49,6 +50,12 @@ def test_augment_table_is_parsed_and_checked() -> None:
     spec = parse_spec(SPEC, "s.toml")
     a = spec.augment
     assert a.enabled and a.mini and a.max_inputs == 40 and a.datasets is None and a.mutation == "extended"
+    assert a.max_output_bytes == 100
+    default = parse_spec(SPEC.replace("max_output_bytes = 100\n", ""), "s.toml").augment
+    assert default.max_output_bytes == 64 * 1024  # augment's own default cap
+    assert parse_spec(SPEC.replace("max_output_bytes = 100", "max_output_bytes = 0"), "s.toml").augment.max_output_bytes == 0
+    with pytest.raises(SpecError, match=r"key 'max_output_bytes': must be >= 0, got -1"):
+        parse_spec(SPEC.replace("max_output_bytes = 100", "max_output_bytes = -1"), "s.toml")
     assert not parse_spec(SPEC.split("[augment]")[0], "s.toml").augment.enabled  # off unless asked for
     with pytest.raises(SpecError, match=r"s.toml:\d+: key 'mini_': unknown key in \[augment\]"):
         parse_spec(SPEC + "mini_ = 1\n", "s.toml")
@@ -64,6 +71,7 @@ def test_augment_steps_in_the_plan() -> None:
     run = plan.step("codegen16b/humaneval+/run-placeholder")
     assert aug.deps == (run.id,)
     assert f"{run.dir}/generations.jsonl" in aug.argv and "--max-inputs" in aug.argv and "3" in aug.argv
+    assert aug.argv[aug.argv.index("--max-output-bytes") + 1] == "100"
     ev = plan.step("codegen16b/humaneval+/evaluate-ours-t0.8")
     assert set(ev.deps) == {"codegen16b/humaneval+/sample-t0.8", aug.id}
     assert f"{aug.dir}/dataset.jsonl" in ev.argv
@@ -74,6 +82,8 @@ def test_augment_steps_in_the_plan() -> None:
     # a changed [augment] key changes only its own steps' keys
     other = build_plan(parse_spec(SPEC.replace("max_inputs = 40", "max_inputs = 50"), "s.toml"))
     assert other.step(aug.id).key != aug.key and other.step(run.id).key == run.key
+    uncapped = build_plan(parse_spec(SPEC.replace("max_output_bytes = 100", "max_output_bytes = 0"), "s.toml"))
+    assert uncapped.step(aug.id).key != aug.key and uncapped.step(run.id).key == run.key
 
 
 def test_a_small_study_with_augment_runs_and_reports(shared_data: Path, tmp_path: Path) -> None:
@@ -89,5 +99,9 @@ def test_a_small_study_with_augment_runs_and_reports(shared_data: Path, tmp_path
     data = [json.loads(line) for line in (tmp_path / "out" / aug.dir / "dataset.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in data] == ["HumanEval/0", "HumanEval/1"]
     assert all(0 < len(r["plus_input"]) <= 40 for r in data)
+    # the spec's cap reached augment: HumanEval/1's lists of groups over 100 pickled bytes are dropped
+    aug_report = json.loads((tmp_path / "out" / aug.dir / "dataset.report.json").read_text())
+    assert aug_report["config"]["max_output_bytes"] == 100
+    assert aug_report["summary"]["invalid_by_reason"]["oversized"] > 0
     row = next(line for line in report.splitlines() if line.startswith("| codegen16b | humaneval+ | 0.8 |"))
     assert "not run" not in row

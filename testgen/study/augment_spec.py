@@ -25,6 +25,9 @@ class AugmentSpec:
     """Models whose test generations (their ``run`` steps on the dataset) are seeds (``None``: all)."""
     max_inputs: int = 1000
     """New inputs per task (EvalPlus: 1,000)."""
+    max_output_bytes: int = 64 * 1024
+    """Largest pickled reference output of a kept new input (``testgen augment --max-output-bytes``;
+    every expected output is held in memory when a suite is judged); 0: no cap."""
     mutation: Literal["extended", "evalplus"] = "extended"
     """``evalplus``: EvalPlus's Table 1 alone; ``extended``: with size steps and typed empties."""
     mini: bool = False

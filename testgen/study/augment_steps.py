@@ -54,7 +54,8 @@ def _augment(b: _Builder, ds: str) -> Any:
     argv = ["testgen", "augment", "--dataset", ds]
     for run in runs:
         argv += ["--seeds", f"{run.dir}/generations.jsonl"]
-    argv += ["--max-inputs", str(a.max_inputs), "--seed", str(b.spec.seed), "--mutation", a.mutation,
+    argv += ["--max-inputs", str(a.max_inputs), "--max-output-bytes", str(a.max_output_bytes), "--seed",
+             str(b.spec.seed), "--mutation", a.mutation,
              *b.limit_args(), *b.workers_args(), "--out", "{dir}/dataset.jsonl"]
     return b.add(id=f"augment/{ds}/augment", kind="augment", model=None, dataset=ds, argv=argv,
                  deps=[r.id for r in runs], meta={"seeds": [r.model for r in runs]}, unkeyed=b.engine_args())

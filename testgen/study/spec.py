@@ -237,7 +237,7 @@ _CROSS_KEYS = {"models", "temperature"}
 _RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "options",
                 "timeout"}
 """Besides these, ``[rerank]`` takes the built-in rerankers' option keys (:func:`_reranker_keys`)."""
-_AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "mutation", "mini"}
+_AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "max_output_bytes", "mutation", "mini"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -479,8 +479,10 @@ def _augment(r: Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> Au
     spec = AugmentSpec(enabled=r.get(a, "enabled", bool, "augment", None, bool(a)),
                        datasets=r.list_of(a, "datasets", str, "augment", None, None, _augmentable()), seeds=seeds,
                        max_inputs=r.get(a, "max_inputs", int, "augment", None, 1000), mutation=mutation,
+                       max_output_bytes=r.get(a, "max_output_bytes", int, "augment", None, 64 * 1024),
                        mini=r.get(a, "mini", bool, "augment", None, False))
     _positive(r, spec.max_inputs, "augment", "max_inputs", None)
+    _positive(r, spec.max_output_bytes, "augment", "max_output_bytes", None, zero=True)
     return spec
 
 
