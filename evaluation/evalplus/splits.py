@@ -127,7 +127,7 @@ class _SplitPlan:
             return False
         spent = 0.0
         for r, limit in zip(res.results, self.input_limits):
-            if r.outcome is Outcome.ERROR and r.detail.startswith("not run:"):
+            if not _ran(r):
                 break
             if r.outcome is Outcome.TIMEOUT or r.duration >= (1.0 - margin) * limit or (
                     r.outcome is Outcome.ERROR and r.detail == _WRAPPER_ALARM):
@@ -153,13 +153,8 @@ class _SplitPlan:
             return self
         from dataclasses import replace
 
-        from evaluation.executor import CallTest
-
-        cut = 1.0 - 0.8 * min(margin, 1.0)
-        tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * cut, *t.args[1:]), expected=t.expected)
-                      for t in self.tests)
         judge_args = (*self.judge_args[:3], self.cap * (1.0 - min(margin, 1.0)))
-        return replace(self, tests=tests, judge_args=judge_args)
+        return replace(self, tests=self._alarms_at(1.0 - 0.8 * min(margin, 1.0)), judge_args=judge_args)
 
     def stretched(self, margin: float) -> _SplitPlan:
         """The same split with every call allowed :data:`_RECHECK_ALARM` x its limit by the
@@ -172,19 +167,27 @@ class _SplitPlan:
         load average of 55 on 2 cores)."""
         from dataclasses import replace
 
-        from evaluation.executor import CallTest
-
-        tests = tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * _RECHECK_ALARM, *t.args[1:]),
-                               expected=t.expected) for t in self.tests)
         longest = max(self.input_limits, default=1.0) * (1.0 + margin)
         limits = replace(self.limits, timeout=longest * _RECHECK_DEADLINE + 1.0)
-        return replace(self, tests=tests, limits=limits)
+        return replace(self, tests=self._alarms_at(_RECHECK_ALARM), limits=limits)
+
+    def _alarms_at(self, factor: float) -> tuple[Any, ...]:
+        """The split's tests with the wrapper's CPU alarm (each call's first argument, its limit)
+        at ``factor`` x the limit; the judge's limit (``expected``) and the inputs unchanged."""
+        from evaluation.executor import CallTest
+
+        return tuple(CallTest(entry_point=t.entry_point, args=(t.args[0] * factor, *t.args[1:]), expected=t.expected)
+                     for t in self.tests)
+
+
+def _ran(r: Any) -> bool:
+    """Whether a split's call ran (the calls after its first failure are reported "not run")."""
+    return not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))
 
 
 def _spent(res: Any) -> float:
-    """CPU seconds of the calls of a split's run that ran (the tests after the first failure do not)."""
-    return float(sum(r.duration for r in res.results
-                     if not (r.outcome is Outcome.ERROR and r.detail.startswith("not run:"))))
+    """CPU seconds of the calls of a split's run that ran."""
+    return float(sum(r.duration for r in res.results if _ran(r)))
 
 
 def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) -> _SplitPlan:

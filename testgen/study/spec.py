@@ -479,7 +479,8 @@ def _augment(r: Reader, d: Mapping[str, Any], models: Sequence[ModelSpec]) -> Au
     spec = AugmentSpec(enabled=r.get(a, "enabled", bool, "augment", None, bool(a)),
                        datasets=r.list_of(a, "datasets", str, "augment", None, None, _augmentable()), seeds=seeds,
                        max_inputs=r.get(a, "max_inputs", int, "augment", None, 1000), mutation=mutation,
-                       max_output_bytes=r.get(a, "max_output_bytes", int, "augment", None, 64 * 1024),
+                       max_output_bytes=r.get(a, "max_output_bytes", int, "augment", None,
+                                              AugmentSpec.max_output_bytes),
                        mini=r.get(a, "mini", bool, "augment", None, False))
     _positive(r, spec.max_inputs, "augment", "max_inputs", None)
     _positive(r, spec.max_output_bytes, "augment", "max_output_bytes", None, zero=True)
