@@ -5,7 +5,12 @@ Chat prompts go to ``/chat/completions``, completion prompts to ``/completions``
 ``n`` samples are asked for in one request (``n_per_request`` splits them for servers that cap
 ``n``). The openai client's own retries are switched off: this backend retries 408/409/429/5xx
 responses, timeouts and connection errors itself, with exponential backoff and full jitter
-(honouring ``Retry-After``), and counts them in :attr:`OpenAIBackend.stats`. Answers are handed
+(honouring ``Retry-After``), and counts them in :attr:`OpenAIBackend.stats`. An answer that is
+not a completion (an HTML page from a proxy, a body cut short, JSON without ``choices``) is
+retried the same way, as kind ``"malformed"``. Each retry is told to :attr:`Backend.notify`
+(at most one line every few seconds per kind, so a rate-limited run says why it is slow), and so
+is a choice whose text is null or empty (counted as ``empty_completions``: it holds no tests,
+but it is the model's answer, so it is kept, not retried). Answers are handed
 to the pipeline as each prompt completes, so a kill loses only the requests in flight; a request
 that still fails after ``max_retries`` stops the run (after the requests in flight have been
 delivered) with the server's message.
@@ -133,7 +138,10 @@ class RequestStats:
     retries: int = 0
     """Requests that were retried."""
     errors_by_kind: dict[str, int] = field(default_factory=dict)
-    """Retried errors by kind (``"429"``, ``"500"``, ``"timeout"``, ``"connection"``)."""
+    """Retried errors by kind (``"429"``, ``"500"``, ``"timeout"``, ``"connection"``,
+    ``"malformed"``)."""
+    empty_completions: int = 0
+    """Choices whose text was null or empty (kept: they hold no tests)."""
     answered_by: dict[str, int] = field(default_factory=dict)
     """Answered requests per server (base URL; ``"server"`` for the default one)."""
     handed_over: int = 0
@@ -152,6 +160,27 @@ class RequestStats:
     def answered(self, server: str) -> None:
         with self.lock:
             self.answered_by[server] = self.answered_by.get(server, 0) + 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts, as recorded in a run directory's ``requests.jsonl``."""
+        with self.lock:
+            return {"requests": self.requests, "retries": self.retries, "errors_by_kind": dict(self.errors_by_kind),
+                    "empty_completions": self.empty_completions, "answered_by": dict(self.answered_by),
+                    "handed_over": self.handed_over, "rests": self.rests}
+
+    def summary(self) -> str | None:
+        """One line: requests, retries by kind, empty completions (``None`` when there were
+        neither retries nor empty completions: nothing worth a line)."""
+        with self.lock:
+            if not self.retries and not self.empty_completions:
+                return None
+            line = f"openai backend: {self.requests:,} requests"
+            if self.retries:
+                kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.errors_by_kind.items()))
+                line += f", {self.retries:,} retried ({kinds})"
+            if self.empty_completions:
+                line += f", {self.empty_completions:,} empty completions (no tests in them)"
+            return line
 
 
 @dataclass(kw_only=True, eq=False)
@@ -177,8 +206,12 @@ class _Job:
     failed_on: set[int] = field(default_factory=set)
 
 
+class _Malformed(Exception):
+    """A status-200 answer that is not a completion (HTML, a body cut short, no ``choices``)."""
+
+
 class _Retryable(Exception):
-    """A failed request worth retrying (429, 5xx, timeout, dropped connection)."""
+    """A failed request worth retrying (429, 5xx, timeout, dropped connection, a malformed answer)."""
 
     def __init__(self, kind: str, retry_after: float | None, error: Exception) -> None:
         super().__init__(kind)
@@ -202,6 +235,26 @@ class OpenAIBackend(Backend):
         super().__init__(model=model, options=options)
         self.stats = RequestStats()
         self._servers: list[_Server] | None = None
+        self._told: dict[str, float] = {}
+        self._told_lock = threading.Lock()
+
+    def request_record(self) -> dict[str, Any]:
+        return self.stats.to_json()
+
+    def request_summary(self) -> str | None:
+        return self.stats.summary()
+
+    def tell(self, key: str, message: str, *, every: float = 5.0) -> None:
+        """Pass ``message`` to :attr:`notify`, at most once every ``every`` seconds per ``key``."""
+        notify = self.notify
+        if notify is None:
+            return
+        now = time.monotonic()
+        with self._told_lock:
+            if now - self._told.get(key, float("-inf")) < every:
+                return
+            self._told[key] = now
+        notify(message)
 
     @property
     def is_chat(self) -> bool:
@@ -263,16 +316,20 @@ class OpenAIBackend(Backend):
         try:
             if prompt.messages is not None:
                 resp = client.chat.completions.create(messages=[m.to_json() for m in prompt.messages], **common)
-                texts = [(c.message.content or "", c.finish_reason) for c in resp.choices]
             else:
                 resp = client.completions.create(prompt=prompt.text, **common)
-                texts = [(c.text or "", c.finish_reason) for c in sorted(resp.choices, key=lambda c: c.index)]
+            texts = _choices(resp, chat=prompt.messages is not None)
         except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
             kind, retry_after = _classify(exc)
             if kind is None:
                 self.stats.count(None)
-                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}") from exc
+                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}{_advice(exc)}") from exc
             raise _Retryable(kind, retry_after, exc) from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:  # ValueError: JSONDecodeError
+            why = _Malformed(f"the answer is not a completion ({type(exc).__name__}: {str(exc)[:120]})")
+            raise _Retryable("malformed", None, why) from exc
+        except _Malformed as exc:
+            raise _Retryable("malformed", None, exc) from exc
         self.stats.count(None)
         self.stats.answered(server.label)
         if len(texts) != n:
@@ -280,6 +337,13 @@ class OpenAIBackend(Backend):
                 f"openai backend: asked for n={n} choices, the server returned {len(texts)}"
                 " (if it does not support n, use -o n_per_request=1)"
             )
+        empty = sum(1 for text, _ in texts if not text)
+        if empty:
+            with self.stats.lock:
+                self.stats.empty_completions += empty
+                total = self.stats.empty_completions
+            self.tell("empty", f"openai backend: {server.label}: {total:,} empty completion(s) so far (null or "
+                               "empty text: no tests in them; kept, and counted in requests.jsonl)")
         usage = None
         if getattr(resp, "usage", None) is not None:
             u = resp.usage
@@ -291,7 +355,7 @@ class OpenAIBackend(Backend):
             }
         out = []
         for text, reason in texts:
-            cut, stopped = cut_at_stop(text, sampling.stop)
+            cut, stopped = cut_at_stop(text or "", sampling.stop)
             out.append(Generation(text=cut, finish_reason="stop" if stopped else reason, usage=usage))
         return out
 
@@ -428,11 +492,16 @@ class _Dispatch:
                 except _Retryable as r:
                     if job.attempt >= opts.max_retries:
                         backend.stats.count(None)
-                        self._finish(job, RunFailure(f"openai backend: {server.label}: {_describe(r.error)}"))
+                        self._finish(job, RunFailure(
+                            f"openai backend: {server.label}: {_describe(r.error)}, still after {opts.max_retries} "
+                            f"retries{_advice(r.error)}"))
                         break
                     backend.stats.count(r.kind)
                     delay = backend.backoff(job.attempt, r.retry_after)
                     job.attempt += 1
+                    backend.tell(r.kind, f"openai backend: {server.label}: {_describe(r.error)}; retrying "
+                                         f"(try {job.attempt + 1} of {opts.max_retries + 1}, {backend.stats.retries:,} "
+                                         f"retries so far) in {delay:.1f} s")
                     with self.cond:
                         server.failures_in_row += 1
                         now = time.monotonic()
@@ -480,7 +549,50 @@ def _classify(exc: Exception) -> tuple[str | None, float | None]:
     return None, None
 
 
+def _choices(resp: Any, *, chat: bool) -> list[tuple[str | None, str | None]]:
+    """(text or None, finish reason) of each choice, in index order; raises :class:`_Malformed`
+    for an answer that is not a completion (a proxy's HTML page parses as a string)."""
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list):
+        what = "an HTML page" if isinstance(resp, str) and "<html" in resp[:500].lower() else (
+            f"{type(resp).__name__} without a 'choices' list")
+        raise _Malformed(f"the answer is not a completion: {what}")
+    out: list[tuple[str | None, str | None]] = []
+    for c in choices if chat else sorted(choices, key=lambda c: getattr(c, "index", 0) or 0):
+        text = getattr(getattr(c, "message", None), "content", None) if chat else getattr(c, "text", None)
+        if text is not None and not isinstance(text, str):
+            raise _Malformed(f"the answer is not a completion: a choice's text is {type(text).__name__}")
+        out.append((text, getattr(c, "finish_reason", None)))
+    return out
+
+
 def _describe(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     msg = getattr(exc, "message", None) or str(exc)
     return f"HTTP {status}: {msg}" if status else msg
+
+
+def _advice(exc: Exception) -> str:
+    """What to do about a request that failed for good, as the end of its one-line message."""
+    import openai
+
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, _Malformed):
+        tip = "is --base-url the server's API (ending in /v1), not a web page or a proxy? see the server's log"
+    elif isinstance(exc, openai.APITimeoutError):
+        tip = "a slow server: raise -o timeout=SECONDS or lower -o concurrency"
+    elif isinstance(exc, openai.APIConnectionError):
+        tip = "is the server running at --base-url?"
+    elif status in (401, 403):
+        tip = "check the API key (-o api_key_env names its variable, default OPENAI_API_KEY)"
+    elif status == 404:
+        tip = "check --model (the server's model id) and --base-url (ending in /v1)"
+    elif status == 429:
+        tip = "rate limited: lower -o concurrency or raise -o max_retries"
+    elif status is not None and status >= 500:
+        tip = "the server fails: see its log, or raise -o max_retries"
+    elif status in (400, 422):
+        tip = "the server refused the request: check --max-tokens against its context length, and -o n_per_request=1"
+    else:
+        return ""
+    return f" ({tip}; answers so far are kept: the same command resumes)"

@@ -47,6 +47,7 @@ from testgen.generation import (
     generate_checked,
     hash_prompt,
     index_runs,
+    recorded_requests,
     select_tasks,
     slug,
     solution_record,
@@ -325,7 +326,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
     check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     num_tests = config.tests_per_generation or 3
-    with Progress(progress) as bar:
+    with recorded_requests(backend, out_dir, "run", notify), Progress(progress) as bar:
         plan, solutions = _shown_solutions(config, backend, problems, pool, n=n, style=style, code_tpl=code_tpl,
                                            path=out_dir / "solutions.jsonl", bar=bar, num_tests=num_tests,
                                            notify=notify)
