@@ -94,7 +94,11 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
         folder = res["study"]
         click.echo(f"wrote {len(res['files'])} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
         return
-    table = Table(title="P' (C), %  (Table 2 shape; each column names its C)")
+    from testgen.commands.compare_runs import left_out_line
+
+    if res["left_out"]:
+        click.secho(f"warning: {left_out_line(res['left_out'], len(res['compared']))}", fg="yellow", err=True)
+    table = Table(title=f"P' (C), %  (Table 2 shape; each column names its C; {len(res['compared'])} tasks)")
     for i, h in enumerate(res["header"]):
         table.add_column(h, justify="left" if i == 0 else "right")
     for row in res["rows"]:

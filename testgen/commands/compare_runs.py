@@ -11,6 +11,12 @@
 * Figure 3: correctness of the 1st, 2nd, 3rd, ... kept test of a generation.
 * Per-task distributions of P' and C (box plots, one box per run).
 
+Runs are compared on the tasks every one of them has: a run scored on more tasks (a run
+directory of 164 tasks beside one of 5) is scored again here, from its ``eval/generations.jsonl``,
+on the common tasks only (:func:`on_common_tasks`); what was left out is said on screen, in
+``report.md`` and in ``tasks.json``. The figures that cannot be recomputed from that file (the
+mutation score M, code pass@1 of the prompts' code, the tests-only C) are then left out ("-").
+
 Input: run directories scored by ``testgen eval`` (``RUN/eval/metrics.json`` and
 ``RUN/eval/generations.jsonl``), or those eval directories themselves.
 """
@@ -31,7 +37,7 @@ from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
 
 __all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "report", "SETTING_ORDER", "coverage_label",
-           "mutation_score"]
+           "mutation_score", "on_common_tasks", "task_ids"]
 
 SETTING_ORDER = ("oracle", "self", "cross", "placeholder")
 """Column order of Table 2 (other settings follow, alphabetically)."""
@@ -96,6 +102,77 @@ def load_evaluated(path: str | os.PathLike[str]) -> EvaluatedRun:
         path=eval_dir, model=str(run.get("model") or p.name), setting=str(run.get("setting") or "unknown"),
         metrics=metrics, per_task=_per_task(eval_dir, str(metrics.get("empty_generations", "zero"))),
     )
+
+
+def task_ids(run: EvaluatedRun) -> list[str]:
+    """The tasks the run was scored on, in the order of its ``eval/generations.jsonl``."""
+    return list(run.per_task)
+
+
+_NOT_RECOMPUTED = ("code_pass1", "mutation", "prompt_coverage", "prompt_correctness")
+"""``metrics.json`` entries that ``eval/generations.jsonl`` cannot give for a subset of tasks."""
+
+
+def _rescored(run: EvaluatedRun, tasks: set[str]) -> EvaluatedRun:
+    """``run`` scored on ``tasks`` only: its headline metrics, variants, Figure 3 and counts
+    recomputed from ``eval/generations.jsonl`` as ``testgen eval`` computed them; the entries of
+    :data:`_NOT_RECOMPUTED` and the tests-only C are left out."""
+    from evaluation.records import Outcome
+    from testgen.coverage import CoverageCounts, CoverageMeasure
+    from testgen.metrics import DedupKey, EmptyPolicy, GenerationResult, canonical_test, summarize
+
+    opts = run.metrics.get("options") or {}
+    key = DedupKey(opts.get("dedup") or "ast")
+    gens = []
+    for _, g in read_jsonl(run.path / "generations.jsonl"):
+        if str(g["task_id"]) not in tasks:
+            continue
+        counts = g.get("coverage_counts")
+        tests = tuple(g.get("tests") or ())
+        gens.append(GenerationResult(
+            task_id=str(g["task_id"]), generation_id=str(g["generation_id"]), solution_id=g.get("solution_id"),
+            tests=tests, canonical=tuple(canonical_test(t, key) for t in tests),
+            outcomes=tuple(Outcome(o) for o in g.get("outcomes") or ()),
+            coverage=CoverageCounts(**counts) if counts else None, prompt_correct=g.get("prompt_correct"),
+            n_extracted=int(g.get("n_extracted") or 0), dropped_no_entry_point=int(g.get("dropped_no_entry_point") or 0),
+            dropped_unparsable=int(g.get("dropped_unparsable") or 0),
+            dropped_rebinding=int(g.get("dropped_rebinding") or 0)))
+    body = summarize(gens, measure=CoverageMeasure(run.metrics.get("coverage_measure") or "total"),
+                     empty=EmptyPolicy(run.metrics.get("empty_generations") or "zero"),
+                     positions=max(len(run.metrics.get("by_position") or ()), 1))
+    body.pop("prompt_correctness", None)
+    body["variants"]["coverage_tests_only"] = None
+    kept = {k: v for k, v in run.metrics.items() if k not in _NOT_RECOMPUTED}
+    metrics = {**kept, **body, "rescored_on_tasks": len(tasks),
+               "scored_on_tasks": len(run.per_task)}
+    return EvaluatedRun(path=run.path, model=run.model, setting=run.setting, metrics=metrics,
+                        per_task={t: v for t, v in run.per_task.items() if t in tasks})
+
+
+def on_common_tasks(runs: Sequence[EvaluatedRun]) -> tuple[list[EvaluatedRun], list[str], dict[str, list[str]]]:
+    """The runs on the tasks all of them have (a run with more is :func:`_rescored`), those
+    tasks in the first run's order, and per run label the tasks left out of it. No task in
+    common is an input error."""
+    if not runs:
+        return [], [], {}
+    common = set(task_ids(runs[0]))
+    for r in runs[1:]:
+        common &= set(task_ids(r))
+    if not common:
+        sizes = ", ".join(f"{r.label}: {len(r.per_task)}" for r in runs)
+        raise TestgenError(f"the runs have no task in common ({sizes} tasks): nothing to compare")
+    order = [t for t in task_ids(runs[0]) if t in common]
+    left_out = {r.label: [t for t in task_ids(r) if t not in common] for r in runs}
+    left_out = {k: v for k, v in left_out.items() if v}
+    return [_rescored(r, common) if r.label in left_out else r for r in runs], order, left_out
+
+
+def left_out_line(left_out: Mapping[str, Sequence[str]], compared: int) -> str:
+    """One sentence: how many tasks are compared and what was left out of which run."""
+    parts = "; ".join(f"{label}: {len(ts):,} ({', '.join(ts[:3])}{', ...' if len(ts) > 3 else ''})"
+                      for label, ts in left_out.items())
+    return (f"comparing the {compared:,} tasks every run has; left out (scored again without them): {parts}. "
+            "M, code pass@1 and the tests-only C of those runs are not recomputed ('-'); tasks.json lists every task")
 
 
 def _settings(runs: Sequence[EvaluatedRun]) -> list[str]:
@@ -261,8 +338,10 @@ def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
         ax.set_xticks(range(1, len(runs) + 1), [r.label for r in runs], rotation=20, ha="right", fontsize=8)
         ax.set_ylabel(f"{title.split()[0]} (%)")
         ax.set_ylim(-3, 103)
-        ax.set_title(f"{title} (box: quartiles, triangle: mean; {len(runs[0].per_task) if runs else 0} tasks)",
-                     fontsize=9)
+        counts = sorted({len(d) for d in data})
+        shown = (f"{counts[0]} tasks" if len(counts) == 1 else
+                 f"{counts[0]}-{counts[-1]} tasks with a value") if counts else "no task"
+        ax.set_title(f"{title} (box: quartiles, triangle: mean; {shown})", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out)
@@ -295,10 +374,14 @@ def _write_table2_csv(runs: Sequence[EvaluatedRun], stats: Mapping[str, Any], co
 
 
 def _report_markdown(runs: Sequence[EvaluatedRun], table2_md: str, ci_md: str, fits: Mapping[str, Any], *,
-                     tests_only: bool) -> str:
-    """``report.md``: Table 2 with what its C and M are, the Figure 2 fits, the intervals, the plots."""
+                     tests_only: bool, compared: Sequence[str] = (),
+                     left_out: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``report.md``: the tasks compared, Table 2 with what its C and M are, the Figure 2 fits, the
+    intervals, the plots."""
     label = coverage_label(runs, tests_only=tests_only)
-    lines = ["# testgen report", "", "Table 2 shape: P' (C), percent; rows models, columns settings.",
+    tasks = (f"**{left_out_line(left_out, len(compared))}.**" if left_out else
+             f"Every run was scored on the same {len(compared):,} tasks.")
+    lines = ["# testgen report", "", tasks, "", "Table 2 shape: P' (C), percent; rows models, columns settings.",
              f"{label}: coverage.py's branch-mode figure ({label.split()[1].rstrip(',')}) of the reference "
              + ("from the arcs the tests run, without what importing the program runs (def lines, imports)."
                 if tests_only else "counting every arc run, including what importing the program runs, as "
@@ -348,9 +431,11 @@ def report(
         return {"study": Path(run_paths[0]), "files": study_report(run_paths[0])}
     from testgen.report_stats import ci_markdown, run_statistics
 
-    runs = [load_evaluated(p) for p in run_paths]
+    runs, compared, left_out = on_common_tasks([load_evaluated(p) for p in run_paths])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "tasks.json").write_text(json.dumps({"compared": compared, "left_out": left_out}, indent=1) + "\n",
+                                    encoding="utf-8")
     header, rows = table2_rows(runs, tests_only=tests_only)
     stats = run_statistics(runs)
     ci_md = ci_markdown(runs, stats, _settings(runs))
@@ -365,6 +450,8 @@ def report(
     fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
     _plot_by_position(runs, out / "correctness_by_position.png")
     _plot_per_task(runs, out / "per_task_distribution.png")
-    (out / "report.md").write_text(_report_markdown(runs, md, ci_md, fits, tests_only=tests_only), encoding="utf-8")
+    (out / "report.md").write_text(_report_markdown(runs, md, ci_md, fits, tests_only=tests_only, compared=compared,
+                                                    left_out=left_out), encoding="utf-8")
     files = sorted(str(p) for p in out.iterdir() if p.is_file())
-    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files}
+    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files,
+            "compared": compared, "left_out": left_out}

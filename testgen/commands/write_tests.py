@@ -333,8 +333,12 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         units, skipped = _units(config, plan, problems, tests_tpl, num_tests=num_tests, gens_path=gens_path)
         total = sum(len(u.sample_indices) for u in units)
         if skipped:
+            others = {t for t, _, _ in _existing_keys(gens_path)} - {p.task_id for p in problems}
+            also = (f" (the file also holds {len(others):,} other tasks: 'testgen eval' scores every task in it,"
+                    f" '--limit {config.limit}' only these)" if others and config.limit else
+                    f" (the file also holds {len(others):,} other tasks)" if others else "")
             notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
-                   f"{total:,} to make")
+                   f"{total:,} to make{also}")
         generated, tests_total = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests,
                                            n=n, path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
