@@ -72,7 +72,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
 @click.argument("run_dirs", nargs=-1, required=True,
                 type=existing_path(file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True,
-              help="Directory for report.md, table2.md, table2.csv and the PNG plots.")
+              help="Directory for index.html, report.md, table2.md, table2.csv, tasks.json and the PNG plots.")
 @click.option("--code-pass1", multiple=True, metavar="MODEL=VALUE",
               help="Code pass@1 of a model for Figure 2 (fraction or percent); default: from self runs' verdicts.")
 @click.option("--coverage-arcs", type=click.Choice(["all", "tests-only"]), default="all", show_default=True,
@@ -109,4 +109,4 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     for s, f in res["fits"].items():
         if f.get("pearson_r") is not None:
             click.echo(f"Figure 2, {s}: Pearson r = {f['pearson_r']:.3f} over {f['n']} models")
-    click.echo(f"wrote {len(res['files'])} files to {out}")
+    click.echo(f"wrote {len(res['files'])} files to {out} (open {out / 'index.html'})")

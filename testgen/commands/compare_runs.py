@@ -256,16 +256,22 @@ def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, flo
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from testgen.plots import fit_percent_axes
+
     fits: dict[str, Any] = {}
     fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=120)
     markers = "osD^vP*X"
+    all_x: list[float] = []
+    all_y: list[float] = []
     for i, s in enumerate(_settings(runs)):
         pts = [(100 * c, 100 * r.metrics["dedup_pass_rate"], r.model) for r in runs if r.setting == s
                and (c := _code_pass1(r, overrides)) is not None and r.metrics.get("dedup_pass_rate") is not None]
         if not pts:
             continue
         xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-        sc = ax.scatter(xs, ys, marker=markers[i % len(markers)], s=50, label=s, zorder=3)
+        all_x += list(xs)
+        all_y += list(ys)
+        sc = ax.scatter(xs, ys, marker=markers[i % len(markers)], s=50, label=s, zorder=3, clip_on=False)
         for x, y, name in pts:
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         if len(pts) >= 2 and np.ptp(xs) > 0:
@@ -277,6 +283,7 @@ def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, flo
             fits[s] = {"slope": float(slope), "intercept": float(icpt), "pearson_r": r, "n": len(pts)}
         else:
             fits[s] = {"n": len(pts), "pearson_r": None}
+    fit_percent_axes(ax, all_x, all_y)
     ax.set_xlabel("code pass@1 (%), HumanEval+")
     ax.set_ylabel("test pass rate P' (%)")
     ax.set_title("Test pass rate vs code pass@1 (one point per model)")
@@ -300,6 +307,8 @@ def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from testgen.plots import mark_missing_bars
+
     k = max((len(r.metrics.get("by_position", [])) for r in runs), default=0)
     k = min(k, 5)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(runs) + 3), 4.8), dpi=120)
@@ -311,12 +320,15 @@ def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
             rows = r.metrics.get("by_position", [])
             f = rows[pos]["fraction"] if pos < len(rows) else None
             vals.append(np.nan if f is None else 100 * f)
-        bars = ax.bar(x + (pos - (k - 1) / 2) * width, vals, width, label=f"test #{pos + 1}")
-        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
+        where = x + (pos - (k - 1) / 2) * width
+        bars = ax.bar(where, vals, width, label=f"test #{pos + 1}")
+        ax.bar_label(bars, labels=["" if v != v else f"{v:.1f}" for v in vals], fontsize=7, padding=2)
+        mark_missing_bars(ax, list(where), vals, text=f"no test #{pos + 1}")
     ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(runs) - 0.5)  # a run's missing last bars are slots too
     ax.set_ylabel("tests correct on the reference (%)")
     ax.set_ylim(0, 110)
-    ax.set_title("Correctness by position of the test in its generation")
+    ax.set_title("Correctness by position of the test in its generation (0 and 'no test #k' differ)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -404,6 +416,57 @@ def _report_markdown(runs: Sequence[EvaluatedRun], table2_md: str, ci_md: str, f
     return "\n".join(lines)
 
 
+_CSS = """body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0}
+th,td{border:1px solid #bbb;padding:4px 8px;font-size:13px}th{background:#eee}td{text-align:right}
+td:first-child{text-align:left}img{max-width:100%;border:1px solid #ddd}"""
+
+
+def _inline(text: str) -> str:
+    import html
+    import re
+
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+
+
+def _html_page(markdown: str, folder: Path, title: str) -> str:
+    """``index.html``: ``report.md`` as one self-contained page (its tables as tables, its
+    plots embedded), so that the report opens in a browser as a study's does."""
+    import base64
+    import html
+    import re
+
+    body: list[str] = []
+    table: list[list[str]] = []
+
+    def flush() -> None:
+        if table:
+            head, rows = table[0], [r for r in table[1:] if not all(set(c) <= set("-: ") for c in r)]
+            body.append("<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                        + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows)
+                        + "</tbody></table>")
+            table.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            table.append([c.strip() for c in line.strip().strip("|").split("|")])
+            continue
+        flush()
+        image = re.fullmatch(r"!\[([^\]]*)\]\(([^)]+)\)", line.strip())
+        if image and (folder / image.group(2)).is_file():
+            data = base64.b64encode((folder / image.group(2)).read_bytes()).decode()
+            body.append(f"<p><img alt=\"{html.escape(image.group(1))}\" src=\"data:image/png;base64,{data}\"></p>")
+        elif line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")), 6)
+            body.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.strip():
+            body.append(f"<p>{_inline(line)}</p>")
+    flush()
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
 def report(
     run_paths: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
@@ -411,7 +474,8 @@ def report(
     code_pass1: Mapping[str, float] | None = None,
     tests_only: bool = False,
 ) -> dict[str, Any]:
-    """``testgen report``: write report.md, table2.csv, table2.md and the PNG plots under ``out_dir``.
+    """``testgen report``: write report.md (and the same as one page, index.html), table2.csv,
+    table2.md, tasks.json and the PNG plots under ``out_dir``.
 
     Given one ``testgen study`` folder instead, re-write that study's report into its ``report``
     folder (:func:`testgen.commands.run_study.study_report`) and return ``{"study": folder,
@@ -450,8 +514,9 @@ def report(
     fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
     _plot_by_position(runs, out / "correctness_by_position.png")
     _plot_per_task(runs, out / "per_task_distribution.png")
-    (out / "report.md").write_text(_report_markdown(runs, md, ci_md, fits, tests_only=tests_only, compared=compared,
-                                                    left_out=left_out), encoding="utf-8")
+    report_md = _report_markdown(runs, md, ci_md, fits, tests_only=tests_only, compared=compared, left_out=left_out)
+    (out / "report.md").write_text(report_md, encoding="utf-8")
+    (out / "index.html").write_text(_html_page(report_md, out, "testgen report"), encoding="utf-8")
     files = sorted(str(p) for p in out.iterdir() if p.is_file())
     return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files,
             "compared": compared, "left_out": left_out}
