@@ -28,7 +28,6 @@ a package beside the two CLIs, standing on ``evaluation`` only (``docs/design.md
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 import warnings
@@ -37,6 +36,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import click
+
+from commandline.paths import PATH_ERRNOS, path_error_message
+from commandline.console import results_console, titled_table
 
 if TYPE_CHECKING:
     from evaluation.datasets import DatasetSpec
@@ -54,6 +56,8 @@ __all__ = [
     "user_errors",
     "one_line_warnings",
     "notice",
+    "results_console",
+    "titled_table",
     "PositiveInt",
     "NonNegativeInt",
     "PositiveFloat",
@@ -84,11 +88,6 @@ USER_OS_ERRORS: tuple[type[BaseException], ...] = (
 )
 """OS errors that come from a path the user gave; shown without a traceback (exit 2)."""
 
-PATH_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
-                         errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.ENAMETOOLONG})
-"""Errnos of an ``OSError`` that say a path cannot be read or written (a read-only file system
-raises a plain ``OSError``, not a ``PermissionError``); shown as one line naming it (exit 2)."""
-
 INTERRUPTED = 130
 """Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
@@ -110,37 +109,6 @@ def is_user_error(exc: BaseException) -> bool:
     if isinstance(exc, TestgenError):
         return True
     return isinstance(exc, OSError) and (isinstance(exc, USER_OS_ERRORS) or exc.errno in PATH_ERRNOS)
-
-
-def _in_cache(path: str) -> bool:
-    from evaluation.io import cache_dir
-
-    try:
-        cache = os.path.realpath(cache_dir())
-        return os.path.commonpath([cache, os.path.realpath(path)]) == cache or cache.startswith(
-            os.path.realpath(path) + os.sep)
-    except (OSError, ValueError):
-        return False
-
-
-def path_error_message(exc: OSError) -> str:
-    """``PATH: read-only file system (what to do)``: the path, the error in words, and for a
-    path that cannot be written, where to write instead (the cache: ``$TESTGEN_CACHE``)."""
-    path = os.fsdecode(exc.filename) if exc.filename is not None else None
-    what = (exc.strerror or str(exc)).lower() if exc.strerror else str(exc)
-    if path is None:
-        return what
-    if exc.filename2 is not None:
-        path = f"{path} -> {os.fsdecode(exc.filename2)}"
-    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
-        if _in_cache(os.fsdecode(exc.filename)):
-            tip = "the cache cannot be written there; set TESTGEN_CACHE to a writable folder"
-        else:
-            tip = "cannot write there; choose a writable output path"
-        return f"{path}: {what}; {tip}"
-    if exc.errno == errno.ENOTDIR:
-        return f"{path}: not a directory (a part of the path is a file)"
-    return f"{path}: {what}"
 
 
 class _OneLine(click.ClickException):
@@ -407,7 +375,6 @@ class ExistingPath(click.Path):
     :func:`evaluation.errors.not_found`, naming the option (one line, exit 2)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        import os
 
         from evaluation.errors import MissingFile
 

@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
 from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.openai_requests import MalformedAnswer, RequestStats, advice, choices_of
 
 __all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats", "read_base_urls"]
 
@@ -129,60 +130,6 @@ class OpenAIOptions:
         read_base_urls(self.base_url, self.base_url_file)  # a bad URL or file is refused here
 
 
-@dataclass(kw_only=True)
-class RequestStats:
-    """What the backend did (not frozen: updated as requests run)."""
-
-    requests: int = 0
-    """HTTP requests sent (including retries)."""
-    retries: int = 0
-    """Requests that were retried."""
-    errors_by_kind: dict[str, int] = field(default_factory=dict)
-    """Retried errors by kind (``"429"``, ``"500"``, ``"timeout"``, ``"connection"``,
-    ``"malformed"``)."""
-    empty_completions: int = 0
-    """Choices whose text was null or empty (kept: they hold no tests)."""
-    answered_by: dict[str, int] = field(default_factory=dict)
-    """Answered requests per server (base URL; ``"server"`` for the default one)."""
-    handed_over: int = 0
-    """Failed requests sent back to the queue for another server."""
-    rests: int = 0
-    """Times a server was rested after failing ``rest_after`` times in a row."""
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def count(self, kind: str | None) -> None:
-        with self.lock:
-            self.requests += 1
-            if kind is not None:
-                self.retries += 1
-                self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
-
-    def answered(self, server: str) -> None:
-        with self.lock:
-            self.answered_by[server] = self.answered_by.get(server, 0) + 1
-
-    def to_json(self) -> dict[str, Any]:
-        """The counts, as recorded in a run directory's ``requests.jsonl``."""
-        with self.lock:
-            return {"requests": self.requests, "retries": self.retries, "errors_by_kind": dict(self.errors_by_kind),
-                    "empty_completions": self.empty_completions, "answered_by": dict(self.answered_by),
-                    "handed_over": self.handed_over, "rests": self.rests}
-
-    def summary(self) -> str | None:
-        """One line: requests, retries by kind, empty completions (``None`` when there were
-        neither retries nor empty completions: nothing worth a line)."""
-        with self.lock:
-            if not self.retries and not self.empty_completions:
-                return None
-            line = f"openai backend: {self.requests:,} requests"
-            if self.retries:
-                kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.errors_by_kind.items()))
-                line += f", {self.retries:,} retried ({kinds})"
-            if self.empty_completions:
-                line += f", {self.empty_completions:,} empty completions (no tests in them)"
-            return line
-
-
 @dataclass(kw_only=True, eq=False)
 class _Server:
     """One endpoint and its health (guarded by the dispatch's lock)."""
@@ -204,10 +151,6 @@ class _Job:
     n: int
     attempt: int = 0
     failed_on: set[int] = field(default_factory=set)
-
-
-class _Malformed(Exception):
-    """A status-200 answer that is not a completion (HTML, a body cut short, no ``choices``)."""
 
 
 class _Retryable(Exception):
@@ -318,17 +261,17 @@ class OpenAIBackend(Backend):
                 resp = client.chat.completions.create(messages=[m.to_json() for m in prompt.messages], **common)
             else:
                 resp = client.completions.create(prompt=prompt.text, **common)
-            texts = _choices(resp, chat=prompt.messages is not None)
+            texts = choices_of(resp, chat=prompt.messages is not None)
         except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
             kind, retry_after = _classify(exc)
             if kind is None:
                 self.stats.count(None)
-                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}{_advice(exc)}") from exc
+                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}{advice(exc)}") from exc
             raise _Retryable(kind, retry_after, exc) from exc
         except (openai.APIResponseValidationError, ValueError) as exc:  # ValueError: JSONDecodeError
-            why = _Malformed(f"the answer is not a completion ({type(exc).__name__}: {str(exc)[:120]})")
+            why = MalformedAnswer(f"the answer is not a completion ({type(exc).__name__}: {str(exc)[:120]})")
             raise _Retryable("malformed", None, why) from exc
-        except _Malformed as exc:
+        except MalformedAnswer as exc:
             raise _Retryable("malformed", None, exc) from exc
         self.stats.count(None)
         self.stats.answered(server.label)
@@ -494,7 +437,7 @@ class _Dispatch:
                         backend.stats.count(None)
                         self._finish(job, RunFailure(
                             f"openai backend: {server.label}: {_describe(r.error)}, still after {opts.max_retries} "
-                            f"retries{_advice(r.error)}"))
+                            f"retries{advice(r.error)}"))
                         break
                     backend.stats.count(r.kind)
                     delay = backend.backoff(job.attempt, r.retry_after)
@@ -549,50 +492,7 @@ def _classify(exc: Exception) -> tuple[str | None, float | None]:
     return None, None
 
 
-def _choices(resp: Any, *, chat: bool) -> list[tuple[str | None, str | None]]:
-    """(text or None, finish reason) of each choice, in index order; raises :class:`_Malformed`
-    for an answer that is not a completion (a proxy's HTML page parses as a string)."""
-    choices = getattr(resp, "choices", None)
-    if not isinstance(choices, list):
-        what = "an HTML page" if isinstance(resp, str) and "<html" in resp[:500].lower() else (
-            f"{type(resp).__name__} without a 'choices' list")
-        raise _Malformed(f"the answer is not a completion: {what}")
-    out: list[tuple[str | None, str | None]] = []
-    for c in choices if chat else sorted(choices, key=lambda c: getattr(c, "index", 0) or 0):
-        text = getattr(getattr(c, "message", None), "content", None) if chat else getattr(c, "text", None)
-        if text is not None and not isinstance(text, str):
-            raise _Malformed(f"the answer is not a completion: a choice's text is {type(text).__name__}")
-        out.append((text, getattr(c, "finish_reason", None)))
-    return out
-
-
 def _describe(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     msg = getattr(exc, "message", None) or str(exc)
     return f"HTTP {status}: {msg}" if status else msg
-
-
-def _advice(exc: Exception) -> str:
-    """What to do about a request that failed for good, as the end of its one-line message."""
-    import openai
-
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, _Malformed):
-        tip = "is --base-url the server's API (ending in /v1), not a web page or a proxy? see the server's log"
-    elif isinstance(exc, openai.APITimeoutError):
-        tip = "a slow server: raise -o timeout=SECONDS or lower -o concurrency"
-    elif isinstance(exc, openai.APIConnectionError):
-        tip = "is the server running at --base-url?"
-    elif status in (401, 403):
-        tip = "check the API key (-o api_key_env names its variable, default OPENAI_API_KEY)"
-    elif status == 404:
-        tip = "check --model (the server's model id) and --base-url (ending in /v1)"
-    elif status == 429:
-        tip = "rate limited: lower -o concurrency or raise -o max_retries"
-    elif status is not None and status >= 500:
-        tip = "the server fails: see its log, or raise -o max_retries"
-    elif status in (400, 422):
-        tip = "the server refused the request: check --max-tokens against its context length, and -o n_per_request=1"
-    else:
-        return ""
-    return f" ({tip}; answers so far are kept: the same command resumes)"

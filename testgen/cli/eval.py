@@ -18,7 +18,9 @@ from commandline import (
     engine_options,
     existing_path,
     notice,
+    results_console,
     timeout_option,
+    titled_table,
     workers_option,
 )
 
@@ -133,7 +135,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
 
         result = eval_run(run_dir, opts, progress=progress, notify=notice)
     m = result.metrics
-    Console().print(_metrics_table(m, run_dir))
+    results_console().print(_metrics_table(m, run_dir))
     for w in m.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
     click.echo(f"wrote {result.out_dir / 'metrics.json'} and {result.out_dir / 'generations.jsonl'}")
@@ -142,11 +144,10 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
 def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
     """The terminal table of ``metrics.json``: the headline metrics (P, P', C and any plugin's), their
     other empty-generation variant, correctness by position, counts, Table 4's split, M, time."""
-    from rich.table import Table
 
     from testgen.metrics import metric_specs
 
-    table = Table(title=f"testgen eval: {run_dir}")
+    table = titled_table(f"testgen eval: {run_dir}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     other = m["variants"][f"empty_{'exclude' if m['empty_generations'] == 'zero' else 'zero'}"]
