@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import click
 
-from commandline.paths import PATH_ERRNOS, path_error_message
 from commandline.console import results_console, titled_table
+from commandline.paths import PATH_ERRNOS, path_error_message
 
 if TYPE_CHECKING:
     from evaluation.datasets import DatasetSpec
