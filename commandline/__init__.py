@@ -8,9 +8,14 @@ The rule (documented in ``docs/cli.md``), for ``testgen`` and ``rerank`` alike:
   a malformed record, an unknown task or dataset. One line, ``Error: FILE:LINE: field 'F': ...``
   where there is a file (:class:`~evaluation.errors.TestgenError` and its subclasses, and
   click's own usage errors, which click precedes with the usage line).
+* **2** also: a path that cannot be written (a read-only or full file system, no permission, a
+  file where a folder is expected), whether an output (``--out``) or the cache
+  (``$TESTGEN_CACHE``, default ``~/.cache/testgen``): one line naming the path and what to do.
 * **1**: a failure while running (:class:`~evaluation.errors.RunFailure`: a server that stops
   answering, a backend that returns fewer results than asked for), also one line; or a bug,
   shown with its traceback. ``--debug`` shows the traceback of any error.
+* **130**: interrupted (Ctrl-C): one line saying that what was written is kept and that the
+  same command resumes.
 
 Python warnings raised while a command runs (a torn line dropped from a file being resumed, a
 degraded sandbox) are printed as one ``warning: ...`` line each.
@@ -23,6 +28,7 @@ a package beside the two CLIs, standing on ``evaluation`` only (``docs/design.md
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -31,10 +37,17 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import click
 
+from commandline.console import results_console, titled_table
+from commandline.paths import PATH_ERRNOS, path_error_message
+
 if TYPE_CHECKING:
     from evaluation.datasets import DatasetSpec
 
 __all__ = [
+    "INTERRUPTED",
+    "PATH_ERRNOS",
+    "is_user_error",
+    "path_error_message",
     "UserError",
     "RunFailed",
     "FriendlyErrors",
@@ -43,6 +56,8 @@ __all__ = [
     "user_errors",
     "one_line_warnings",
     "notice",
+    "results_console",
+    "titled_table",
     "PositiveInt",
     "NonNegativeInt",
     "PositiveFloat",
@@ -73,12 +88,27 @@ USER_OS_ERRORS: tuple[type[BaseException], ...] = (
 )
 """OS errors that come from a path the user gave; shown without a traceback (exit 2)."""
 
+INTERRUPTED = 130
+"""Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
+
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions shown as one line: :class:`~evaluation.errors.TestgenError` and path errors."""
+    """Exceptions shown as one line: :class:`~evaluation.errors.TestgenError` and path errors
+    (any ``OSError``: :func:`is_user_error` tells the path errors among them)."""
     from evaluation.errors import TestgenError
 
-    return (TestgenError, *USER_OS_ERRORS)
+    return (TestgenError, OSError)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is one line for the user: a :class:`~evaluation.errors.TestgenError`, or
+    an ``OSError`` about a path (:data:`USER_OS_ERRORS`, :data:`PATH_ERRNOS`); other OS errors
+    (a broken pipe, an I/O error) keep their traceback."""
+    from evaluation.errors import TestgenError
+
+    if isinstance(exc, TestgenError):
+        return True
+    return isinstance(exc, OSError) and (isinstance(exc, USER_OS_ERRORS) or exc.errno in PATH_ERRNOS)
 
 
 class _OneLine(click.ClickException):
@@ -105,6 +135,8 @@ def _as_click_error(exc: BaseException) -> click.ClickException:
     message = str(exc).replace("\n", " ")
     if isinstance(exc, FileNotFoundError) and exc.filename:
         message = not_found(exc.filename)
+    elif isinstance(exc, OSError):
+        message = path_error_message(exc)
     return RunFailed(message) if isinstance(exc, RunFailure) else UserError(message)
 
 
@@ -150,9 +182,9 @@ class FriendlyErrors:
             with one_line_warnings():
                 return super().invoke(ctx)  # type: ignore[misc]
         except user_errors() as exc:
-            if _debug_requested(ctx):
+            if _debug_requested(ctx) or not is_user_error(exc):
                 raise
-            raise _as_click_error(exc) from exc
+            raise _as_click_error(exc) from None
 
 
 class FriendlyCommand(FriendlyErrors, click.Command):
@@ -169,24 +201,33 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
     debug = "--debug" in args
     try:
         command.main(args=args, prog_name=command.name, standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted!", err=True)
-        return 1
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns Ctrl-C into Abort; every command writes as it goes, and resumes
+        click.echo("", err=True)
+        click.secho(f"interrupted: what was written so far is kept; run the same command again to resume"
+                    f" ({_command_line(command, args)})", fg="yellow", err=True)
+        return INTERRUPTED
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except BrokenPipeError:
+        # `testgen datasets | head`: the reader went away; not an error worth a traceback.
+        return 1
     except user_errors() as exc:
-        if debug:
+        if debug or not is_user_error(exc):
             raise
         error = _as_click_error(exc)
         error.show()
         return error.exit_code
-    except BrokenPipeError:
-        # `testgen datasets | head`: the reader went away; not an error worth a traceback.
-        return 1
     return 0
+
+
+def _command_line(command: click.Command, args: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in [command.name or "", *args])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +375,6 @@ class ExistingPath(click.Path):
     :func:`evaluation.errors.not_found`, naming the option (one line, exit 2)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        import os
 
         from evaluation.errors import MissingFile
 

@@ -21,7 +21,9 @@ from commandline import (
     engine_options,
     existing_path,
     notice,
+    results_console,
     run_cli,
+    titled_table,
     workers_option,
 )
 from rerank import __version__
@@ -103,18 +105,16 @@ def method_options(names: tuple[str, ...], flags: Mapping[str, Any], method_opti
 
 
 def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, ...]) -> None:
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     from rerank.significance import mark, print_intervals
 
-    console = Console()
+    console = results_console()
     kinds = [k for k in ("base", "plus", "original") if any(k in v for v in summary.values())]
     for suffix, title in (("", "all tasks"), ("_hard", "hard subset (some but not all samples correct)")):
         any_row = next(v for m, v in summary.items() if m != "baseline")
         n = {k: int(any_row.get(k + suffix, {}).get("tasks", 0)) for k in kinds}
-        table = Table(title=f"expected pass@k (%), {title}")
+        table = titled_table(f"expected pass@k (%), {title}")
         table.add_column("method")
         for kind in kinds:
             for k in ks:

@@ -24,6 +24,8 @@ from commandline import (
     engine_options,
     existing_path,
     notice,
+    results_console,
+    titled_table,
     workers_option,
 )
 from rerank.cli_shared import matrix_options
@@ -110,15 +112,13 @@ def cv_markdown(result: Any, summary: dict[str, Any]) -> str:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
 
     from rerank.crossval import BASELINES, LEARNED
 
-    console = Console()
+    console = results_console()
     methods = [LEARNED, *(b[0] for b in BASELINES)]
     for pool, kinds in summary.items():
-        table = Table(title=f"cross-validated pass@1 (%), pool {pool}: fold mean ± std; OOF [95% CI]; Δ learned (p)")
+        table = titled_table(f"cross-validated pass@1 (%), pool {pool}: fold mean ± std; OOF [95% CI]; Δ learned (p)")
         table.add_column("method")
         for kind in kinds:
             table.add_column(kind, justify="right")

@@ -155,14 +155,13 @@ def _selection_markdown(selection: Mapping[str, Any]) -> str:
 
 
 def _print(compact: Mapping[str, Any], label: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from commandline import results_console, titled_table
 
-    table = Table(title=f"cross-validated pass@1 (%) per test shape, verdicts {label}")
+    table = titled_table(f"cross-validated pass@1 (%) per test shape, verdicts {label}")
     for col in ("shape", LEARNED, "codet", "b4", "codet-rw", "Δ vs better of codet/b4", "p"):
         table.add_column(col, justify="right")
     for shape, kinds in compact["pass@1"].items():
         r = kinds[label]
         table.add_row(shape, *(f"{100 * r[m]:.2f}" for m in (LEARNED, "codet", "b4", "codet-rw")),
                       f"{100 * r['learned_minus_best_rule']:+.2f} ({r['best_rule']})", f"{r['p_value']:.3f}")
-    Console().print(table)
+    results_console().print(table)

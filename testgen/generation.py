@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "hash_prompt",
     "index_runs",
     "generate_checked",
+    "recorded_requests",
     "solution_record",
     "Progress",
     "check_or_write_config",
@@ -77,6 +80,32 @@ def generate_checked(backend: Backend, prompts: list[Prompt], sampling: Sampling
         raise RunFailure(f"backend {backend.name} answered {len(results)} of {len(prompts)} prompts")
     for i, gens in enumerate(results):
         once(i, gens)
+
+
+@contextmanager
+def recorded_requests(backend: Backend, out: Path, command: str,
+                      notify: Callable[[str], None] | None) -> Iterator[None]:
+    """While inside, the backend's notices (retries, empty answers) go to ``notify``; on the way
+    out, also after a failure or Ctrl-C, what its requests came to
+    (:meth:`~testgen.backends.base.Backend.request_record`) is appended to ``out/requests.jsonl``,
+    one line per command, and its one-line summary, if it has one, goes to ``notify``."""
+    if notify is not None:
+        backend.notify = notify
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    completed = False
+    try:
+        yield
+        completed = True
+    finally:
+        record = backend.request_record() if isinstance(backend, Backend) else None
+        if record is not None:
+            line = {"command": command, "started": started, "completed": completed, "backend": backend.name,
+                    "model": backend.model, **record}
+            with (out / "requests.jsonl").open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            summary = backend.request_summary()
+            if summary and notify is not None:
+                notify(summary)
 
 
 def solution_record(sol: Solution, **extra: Any) -> dict[str, Any]:

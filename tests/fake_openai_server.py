@@ -5,7 +5,10 @@
 ending in ``assert f(`` is continued with asserts on ``f``; a chat prompt gets a fenced block.
 Faults are injected from a script: :attr:`FakeOpenAIServer.faults` is a list consumed one per
 request (``429``, ``500``, ``503``, ``"slow"`` to sleep past the client's timeout, ``"drop"`` to
-close the connection without an answer, ``None`` for a normal answer); once it is used up,
+close the connection without an answer, ``"html"`` for a status-200 HTML page (a proxy's
+login or error page), ``"truncated"`` for a JSON body cut short, ``"no_choices"`` for a JSON
+answer without ``choices``, ``"null"`` / ``"empty"`` for a normal answer whose every choice's
+text is ``null`` / ``""``, ``None`` for a normal answer); once it is used up,
 :attr:`FakeOpenAIServer.then` answers every request (``None``: normally, or one of the faults:
 a server that goes down). ``delay`` slows every answer. Counters record what was served; each
 request's body is kept, marked ``_answered`` when an answer was sent (``_slow`` when too late).
@@ -83,10 +86,11 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None,
+                      content_type: str = "application/json") -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -123,6 +127,10 @@ class FakeOpenAIServer:
                     self._send(fault, {"error": {"message": msg, "type": "fake", "code": fault}},
                                {"Retry-After": "0"} if fault == 429 else None)
                     return
+                if fault == "html":
+                    page = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
+                    self._send(200, page, content_type="text/html")
+                    return
                 if server.delay:
                     time.sleep(server.delay)
                 n = int(body.get("n") or 1)
@@ -145,16 +153,29 @@ class FakeOpenAIServer:
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
+                if fault in ("null", "empty"):
+                    for c in choices:
+                        if "text" in c:
+                            c["text"] = None if fault == "null" else ""
+                        else:
+                            c["message"]["content"] = None if fault == "null" else ""
                 ptoks = len(json.dumps(prompt).split())
                 payload = {
                     "id": f"fake-{server.requests}", "object": obj, "created": 0, "model": body.get("model"),
                     "choices": choices,
                     "usage": {"prompt_tokens": ptoks, "completion_tokens": 10 * n, "total_tokens": ptoks + 10 * n},
                 }
-                with server.lock:
-                    server.served += 1
-                    server.served_choices += n
-                    body["_answered"] = True
+                if fault == "no_choices":
+                    del payload["choices"]
+                elif fault == "truncated":
+                    cut = json.dumps(payload).encode()
+                    self._send(200, cut[: len(cut) // 2])
+                    return
+                if fault != "no_choices":
+                    with server.lock:
+                        server.served += 1
+                        server.served_choices += n
+                        body["_answered"] = True
                 self._send(200, payload)
 
         class Server(ThreadingHTTPServer):

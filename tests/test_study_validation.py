@@ -147,12 +147,13 @@ def test_a_study_stopped_by_ctrl_c_leaves_its_old_report_marked_out_of_date(tmp_
             assert time.monotonic() < deadline, "no step started"
             time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGINT)
-        proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-    assert proc.returncode != 0
+    assert proc.returncode == 130, err  # 128 + SIGINT, as a shell reports it
+    assert "interrupted: what was written so far is kept; run the same command again to resume" in err
     assert not (report / "done.json").exists()
     page = (report / "index.html").read_text()
     assert OUT_OF_DATE in page and page.index(OUT_OF_DATE) < page.index("<h1>")

@@ -204,9 +204,22 @@ class Backend:
     """Options that do not change what is generated (concurrency, timeouts): a resumed run
     may change them."""
 
+    notify: Callable[[str], None] | None = None
+    """Where the backend says what a user should know while it runs (a server's retries, empty
+    answers); set by the command that runs it (``None``: nowhere)."""
+
     def __init__(self, *, model: str, options: Any) -> None:
         self.model = model
         self.options = options
+
+    def request_record(self) -> dict[str, Any] | None:
+        """What the backend's requests came to in this session (requests, retries by kind, empty
+        answers), appended to the run directory's ``requests.jsonl``; ``None``: nothing to record."""
+        return None
+
+    def request_summary(self) -> str | None:
+        """The same as one line for the screen (``None``: nothing to say)."""
+        return None
 
     @classmethod
     def create(cls, *, model: str, options: Mapping[str, str | Any]) -> Backend:

@@ -5,7 +5,12 @@ Chat prompts go to ``/chat/completions``, completion prompts to ``/completions``
 ``n`` samples are asked for in one request (``n_per_request`` splits them for servers that cap
 ``n``). The openai client's own retries are switched off: this backend retries 408/409/429/5xx
 responses, timeouts and connection errors itself, with exponential backoff and full jitter
-(honouring ``Retry-After``), and counts them in :attr:`OpenAIBackend.stats`. Answers are handed
+(honouring ``Retry-After``), and counts them in :attr:`OpenAIBackend.stats`. An answer that is
+not a completion (an HTML page from a proxy, a body cut short, JSON without ``choices``) is
+retried the same way, as kind ``"malformed"``. Each retry is told to :attr:`Backend.notify`
+(at most one line every few seconds per kind, so a rate-limited run says why it is slow), and so
+is a choice whose text is null or empty (counted as ``empty_completions``: it holds no tests,
+but it is the model's answer, so it is kept, not retried). Answers are handed
 to the pipeline as each prompt completes, so a kill loses only the requests in flight; a request
 that still fails after ``max_retries`` stops the run (after the requests in flight have been
 delivered) with the server's message.
@@ -41,6 +46,7 @@ from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
 from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.openai_requests import MalformedAnswer, RequestStats, advice, choices_of
 
 __all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats", "read_base_urls"]
 
@@ -124,36 +130,6 @@ class OpenAIOptions:
         read_base_urls(self.base_url, self.base_url_file)  # a bad URL or file is refused here
 
 
-@dataclass(kw_only=True)
-class RequestStats:
-    """What the backend did (not frozen: updated as requests run)."""
-
-    requests: int = 0
-    """HTTP requests sent (including retries)."""
-    retries: int = 0
-    """Requests that were retried."""
-    errors_by_kind: dict[str, int] = field(default_factory=dict)
-    """Retried errors by kind (``"429"``, ``"500"``, ``"timeout"``, ``"connection"``)."""
-    answered_by: dict[str, int] = field(default_factory=dict)
-    """Answered requests per server (base URL; ``"server"`` for the default one)."""
-    handed_over: int = 0
-    """Failed requests sent back to the queue for another server."""
-    rests: int = 0
-    """Times a server was rested after failing ``rest_after`` times in a row."""
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def count(self, kind: str | None) -> None:
-        with self.lock:
-            self.requests += 1
-            if kind is not None:
-                self.retries += 1
-                self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
-
-    def answered(self, server: str) -> None:
-        with self.lock:
-            self.answered_by[server] = self.answered_by.get(server, 0) + 1
-
-
 @dataclass(kw_only=True, eq=False)
 class _Server:
     """One endpoint and its health (guarded by the dispatch's lock)."""
@@ -178,7 +154,7 @@ class _Job:
 
 
 class _Retryable(Exception):
-    """A failed request worth retrying (429, 5xx, timeout, dropped connection)."""
+    """A failed request worth retrying (429, 5xx, timeout, dropped connection, a malformed answer)."""
 
     def __init__(self, kind: str, retry_after: float | None, error: Exception) -> None:
         super().__init__(kind)
@@ -202,6 +178,26 @@ class OpenAIBackend(Backend):
         super().__init__(model=model, options=options)
         self.stats = RequestStats()
         self._servers: list[_Server] | None = None
+        self._told: dict[str, float] = {}
+        self._told_lock = threading.Lock()
+
+    def request_record(self) -> dict[str, Any]:
+        return self.stats.to_json()
+
+    def request_summary(self) -> str | None:
+        return self.stats.summary()
+
+    def tell(self, key: str, message: str, *, every: float = 5.0) -> None:
+        """Pass ``message`` to :attr:`notify`, at most once every ``every`` seconds per ``key``."""
+        notify = self.notify
+        if notify is None:
+            return
+        now = time.monotonic()
+        with self._told_lock:
+            if now - self._told.get(key, float("-inf")) < every:
+                return
+            self._told[key] = now
+        notify(message)
 
     @property
     def is_chat(self) -> bool:
@@ -263,16 +259,20 @@ class OpenAIBackend(Backend):
         try:
             if prompt.messages is not None:
                 resp = client.chat.completions.create(messages=[m.to_json() for m in prompt.messages], **common)
-                texts = [(c.message.content or "", c.finish_reason) for c in resp.choices]
             else:
                 resp = client.completions.create(prompt=prompt.text, **common)
-                texts = [(c.text or "", c.finish_reason) for c in sorted(resp.choices, key=lambda c: c.index)]
+            texts = choices_of(resp, chat=prompt.messages is not None)
         except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
             kind, retry_after = _classify(exc)
             if kind is None:
                 self.stats.count(None)
-                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}") from exc
+                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}{advice(exc)}") from exc
             raise _Retryable(kind, retry_after, exc) from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:  # ValueError: JSONDecodeError
+            why = MalformedAnswer(f"the answer is not a completion ({type(exc).__name__}: {str(exc)[:120]})")
+            raise _Retryable("malformed", None, why) from exc
+        except MalformedAnswer as exc:
+            raise _Retryable("malformed", None, exc) from exc
         self.stats.count(None)
         self.stats.answered(server.label)
         if len(texts) != n:
@@ -280,6 +280,13 @@ class OpenAIBackend(Backend):
                 f"openai backend: asked for n={n} choices, the server returned {len(texts)}"
                 " (if it does not support n, use -o n_per_request=1)"
             )
+        empty = sum(1 for text, _ in texts if not text)
+        if empty:
+            with self.stats.lock:
+                self.stats.empty_completions += empty
+                total = self.stats.empty_completions
+            self.tell("empty", f"openai backend: {server.label}: {total:,} empty completion(s) so far (null or "
+                               "empty text: no tests in them; kept, and counted in requests.jsonl)")
         usage = None
         if getattr(resp, "usage", None) is not None:
             u = resp.usage
@@ -291,7 +298,7 @@ class OpenAIBackend(Backend):
             }
         out = []
         for text, reason in texts:
-            cut, stopped = cut_at_stop(text, sampling.stop)
+            cut, stopped = cut_at_stop(text or "", sampling.stop)
             out.append(Generation(text=cut, finish_reason="stop" if stopped else reason, usage=usage))
         return out
 
@@ -428,11 +435,16 @@ class _Dispatch:
                 except _Retryable as r:
                     if job.attempt >= opts.max_retries:
                         backend.stats.count(None)
-                        self._finish(job, RunFailure(f"openai backend: {server.label}: {_describe(r.error)}"))
+                        self._finish(job, RunFailure(
+                            f"openai backend: {server.label}: {_describe(r.error)}, still after {opts.max_retries} "
+                            f"retries{advice(r.error)}"))
                         break
                     backend.stats.count(r.kind)
                     delay = backend.backoff(job.attempt, r.retry_after)
                     job.attempt += 1
+                    backend.tell(r.kind, f"openai backend: {server.label}: {_describe(r.error)}; retrying "
+                                         f"(try {job.attempt + 1} of {opts.max_retries + 1}, {backend.stats.retries:,} "
+                                         f"retries so far) in {delay:.1f} s")
                     with self.cond:
                         server.failures_in_row += 1
                         now = time.monotonic()

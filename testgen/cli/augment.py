@@ -22,6 +22,8 @@ from commandline import (
     engine_options,
     existing_path,
     notice,
+    results_console,
+    titled_table,
     workers_option,
 )
 from testgen.cli.options import task_options
@@ -167,18 +169,16 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
 
 
 def _print_reduce(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
 
     s = report.summary
-    table = Table(title=f"Table 4 (EvalPlus): pass@1 and tests per task, held out by {s['holdout']}, "
+    table = titled_table(f"Table 4 (EvalPlus): pass@1 and tests per task, held out by {s['holdout']}, "
                         f"{s['samples']:,} samples")
     table.add_column("suite")
     table.add_column("tests / task", justify="right")
     table.add_column("pass@1", justify="right")
     for row in report.table4:
         table.add_row(row["kinds"], f"{row['tests_per_task']:.1f}", f"{row['pass@1']:.2f}")
-    Console().print(table)
+    results_console().print(table)
     kept = "; ".join(f"{k}: {v['met']:,} of {v['requirements']:,} met, {v['inputs_needed']:,} inputs"
                      + (f", {v['unmeetable']:,} unmeetable" if v["unmeetable"] else "")
                      for k, v in s["per_kind"].items())

@@ -12,12 +12,15 @@ import click
 
 from commandline import (
     NON_NEGATIVE_INT,
+    POSITIVE_INT,
     DatasetName,
     dataset_path_option,
     engine_options,
     existing_path,
     notice,
+    results_console,
     timeout_option,
+    titled_table,
     workers_option,
 )
 
@@ -82,6 +85,9 @@ def _pct(x: Any) -> str:
                    "cache; then give RUN_DIR first, or use --pbt).")
 @click.option("--pbt", is_flag=True,
               help="Same as --propertyeval without a PATH: the snapshot found as 'testgen evaluate --pbt' finds it.")
+@click.option("--limit", type=POSITIVE_INT, default=None,
+              help="Score only the first N tasks of the dataset (as 'testgen run --limit N' chose them); "
+                   "default: every task in RUN_DIR/generations.jsonl.")
 @click.option("--no-cache", is_flag=True,
               help="Run every test again instead of reusing the executions an earlier eval kept in the result store.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -89,7 +95,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
           mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: str | None,
-          pbt: bool, no_cache: bool, quiet: bool) -> None:
+          pbt: bool, limit: int | None, no_cache: bool, quiet: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
@@ -115,7 +121,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
         workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache, mutation=mutation,
         mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after,
-        pbt=pbt or propertyeval_path is not None, propertyeval=_snapshot(propertyeval_path),
+        pbt=pbt or propertyeval_path is not None, propertyeval=_snapshot(propertyeval_path), limit=limit,
     )
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -129,7 +135,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
 
         result = eval_run(run_dir, opts, progress=progress, notify=notice)
     m = result.metrics
-    Console().print(_metrics_table(m, run_dir))
+    results_console().print(_metrics_table(m, run_dir))
     for w in m.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
     click.echo(f"wrote {result.out_dir / 'metrics.json'} and {result.out_dir / 'generations.jsonl'}")
@@ -138,11 +144,10 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
 def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
     """The terminal table of ``metrics.json``: the headline metrics (P, P', C and any plugin's), their
     other empty-generation variant, correctness by position, counts, Table 4's split, M, time."""
-    from rich.table import Table
 
     from testgen.metrics import metric_specs
 
-    table = Table(title=f"testgen eval: {run_dir}")
+    table = titled_table(f"testgen eval: {run_dir}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     other = m["variants"][f"empty_{'exclude' if m['empty_generations'] == 'zero' else 'zero'}"]
@@ -156,7 +161,9 @@ def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
     for row in m["by_position"]:
         table.add_row(f"test #{row['position']} correct (n={row['n']})", _pct(row["fraction"]))
     c = m["counts"]
-    table.add_row("tasks x generations", f"{c['tasks']} / {c['generations']}")
+    in_run = m["options"].get("tasks_in_run")
+    of_run = f" (of {in_run} in the run; --limit {m['options']['limit']})" if m["options"].get("limit") else ""
+    table.add_row("tasks x generations", f"{c['tasks']} / {c['generations']}{of_run}")
     table.add_row("generations without tests", str(c["generations_without_tests"]))
     table.add_row("tests dropped: no entry point / unparsable / rebinding it",
                   f"{c['tests_dropped_no_entry_point']} / {c['tests_dropped_unparsable']} / "

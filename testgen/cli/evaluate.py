@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from commandline import POSITIVE_FLOAT, dataset_option, dataset_path_option, engine_options, existing_path, workers_option
+from commandline import (
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    dataset_option,
+    dataset_path_option,
+    engine_options,
+    existing_path,
+    results_console,
+    titled_table,
+    workers_option,
+)
 from commandline.progress import progress_bars
 from testgen.commands.judge_code import judged_on_own
 
@@ -24,15 +34,13 @@ __all__ = ["evaluate"]
 
 def _print_table(result: EvaluateResult, evaluator: str) -> None:
     """The pass@k table on stdout (base and plus, or the original asserts; +pbt rows when judged)."""
-    from rich.console import Console
-    from rich.table import Table
 
     from evaluation.datasets import Judge
 
     table_data = result.pass_at_k
     ks = sorted(set(table_data["base"]) | set(table_data["plus"]))
     dataset = result.dataset
-    table = Table(title=f"{dataset.name} ({dataset.version}), {result.tasks} tasks, "
+    table = titled_table(f"{dataset.name} ({dataset.version}), {result.tasks} tasks, "
                         f"{result.samples} samples ({result.distinct} distinct), evaluator: {evaluator}")
     table.add_column("tests")
     for k in ks:
@@ -45,7 +53,7 @@ def _print_table(result: EvaluateResult, evaluator: str) -> None:
                  ("base_pbt", "base + PropertyEval (PropertyEval's column)"))
     for split, label in rows:
         table.add_row(label, *(f"{100 * table_data[split][k].value:.1f}" for k in ks))
-    Console().print(table)
+    results_console().print(table)
     if asserts_only:
         click.echo(_no_plus_note(dataset.name))
 
@@ -89,6 +97,9 @@ def _no_plus_note(name: str) -> str:
                    "$TESTGEN_PROPERTYEVAL, else the pinned snapshot downloaded into the cache).")
 @click.option("--pbt-examples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Inputs drawn per task from its PropertyEval strategy (PropertyEval: 1000).")
+@click.option("--limit", type=POSITIVE_INT, default=None,
+              help="Judge only the samples of the first N tasks of the dataset (as 'testgen run/sample --limit N' "
+                   "chose them); default: every task with samples.")
 def evaluate(
     dataset_name: str,
     samples: str,
@@ -104,6 +115,7 @@ def evaluate(
     pbt: bool,
     propertyeval_path: str | None,
     pbt_examples: int,
+    limit: int | None,
 ) -> None:
     """Judge sampled solutions on HumanEval+/MBPP+ and print pass@1/10/100 (base and plus).
 
@@ -123,11 +135,14 @@ def evaluate(
         samples=samples, dataset=dataset_name, dataset_path=dataset_path, out=out, evaluator=evaluator,  # type: ignore[arg-type]
         model=model, codet_prompts=codet_prompts, min_time_limit=min_time_limit,
         gt_time_limit_factor=gt_time_limit_factor, pbt=pbt, propertyeval=propertyeval_path, pbt_examples=pbt_examples,
-        workers=workers, engine=engine,
+        workers=workers, engine=engine, limit=limit,
     )
     console = Console(stderr=True)
     with progress_bars(console) as bars:
         result = judge(config, progress=bars,
                        notify=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
     _print_table(result, evaluator)
-    console.print(f"verdicts: {result.out}   ({result.seconds:.1f}s)", markup=False, highlight=False)
+    from testgen.commands.judge_code import summary_path
+
+    console.print(f"verdicts: {result.out}, pass@k: {summary_path(result.out)}   ({result.seconds:.1f}s)",
+                  markup=False, highlight=False, soft_wrap=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from commandline import existing_path
+from commandline import existing_path, results_console, titled_table
 
 __all__ = ["report"]
 
@@ -33,7 +33,6 @@ def _parse_pass1(values: tuple[str, ...]) -> dict[str, float]:
 def _print_intervals(console: Any, res: dict[str, Any]) -> None:
     """Per metric: models x settings, mean over tasks [95% CI], * best of the setting, ≈ not
     significantly different from it."""
-    from rich.table import Table
 
     from testgen.commands.compare_runs import SETTING_ORDER
     from testgen.report_stats import ALPHA, METRIC_NAMES
@@ -44,7 +43,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
     models = list(dict.fromkeys(r.model for r in runs))
     label = {(r.model, r.setting): r.label for r in runs}
     for metric, block in res["stats"].items():
-        table = Table(title=f"{METRIC_NAMES.get(metric, metric)} (%), mean over tasks [95% CI]")
+        table = titled_table(f"{METRIC_NAMES.get(metric, metric)} (%), mean over tasks [95% CI]")
         table.add_column("model")
         for s in settings:
             table.add_column(s, justify="right")
@@ -72,7 +71,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
 @click.argument("run_dirs", nargs=-1, required=True,
                 type=existing_path(file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("report"), show_default=True,
-              help="Directory for report.md, table2.md, table2.csv and the PNG plots.")
+              help="Directory for index.html, report.md, table2.md, table2.csv, tasks.json and the PNG plots.")
 @click.option("--code-pass1", multiple=True, metavar="MODEL=VALUE",
               help="Code pass@1 of a model for Figure 2 (fraction or percent); default: from self runs' verdicts.")
 @click.option("--coverage-arcs", type=click.Choice(["all", "tests-only"]), default="all", show_default=True,
@@ -83,8 +82,6 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     Given one 'testgen study' folder instead, write the study's report (Tables 1-6, Figures 2-3,
     index.html) into DIR/report (docs/study.md).
     """
-    from rich.console import Console
-    from rich.table import Table
 
     from testgen.commands.compare_runs import report as write_report
 
@@ -94,15 +91,19 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
         folder = res["study"]
         click.echo(f"wrote {len(res['files'])} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
         return
-    table = Table(title="P' (C), %  (Table 2 shape; each column names its C)")
+    from testgen.commands.compare_runs import left_out_line
+
+    if res["left_out"]:
+        click.secho(f"warning: {left_out_line(res['left_out'], len(res['compared']))}", fg="yellow", err=True)
+    table = titled_table(f"P' (C), %  (Table 2 shape; each column names its C; {len(res['compared'])} tasks)")
     for i, h in enumerate(res["header"]):
         table.add_column(h, justify="left" if i == 0 else "right")
     for row in res["rows"]:
         table.add_row(*row)
-    console = Console()
+    console = results_console()
     console.print(table)
     _print_intervals(console, res)
     for s, f in res["fits"].items():
         if f.get("pearson_r") is not None:
             click.echo(f"Figure 2, {s}: Pearson r = {f['pearson_r']:.3f} over {f['n']} models")
-    click.echo(f"wrote {len(res['files'])} files to {out}")
+    click.echo(f"wrote {len(res['files'])} files to {out} (open {out / 'index.html'})")

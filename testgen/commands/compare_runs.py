@@ -11,6 +11,12 @@
 * Figure 3: correctness of the 1st, 2nd, 3rd, ... kept test of a generation.
 * Per-task distributions of P' and C (box plots, one box per run).
 
+Runs are compared on the tasks every one of them has: a run scored on more tasks (a run
+directory of 164 tasks beside one of 5) is scored again here, from its ``eval/generations.jsonl``,
+on the common tasks only (:func:`on_common_tasks`); what was left out is said on screen, in
+``report.md`` and in ``tasks.json``. The figures that cannot be recomputed from that file (the
+mutation score M, code pass@1 of the prompts' code, the tests-only C) are then left out ("-").
+
 Input: run directories scored by ``testgen eval`` (``RUN/eval/metrics.json`` and
 ``RUN/eval/generations.jsonl``), or those eval directories themselves.
 """
@@ -31,7 +37,7 @@ from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
 
 __all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "report", "SETTING_ORDER", "coverage_label",
-           "mutation_score"]
+           "mutation_score", "on_common_tasks", "task_ids"]
 
 SETTING_ORDER = ("oracle", "self", "cross", "placeholder")
 """Column order of Table 2 (other settings follow, alphabetically)."""
@@ -96,6 +102,77 @@ def load_evaluated(path: str | os.PathLike[str]) -> EvaluatedRun:
         path=eval_dir, model=str(run.get("model") or p.name), setting=str(run.get("setting") or "unknown"),
         metrics=metrics, per_task=_per_task(eval_dir, str(metrics.get("empty_generations", "zero"))),
     )
+
+
+def task_ids(run: EvaluatedRun) -> list[str]:
+    """The tasks the run was scored on, in the order of its ``eval/generations.jsonl``."""
+    return list(run.per_task)
+
+
+_NOT_RECOMPUTED = ("code_pass1", "mutation", "prompt_coverage", "prompt_correctness")
+"""``metrics.json`` entries that ``eval/generations.jsonl`` cannot give for a subset of tasks."""
+
+
+def _rescored(run: EvaluatedRun, tasks: set[str]) -> EvaluatedRun:
+    """``run`` scored on ``tasks`` only: its headline metrics, variants, Figure 3 and counts
+    recomputed from ``eval/generations.jsonl`` as ``testgen eval`` computed them; the entries of
+    :data:`_NOT_RECOMPUTED` and the tests-only C are left out."""
+    from evaluation.records import Outcome
+    from testgen.coverage import CoverageCounts, CoverageMeasure
+    from testgen.metrics import DedupKey, EmptyPolicy, GenerationResult, canonical_test, summarize
+
+    opts = run.metrics.get("options") or {}
+    key = DedupKey(opts.get("dedup") or "ast")
+    gens = []
+    for _, g in read_jsonl(run.path / "generations.jsonl"):
+        if str(g["task_id"]) not in tasks:
+            continue
+        counts = g.get("coverage_counts")
+        tests = tuple(g.get("tests") or ())
+        gens.append(GenerationResult(
+            task_id=str(g["task_id"]), generation_id=str(g["generation_id"]), solution_id=g.get("solution_id"),
+            tests=tests, canonical=tuple(canonical_test(t, key) for t in tests),
+            outcomes=tuple(Outcome(o) for o in g.get("outcomes") or ()),
+            coverage=CoverageCounts(**counts) if counts else None, prompt_correct=g.get("prompt_correct"),
+            n_extracted=int(g.get("n_extracted") or 0), dropped_no_entry_point=int(g.get("dropped_no_entry_point") or 0),
+            dropped_unparsable=int(g.get("dropped_unparsable") or 0),
+            dropped_rebinding=int(g.get("dropped_rebinding") or 0)))
+    body = summarize(gens, measure=CoverageMeasure(run.metrics.get("coverage_measure") or "total"),
+                     empty=EmptyPolicy(run.metrics.get("empty_generations") or "zero"),
+                     positions=max(len(run.metrics.get("by_position") or ()), 1))
+    body.pop("prompt_correctness", None)
+    body["variants"]["coverage_tests_only"] = None
+    kept = {k: v for k, v in run.metrics.items() if k not in _NOT_RECOMPUTED}
+    metrics = {**kept, **body, "rescored_on_tasks": len(tasks),
+               "scored_on_tasks": len(run.per_task)}
+    return EvaluatedRun(path=run.path, model=run.model, setting=run.setting, metrics=metrics,
+                        per_task={t: v for t, v in run.per_task.items() if t in tasks})
+
+
+def on_common_tasks(runs: Sequence[EvaluatedRun]) -> tuple[list[EvaluatedRun], list[str], dict[str, list[str]]]:
+    """The runs on the tasks all of them have (a run with more is :func:`_rescored`), those
+    tasks in the first run's order, and per run label the tasks left out of it. No task in
+    common is an input error."""
+    if not runs:
+        return [], [], {}
+    common = set(task_ids(runs[0]))
+    for r in runs[1:]:
+        common &= set(task_ids(r))
+    if not common:
+        sizes = ", ".join(f"{r.label}: {len(r.per_task)}" for r in runs)
+        raise TestgenError(f"the runs have no task in common ({sizes} tasks): nothing to compare")
+    order = [t for t in task_ids(runs[0]) if t in common]
+    left_out = {r.label: [t for t in task_ids(r) if t not in common] for r in runs}
+    left_out = {k: v for k, v in left_out.items() if v}
+    return [_rescored(r, common) if r.label in left_out else r for r in runs], order, left_out
+
+
+def left_out_line(left_out: Mapping[str, Sequence[str]], compared: int) -> str:
+    """One sentence: how many tasks are compared and what was left out of which run."""
+    parts = "; ".join(f"{label}: {len(ts):,} ({', '.join(ts[:3])}{', ...' if len(ts) > 3 else ''})"
+                      for label, ts in left_out.items())
+    return (f"comparing the {compared:,} tasks every run has; left out (scored again without them): {parts}. "
+            "M, code pass@1 and the tests-only C of those runs are not recomputed ('-'); tasks.json lists every task")
 
 
 def _settings(runs: Sequence[EvaluatedRun]) -> list[str]:
@@ -179,16 +256,22 @@ def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, flo
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from testgen.plots import fit_percent_axes
+
     fits: dict[str, Any] = {}
     fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=120)
     markers = "osD^vP*X"
+    all_x: list[float] = []
+    all_y: list[float] = []
     for i, s in enumerate(_settings(runs)):
         pts = [(100 * c, 100 * r.metrics["dedup_pass_rate"], r.model) for r in runs if r.setting == s
                and (c := _code_pass1(r, overrides)) is not None and r.metrics.get("dedup_pass_rate") is not None]
         if not pts:
             continue
         xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-        sc = ax.scatter(xs, ys, marker=markers[i % len(markers)], s=50, label=s, zorder=3)
+        all_x += list(xs)
+        all_y += list(ys)
+        sc = ax.scatter(xs, ys, marker=markers[i % len(markers)], s=50, label=s, zorder=3, clip_on=False)
         for x, y, name in pts:
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         if len(pts) >= 2 and np.ptp(xs) > 0:
@@ -200,6 +283,7 @@ def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, flo
             fits[s] = {"slope": float(slope), "intercept": float(icpt), "pearson_r": r, "n": len(pts)}
         else:
             fits[s] = {"n": len(pts), "pearson_r": None}
+    fit_percent_axes(ax, all_x, all_y)
     ax.set_xlabel("code pass@1 (%), HumanEval+")
     ax.set_ylabel("test pass rate P' (%)")
     ax.set_title("Test pass rate vs code pass@1 (one point per model)")
@@ -223,6 +307,8 @@ def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from testgen.plots import mark_missing_bars
+
     k = max((len(r.metrics.get("by_position", [])) for r in runs), default=0)
     k = min(k, 5)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(runs) + 3), 4.8), dpi=120)
@@ -234,12 +320,15 @@ def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
             rows = r.metrics.get("by_position", [])
             f = rows[pos]["fraction"] if pos < len(rows) else None
             vals.append(np.nan if f is None else 100 * f)
-        bars = ax.bar(x + (pos - (k - 1) / 2) * width, vals, width, label=f"test #{pos + 1}")
-        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
+        where = x + (pos - (k - 1) / 2) * width
+        bars = ax.bar(where, vals, width, label=f"test #{pos + 1}")
+        ax.bar_label(bars, labels=["" if v != v else f"{v:.1f}" for v in vals], fontsize=7, padding=2)
+        mark_missing_bars(ax, list(where), vals, text=f"no test #{pos + 1}")
     ax.set_xticks(x, [r.label for r in runs], rotation=20, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(runs) - 0.5)  # a run's missing last bars are slots too
     ax.set_ylabel("tests correct on the reference (%)")
     ax.set_ylim(0, 110)
-    ax.set_title("Correctness by position of the test in its generation")
+    ax.set_title("Correctness by position of the test in its generation (0 and 'no test #k' differ)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -261,8 +350,10 @@ def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
         ax.set_xticks(range(1, len(runs) + 1), [r.label for r in runs], rotation=20, ha="right", fontsize=8)
         ax.set_ylabel(f"{title.split()[0]} (%)")
         ax.set_ylim(-3, 103)
-        ax.set_title(f"{title} (box: quartiles, triangle: mean; {len(runs[0].per_task) if runs else 0} tasks)",
-                     fontsize=9)
+        counts = sorted({len(d) for d in data})
+        shown = (f"{counts[0]} tasks" if len(counts) == 1 else
+                 f"{counts[0]}-{counts[-1]} tasks with a value") if counts else "no task"
+        ax.set_title(f"{title} (box: quartiles, triangle: mean; {shown})", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out)
@@ -295,10 +386,14 @@ def _write_table2_csv(runs: Sequence[EvaluatedRun], stats: Mapping[str, Any], co
 
 
 def _report_markdown(runs: Sequence[EvaluatedRun], table2_md: str, ci_md: str, fits: Mapping[str, Any], *,
-                     tests_only: bool) -> str:
-    """``report.md``: Table 2 with what its C and M are, the Figure 2 fits, the intervals, the plots."""
+                     tests_only: bool, compared: Sequence[str] = (),
+                     left_out: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``report.md``: the tasks compared, Table 2 with what its C and M are, the Figure 2 fits, the
+    intervals, the plots."""
     label = coverage_label(runs, tests_only=tests_only)
-    lines = ["# testgen report", "", "Table 2 shape: P' (C), percent; rows models, columns settings.",
+    tasks = (f"**{left_out_line(left_out, len(compared))}.**" if left_out else
+             f"Every run was scored on the same {len(compared):,} tasks.")
+    lines = ["# testgen report", "", tasks, "", "Table 2 shape: P' (C), percent; rows models, columns settings.",
              f"{label}: coverage.py's branch-mode figure ({label.split()[1].rstrip(',')}) of the reference "
              + ("from the arcs the tests run, without what importing the program runs (def lines, imports)."
                 if tests_only else "counting every arc run, including what importing the program runs, as "
@@ -328,7 +423,8 @@ def report(
     code_pass1: Mapping[str, float] | None = None,
     tests_only: bool = False,
 ) -> dict[str, Any]:
-    """``testgen report``: write report.md, table2.csv, table2.md and the PNG plots under ``out_dir``.
+    """``testgen report``: write report.md (and the same as one page, index.html), table2.csv,
+    table2.md, tasks.json and the PNG plots under ``out_dir``.
 
     Given one ``testgen study`` folder instead, re-write that study's report into its ``report``
     folder (:func:`testgen.commands.run_study.study_report`) and return ``{"study": folder,
@@ -348,9 +444,11 @@ def report(
         return {"study": Path(run_paths[0]), "files": study_report(run_paths[0])}
     from testgen.report_stats import ci_markdown, run_statistics
 
-    runs = [load_evaluated(p) for p in run_paths]
+    runs, compared, left_out = on_common_tasks([load_evaluated(p) for p in run_paths])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "tasks.json").write_text(json.dumps({"compared": compared, "left_out": left_out}, indent=1) + "\n",
+                                    encoding="utf-8")
     header, rows = table2_rows(runs, tests_only=tests_only)
     stats = run_statistics(runs)
     ci_md = ci_markdown(runs, stats, _settings(runs))
@@ -365,6 +463,11 @@ def report(
     fits = _plot_pass_vs_code(runs, code_pass1 or {}, out / "pass_rate_vs_code_pass1.png")
     _plot_by_position(runs, out / "correctness_by_position.png")
     _plot_per_task(runs, out / "per_task_distribution.png")
-    (out / "report.md").write_text(_report_markdown(runs, md, ci_md, fits, tests_only=tests_only), encoding="utf-8")
+    report_md = _report_markdown(runs, md, ci_md, fits, tests_only=tests_only, compared=compared, left_out=left_out)
+    (out / "report.md").write_text(report_md, encoding="utf-8")
+    from testgen.report_html import html_page
+
+    (out / "index.html").write_text(html_page(report_md, out, "testgen report"), encoding="utf-8")
     files = sorted(str(p) for p in out.iterdir() if p.is_file())
-    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files}
+    return {"runs": runs, "header": header, "rows": rows, "fits": fits, "stats": stats, "files": files,
+            "compared": compared, "left_out": left_out}

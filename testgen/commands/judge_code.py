@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from evaluation.evalplus.propertyeval import PbtSuite
 
 __all__ = ["EvaluateConfig", "EvaluateResult", "evaluate", "verdict_record", "default_out_path", "judged_on_own",
-           "VERDICTS_FORMAT"]
+           "VERDICTS_FORMAT", "summary_path", "summary_record"]
 
 VERDICTS_FORMAT = 1
 """Version of the verdict records (:func:`verdict_record`): part of the digest that lets a run
@@ -83,6 +83,9 @@ class EvaluateConfig:
     """Executor workers (default: one per core)."""
     engine: EngineChoice = field(default_factory=EngineChoice)
     """Where the programs run: this machine, or a Ray cluster (the same verdicts)."""
+    limit: int | None = None
+    """Judge only the samples of the first ``limit`` tasks of the dataset, in its order (as
+    ``testgen run --limit`` and ``testgen sample --limit`` choose them); ``None``: every task."""
 
     @property
     def time_limits(self) -> TimeLimits:
@@ -229,6 +232,12 @@ def _read(config: EvaluateConfig, samples: str, notify: Notify) -> tuple[Dataset
     require_known_tasks(found, dataset,
                         hint="" if config.codet_prompts or not found.unmatched else "; pass --codet-prompts")
     present = set(found.tasks())
+    if config.limit is not None:
+        first = list(dataset.problems)[: config.limit]
+        notify(f"--limit {config.limit}: judging the samples of the first {len(first)} of {len(dataset)} tasks "
+               f"({sum(1 for t in present if t not in first)} task(s) of {samples} left out)")
+        dataset = replace(dataset, problems={t: dataset.problems[t] for t in first})
+        present &= set(first)
     missing = [t for t in dataset.problems if t not in present]
     if missing:
         notify(f"{len(missing)} of {len(dataset)} tasks have no solution (evaluating the {len(dataset) - len(missing)} "
@@ -246,9 +255,11 @@ def _judge_on_asserts(config: EvaluateConfig, dataset: Dataset, sols: Sequence[S
     samples (written as they are judged; those of a stopped run reused)."""
     from evaluation.asserts import assert_truth, evaluate_on_asserts
 
-    progress("references on their asserts")
+    step = progress("references on their asserts")
     needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+    step(0, len(needed.problems))
     atruth = assert_truth(needed, workers=config.workers, time_limits=config.time_limits)
+    step(len(needed.problems), len(needed.problems))
     kept = sum(len(s.tests) for s in atruth.tasks.values())
     notify(f"references: pass {kept} of {kept + len(atruth.skipped)} original asserts ({atruth.seconds:.1f}s)")
     for line in atruth.skipped:
@@ -268,9 +279,11 @@ def _judge_on_inputs(config: EvaluateConfig, dataset: Dataset, sols: Sequence[So
     inputs when asked, then the samples (written as they are judged; those of a stopped run reused)."""
     from evaluation.evalplus import evaluate_solutions, ground_truth
 
-    progress("ground truth")
-    truth = ground_truth(replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present}),
-                         workers=config.workers)
+    step = progress("ground truth")
+    wanted = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
+    step(0, len(wanted.problems))
+    truth = ground_truth(wanted, workers=config.workers)
+    step(len(truth.tasks), len(truth.tasks))  # done: the bar is not left at 0/?
     notify(f"ground truth of {len(truth.tasks):,} tasks: from the store {truth.cache_file}" if truth.from_cache else
            f"ground truth of {len(truth.tasks):,} tasks: {truth.computed:,} computed in {truth.seconds:.1f} s, "
            f"kept in the store {truth.cache_file}")
@@ -364,10 +377,62 @@ def _write(config: EvaluateConfig, out_path: Path, spec: DatasetSpec, dataset: D
                "are not judged: " + ", ".join(unjudged[:10]))
     write_jsonl(out_path, records)
     partial_path(out_path).unlink(missing_ok=True)
-    return EvaluateResult(out=out_path, dataset=dataset, judge=spec.judge, tasks=len(present & set(dataset.problems)),
-                          samples=len(sols), distinct=len({(s.task_id, s.code) for s in sols}), judged=len(judged),
-                          reused=sum(1 for s in sols if s.solution_id in reused and s.solution_id not in verdicts),
-                          pass_at_k=verdict_pass_at_k(judged), seconds=seconds)
+    result = EvaluateResult(out=out_path, dataset=dataset, judge=spec.judge, tasks=len(present & set(dataset.problems)),
+                            samples=len(sols), distinct=len({(s.task_id, s.code) for s in sols}), judged=len(judged),
+                            reused=sum(1 for s in sols if s.solution_id in reused and s.solution_id not in verdicts),
+                            pass_at_k=verdict_pass_at_k(judged), seconds=seconds)
+    summary = summary_path(out_path)
+    tmp = summary.with_name(summary.name + ".tmp")
+    tmp.write_text(json.dumps(summary_record(result, config, judged), indent=1) + "\n", encoding="utf-8")
+    tmp.replace(summary)
+    return result
+
+
+def summary_path(out: Path) -> Path:
+    """``OUT.summary.json`` beside the verdicts ``OUT`` (``x.verdicts.jsonl`` -> ``x.verdicts.summary.json``)."""
+    name = out.name
+    for ext in (".jsonl.gz", ".jsonl", ".json"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+            break
+    return out.with_name(name + ".summary.json")
+
+
+def summary_record(result: EvaluateResult, config: EvaluateConfig, judged: Sequence[Verdict]) -> dict[str, Any]:
+    """The pass@k summary written beside the verdicts (what EvalPlus's ``*_eval_results.json``
+    gives): per split and k the estimate (a fraction) and the tasks it is over, the counts, and
+    what was judged on."""
+    per_task: dict[str, dict[str, int]] = {}
+    with_plus = result.judge is Judge.EVALPLUS
+    for v in judged:
+        t = per_task.setdefault(v.task_id, {"n": 0, "base": 0, **({"plus": 0} if with_plus else {})})
+        t["n"] += 1
+        t["base"] += bool(v.base)
+        if with_plus:
+            t["plus"] += bool(v.plus)
+    return {
+        "verdicts": str(result.out),
+        "samples_file": config.samples,
+        "dataset": result.dataset.name,
+        "dataset_version": result.dataset.version,
+        "judge": result.judge.value,
+        "evaluator": config.evaluator,
+        "limit": config.limit,
+        "tasks": result.tasks,
+        "samples": result.samples,
+        "distinct": result.distinct,
+        "judged": result.judged,
+        "reused": result.reused,
+        "pass_at_k": {split: {str(k): _passk_json(v) for k, v in ks.items()} for split, ks in result.pass_at_k.items()},
+        "per_task": per_task,
+        "min_time_limit": config.min_time_limit,
+        "gt_time_limit_factor": config.gt_time_limit_factor,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def _passk_json(value: Any) -> dict[str, Any]:
+    return {"value": float(value.value), "tasks": int(value.tasks)}
 
 
 def _verdict_from_record(rec: Mapping[str, Any]) -> Verdict:

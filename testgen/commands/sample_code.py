@@ -47,6 +47,7 @@ from testgen.generation import (
     generate_checked,
     hash_prompt,
     index_runs,
+    recorded_requests,
     select_tasks,
     slug,
     solution_record,
@@ -258,7 +259,7 @@ class PreparedSample:
 
     def run(self, *, progress: bool = False, notify: Callable[[str], None] | None = None) -> SampleSummary:
         """Sample what is missing (the part that can fail while running: the model)."""
-        with Progress(progress) as bar:
+        with recorded_requests(self.backend, self.out, "sample", notify), Progress(progress) as bar:
             made, reused = sample_solutions(
                 self.backend, self.problems, n=self.config.n, sampling=self.config.sampling,
                 code_tpl=self.template, style=self.style, strip_code_examples=self.config.strip_code_examples,

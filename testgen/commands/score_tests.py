@@ -28,6 +28,7 @@ an interruption executes only what is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -121,6 +122,9 @@ class EvalOptions:
     the cache)."""
     propertyeval: Path | None = None
     """A PropertyEval snapshot (directory or tarball) for :attr:`pbt` (implies it)."""
+    limit: int | None = None
+    """Score only the first ``limit`` tasks, in the run's dataset order (as ``testgen run
+    --limit`` chose them); ``None``: every task of ``generations.jsonl``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +165,8 @@ class _Scoring:
     """Solution id -> correct, for the prompt's code (Table 4's split)."""
     suites: Any
     """The mutants' equivalence suites (``None``: the default ones)."""
+    tasks_in_run: int = 0
+    """Tasks in ``generations.jsonl`` (before ``--limit``)."""
 
 
 def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
@@ -178,6 +184,10 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     opts = opts or EvalOptions()
     t0, r0 = time.perf_counter(), _cpu()
     plan = _prepare(run_dir, opts)
+    if notify is not None:
+        said = _what_is_scored(plan, opts)
+        if said:
+            notify(said)
     cache, stats = _run_tests(plan, opts, progress, notify or (lambda _msg: None))
     results = _results(plan, cache, opts)
     mutation: dict[str, Any] | None = None
@@ -208,6 +218,13 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
         k = None
     ref_name, ref_ds = reference_dataset(run, reference=opts.reference_dataset, dataset_path=opts.dataset_path)
     problems = ref_ds.problems
+    all_tasks = len({g.task_id for g in run.generations})
+    if opts.limit is not None:
+        chosen = set(_first_tasks(run, ref_name, ref_ds, opts.limit))
+        run = dataclasses.replace(run, generations=tuple(g for g in run.generations if g.task_id in chosen))
+        if not run.generations:
+            raise TestgenError(f"--limit {opts.limit}: none of the first {opts.limit} tasks has a generation in "
+                               f"{run.path / 'generations.jsonl'}")
     for g in run.generations:
         if g.task_id not in problems:
             raise RecordError(str(run.path / "generations.jsonl"), g.line,
@@ -226,7 +243,40 @@ def _prepare(run_dir: str | os.PathLike[str], opts: EvalOptions) -> _Scoring:
     want_prompt = opts.prompt_coverage if opts.prompt_coverage is not None else setting in ("self", "cross")
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: bad input leaves no empty eval folder behind
     return _Scoring(run=run, out_dir=out_dir, setting=setting, backend=backend, k=k, ref_name=ref_name, ref_ds=ref_ds,
-                    valid=valid, kept=kept, ref_pid=ref_pid, want_prompt=want_prompt, verdicts=verdicts, suites=suites)
+                    valid=valid, kept=kept, ref_pid=ref_pid, want_prompt=want_prompt, verdicts=verdicts, suites=suites,
+                    tasks_in_run=all_tasks)
+
+
+def _first_tasks(run: RunData, ref_name: str, ref_ds: Dataset, limit: int) -> list[str]:
+    """The first ``limit`` task ids of the run's dataset (the reference dataset's order when the
+    run's own cannot be read: the same tasks for HumanEval and HumanEval+)."""
+    from evaluation.datasets import load_dataset
+
+    order = list(ref_ds.problems)
+    run_ds = run.config.get("dataset")
+    if run_ds and run_ds != ref_name:
+        path = run.config.get("dataset_path")
+        try:
+            order = list(load_dataset(str(run_ds), path=path if path and Path(str(path)).is_file() else None).problems)
+        except TestgenError:
+            pass
+    return order[:limit]
+
+
+def _what_is_scored(plan: _Scoring, opts: EvalOptions) -> str | None:
+    """The notice of which tasks are scored, when it is not simply every task the run asked for:
+    ``--limit`` narrowed them, or ``generations.jsonl`` holds more tasks than the last ``testgen
+    run`` into the directory selected (``--limit 5`` into a directory of 164 tasks)."""
+    gens = plan.run.path / "generations.jsonl"
+    scored = len({g.task_id for g in plan.run.generations})
+    if opts.limit is not None:
+        return (f"--limit {opts.limit}: scoring {scored:,} of the {plan.tasks_in_run:,} tasks in {gens} "
+                f"(the first {opts.limit} of the dataset)")
+    run_limit = plan.run.config.get("limit")
+    if isinstance(run_limit, int) and scored > run_limit:
+        return (f"scoring all {scored:,} tasks in {gens}, though its last 'testgen run' had --limit {run_limit}; "
+                f"--limit {run_limit} scores only those")
+    return None
 
 
 def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> Any:
@@ -375,7 +425,8 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
         "coverage_measure": opts.measure.value, "timeout": opts.timeout,
         "reference_dataset": plan.ref_name, "reference_release": dataset_spec(plan.ref_name).release,
         "reference_source": plan.ref_ds.source, "reference_found_by": getattr(plan.ref_ds.found_by, "value", None),
-        "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts),
+        "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts), "limit": opts.limit,
+        "tasks_in_run": plan.tasks_in_run,
     }
     metrics["checks"] = _check_sites(plan)
     metrics["execution"] = {

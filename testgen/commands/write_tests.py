@@ -47,6 +47,7 @@ from testgen.generation import (
     generate_checked,
     hash_prompt,
     index_runs,
+    recorded_requests,
     select_tasks,
     slug,
     solution_record,
@@ -325,15 +326,19 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
     check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     num_tests = config.tests_per_generation or 3
-    with Progress(progress) as bar:
+    with recorded_requests(backend, out_dir, "run", notify), Progress(progress) as bar:
         plan, solutions = _shown_solutions(config, backend, problems, pool, n=n, style=style, code_tpl=code_tpl,
                                            path=out_dir / "solutions.jsonl", bar=bar, num_tests=num_tests,
                                            notify=notify)
         units, skipped = _units(config, plan, problems, tests_tpl, num_tests=num_tests, gens_path=gens_path)
         total = sum(len(u.sample_indices) for u in units)
         if skipped:
+            others = {t for t, _, _ in _existing_keys(gens_path)} - {p.task_id for p in problems}
+            also = (f" (the file also holds {len(others):,} other tasks: 'testgen eval' scores every task in it,"
+                    f" '--limit {config.limit}' only these)" if others and config.limit else
+                    f" (the file also holds {len(others):,} other tasks)" if others else "")
             notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
-                   f"{total:,} to make")
+                   f"{total:,} to make{also}")
         generated, tests_total = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests,
                                            n=n, path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)

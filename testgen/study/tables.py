@@ -454,9 +454,13 @@ class _Study:
         import matplotlib.pyplot as plt
         import numpy as np
 
+        from testgen.plots import fit_percent_axes
+
         notes = []
         fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
         markers = "osD^"
+        all_x: list[float] = []
+        all_y: list[float] = []
         for i, setting in enumerate(self.spec.settings):
             pts = []
             for m in self.models_of(ds):
@@ -469,7 +473,9 @@ class _Study:
             if not pts:
                 continue
             xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-            sc = ax.scatter(xs, ys, marker=markers[i % 4], s=50, label=setting, zorder=3)
+            all_x += list(xs)
+            all_y += list(ys)
+            sc = ax.scatter(xs, ys, marker=markers[i % 4], s=50, label=setting, zorder=3, clip_on=False)
             for x, y, name in pts:
                 ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
             if len(pts) >= 2 and np.ptp(xs) > 0 and np.ptp(ys) > 0:
@@ -481,6 +487,7 @@ class _Study:
             else:
                 notes.append(f"{setting}: {len(pts)} model(s) with a code pass@1; no correlation (needs 2 with "
                              "different values)")
+        fit_percent_axes(ax, all_x, all_y)
         ax.set_xlabel(f"code pass@1 (%), T = {self.spec.code_temperature:g}, {_title(ds)}")
         ax.set_ylabel("test pass rate P' (%)")
         ax.set_title(f"Figure 2: P' vs code pass@1, {_title(ds)}")
@@ -520,10 +527,14 @@ class _Study:
                     t.csv_rows.append([m.name, ds, setting, r.get("position"), r.get("fraction"), r.get("n")])
         fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(bars) + 3), 4.8), dpi=100)
         x = np.arange(len(bars))
+        from testgen.plots import mark_missing_bars
+
         for pos in range(3):
             vals = [np.nan if pos >= len(v) or v[pos] is None else 100 * v[pos] for _, v in bars]
             ax.bar(x + (pos - 1) * 0.27, vals, 0.27, label=f"test #{pos + 1}")
+            mark_missing_bars(ax, list(x + (pos - 1) * 0.27), vals, text=f"no test #{pos + 1}")
         ax.set_xticks(x, [b[0] for b in bars], rotation=20, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, max(len(bars), 1) - 0.5)  # a run's missing last bars are slots too
         ax.set_ylim(0, 105)
         ax.set_ylabel("tests correct on the reference (%)")
         ax.set_title(f"Figure 3: correctness by position, {_title(ds)}")
