@@ -42,13 +42,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "close_fds_but", "MECHANISMS"]
+__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "SandboxFault", "prepare", "apply_in_child", "close_fds_but",
+           "MECHANISMS", "CHILD_TASKS", "server_state", "make_tasks_cgroup", "join_tasks_cgroup", "remove_tasks_cgroup",
+           "remove_tasks_cgroups"]
 
 MECHANISMS = ("user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp", "landlock",
-              "rlimits")
+              "rlimits", "pids_cgroup")
 """Every isolation mechanism the executor tries, in the order they are reported."""
 DISABLEABLE = frozenset({"user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp",
-                         "landlock"})
+                         "landlock", "pids_cgroup"})
 """Mechanisms a caller may switch off (``Executor(disable=...)``); rlimits always apply."""
 
 _CLONE_NEWUSER = 0x10000000
@@ -100,10 +102,37 @@ _DENIED_SYSCALLS = (
     "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
     "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "open_by_handle_at",
     "name_to_handle_at", "userfaultfd", "setpgid", "setsid", "fsopen", "fsmount",
-    "move_mount", "open_tree",
+    "move_mount", "open_tree", "kcmp", "process_madvise", "process_mrelease",
+    # Kernel objects that outlive the process that made them, or that it could share with the
+    # next program of the worker: System V IPC and POSIX message queues (the worker's IPC
+    # namespace is shared by all its children).
+    "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop", "semctl", "msgget",
+    "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+    "mq_notify", "mq_getsetattr",
+    # Memory no address-space limit sees (an unmapped memfd keeps its pages), and instances
+    # counted against the host user's quotas (inotify, fanotify), not the child's.
+    "memfd_create", "memfd_secret", "inotify_init", "inotify_init1", "fanotify_init",
 )
 """Denied outright (EPERM). ``setpgid``/``setsid`` would let a child leave the process
 group the worker kills."""
+
+_SELF_ONLY_ARG0 = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                   "migrate_pages", "move_pages")
+"""Calls that name a process in their first argument: allowed only on the caller itself (0 or
+its own pid). The zygote is PID 1 of the child's PID namespace and runs as the same user: a
+``prlimit(1, RLIMIT_NOFILE, (4, 4))`` once left it unable to fork for every later program."""
+_SELF_ONLY_WHICH = (("setpriority", 0), ("ioprio_set", 1))
+"""Calls ``(which, who, ...)``: allowed only with ``which`` naming one process
+(``PRIO_PROCESS``, ``IOPRIO_WHO_PROCESS``) and ``who`` the caller itself (0 or its own pid);
+a process group or a user would reach the zygote, the worker and the caller's parent."""
+CHILD_TASKS = 256
+"""Tasks (threads) one child may have at once, where a pids cgroup can bound them."""
+_PIDS_CGROUP = "/sys/fs/cgroup/pids"
+
+
+class SandboxFault(Exception):
+    """A child or a checker could not be forked, or not with every limit in place, even from a
+    fresh fork server: an infrastructure fault, never a program's or a test's result."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,6 +231,62 @@ def _unshare_namespaces(libc: Any, scratch: str, disable: frozenset[str] = froze
     return found
 
 
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    if not (0 <= jt < 256 and 0 <= jf < 256):
+        raise RuntimeError("seccomp prefix: jump out of range")
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def _self_only_prefix(arch: int, numbers: dict[str, int]) -> bytes:
+    """BPF that denies the calls of :data:`_SELF_ONLY_ARG0` and :data:`_SELF_ONLY_WHICH` on any
+    process but the caller, and falls through to the program that follows for everything else.
+
+    libseccomp cannot say "argument 0 is 0 or the pid" (two comparisons of one argument in a
+    rule), so these few instructions are written here and put in front of its program; every
+    path that does not deny jumps to its first instruction (BPF jumps only forward), so the
+    filter stays one program, loaded with one ``prctl``, and the kernel's per-syscall cache
+    still answers every other call without running it. The pid is :data:`_PID_SENTINEL`,
+    patched per child like ``kill``'s. Both 32-bit halves of an argument are checked (the
+    kernel reads a pid as the low half: a high half that is not 0 is denied)."""
+    ld_abs, jeq, ja, ret = 0x20, 0x15, 0x05, 0x06
+    arg_lo = [16 + 8 * n for n in range(6)]
+    arg0 = [numbers[name] for name in _SELF_ONLY_ARG0 if name in numbers]
+    which = [(numbers[name], w) for name, w in _SELF_ONLY_WHICH if name in numbers]
+    # Layout: [0] ld arch, [1] jeq arch, [2] ld nr, one jeq per call, ja end;
+    # then the checks: pid0 (5), per "which" call (4 each), pid1 (5); deny; end.
+    n_calls = len(arg0) + len(which)
+    head = 3 + n_calls + 1
+    pid0 = head
+    which_at = [pid0 + 5 + 4 * j for j in range(len(which))]
+    pid1 = pid0 + 5 + 4 * len(which)
+    deny = pid1 + 5
+    end = deny + 1
+    out = [_bpf(ld_abs, 4), _bpf(jeq, arch, 0, end - 2), _bpf(ld_abs, 0)]
+    for pos, nr in enumerate(arg0):
+        at = 3 + pos
+        out.append(_bpf(jeq, nr, pid0 - at - 1, 0))
+    for j, (nr, _) in enumerate(which):
+        at = 3 + len(arg0) + j
+        out.append(_bpf(jeq, nr, which_at[j] - at - 1, 0))
+    out.append(_bpf(ja, end - (head - 1) - 1))
+
+    def self_check(at: int, lo: int) -> list[bytes]:
+        return [_bpf(ld_abs, lo + 4), _bpf(jeq, 0, 0, deny - (at + 1) - 1), _bpf(ld_abs, lo),
+                _bpf(jeq, 0, end - (at + 3) - 1, 0), _bpf(jeq, _PID_SENTINEL, end - (at + 4) - 1, deny - (at + 4) - 1)]
+
+    out += self_check(pid0, arg_lo[0])
+    for j, (_, w) in enumerate(which):
+        at = which_at[j]
+        out += [_bpf(ld_abs, arg_lo[0] + 4), _bpf(jeq, 0, 0, deny - (at + 1) - 1), _bpf(ld_abs, arg_lo[0]),
+                _bpf(jeq, w, pid1 - (at + 3) - 1, deny - (at + 3) - 1)]
+    out += self_check(pid1, arg_lo[1])
+    out.append(_bpf(ret, 0x00050000 | 1))  # SECCOMP_RET_ERRNO | EPERM
+    prog = b"".join(out)
+    if len(prog) != 8 * end:
+        raise RuntimeError("seccomp prefix: bad layout")
+    return prog
+
+
 def _compile_seccomp() -> tuple[bytes, tuple[int, ...]]:
     import errno
     import tempfile
@@ -235,6 +320,16 @@ def _compile_seccomp() -> tuple[bytes, tuple[int, ...]]:
         filt.export_bpf(fh)
         fh.seek(0)
         bpf = fh.read()
+    arch = sc.system_arch()
+    numbers = {}
+    for name in (*_SELF_ONLY_ARG0, *(n for n, _ in _SELF_ONLY_WHICH)):
+        try:
+            nr = sc.resolve_syscall(arch, name)
+        except (OSError, ValueError, RuntimeError):
+            continue
+        if nr >= 0:
+            numbers[name] = nr
+    bpf = _self_only_prefix(arch, numbers) + bpf
     slots = []
     for off in range(0, len(bpf), 8):
         if struct.unpack_from("<I", bpf, off + 4)[0] == _PID_SENTINEL:
@@ -439,24 +534,28 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
     """Apply every prepared mechanism to the calling (freshly forked) child: a handful of
     syscalls, everything else was prepared in the worker.
 
-    Returns the names of mechanisms that failed here (the child still runs, less isolated).
-    Order matters: rlimits and Landlock first, seccomp last (it forbids what the others need).
+    Returns what could not be applied (a limit by name, ``"landlock"``, ``"seccomp"``). The
+    caller must then not run anything untrusted: a child whose limits are not all in place is an
+    infrastructure fault, never a program's result. Each limit is set on its own (one that fails
+    does not leave the others unset). Order matters: rlimits and Landlock first, seccomp last (it
+    forbids what the others need).
     """
     failed: list[str] = []
     libc = prepared.libc
     libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if not prepared.no_new_privs:
         libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    try:
-        mem = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-        fsize = file_size_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (OSError, ValueError):
-        failed.append("rlimits")
+    mem = memory_mb * 1024 * 1024
+    fsize = file_size_mb * 1024 * 1024
+    setrlimit = resource.setrlimit
+    for name, which, value in (("RLIMIT_AS", resource.RLIMIT_AS, mem), ("RLIMIT_CPU", resource.RLIMIT_CPU, cpu_seconds),
+                               ("RLIMIT_FSIZE", resource.RLIMIT_FSIZE, fsize),
+                               ("RLIMIT_NOFILE", resource.RLIMIT_NOFILE, max_files),
+                               ("RLIMIT_CORE", resource.RLIMIT_CORE, 0)):
+        try:
+            setrlimit(which, (value, value))
+        except (OSError, ValueError):
+            failed.append(name)
     if prepared.landlock_ruleset_fd >= 0:
         if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, prepared.landlock_ruleset_fd, _U32_ZERO) < 0:
             failed.append("landlock")
@@ -465,13 +564,95 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
         except OSError:
             pass
     prog = prepared.seccomp_prog
-    if prog is not None:
+    if prog is not None and not failed:
         pid = os.getpid().to_bytes(4, "little")
         for off in prepared.seccomp_pid_slots:
             prog[off:off + 4] = pid
         if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, prepared.seccomp_fprog_ptr, 0, 0) != 0:
             failed.append("seccomp")
     return failed
+
+
+def server_state() -> tuple[Any, ...]:
+    """What a fork server's children inherit and a child must not have been able to change: its
+    resource limits, nice value, scheduling policy and CPUs. A server takes it when it starts and
+    compares before each fork (:mod:`evaluation.executor.forkserver`); with seccomp on, no child
+    can reach a server at all, and this is what still holds where seccomp is unavailable."""
+    getrlimit = resource.getrlimit
+    return (tuple(getrlimit(r) for r in _WATCHED_RLIMITS), os.getpriority(os.PRIO_PROCESS, 0),
+            os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, frozenset(os.sched_getaffinity(0)))
+
+
+_WATCHED_RLIMITS = tuple(getattr(resource, n) for n in (
+    "RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE", "RLIMIT_NPROC", "RLIMIT_STACK",
+    "RLIMIT_DATA", "RLIMIT_RSS", "RLIMIT_MEMLOCK", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NICE",
+    "RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_LOCKS") if hasattr(resource, n))
+
+
+def make_tasks_cgroup(disable: frozenset[str] = frozenset()) -> tuple[str, Mechanism]:
+    """A pids cgroup for one worker's zygote and everything it forks (``pids.max`` =
+    :data:`CHILD_TASKS` plus the fork servers), made by the worker at start; ``""`` and the
+    reason where none can be made (no pids controller mounted at :data:`_PIDS_CGROUP`, no write
+    access to it, or disabled by the caller). The worker runs one child at a time and its fork
+    servers fork only between children, so a child may hold all of it: its threads are
+    bounded, and the zygote has tasks again once the child is reaped. Named after the
+    executor's process, so that it can remove what a killed worker left
+    (:func:`remove_tasks_cgroups`)."""
+    name = "pids_cgroup"
+    if name in disable:
+        return "", Mechanism(name=name, active=False, detail="disabled by the caller")
+    path = os.path.join(_PIDS_CGROUP, f"testgen-exec-{os.getppid()}-{os.getpid()}")
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return "", Mechanism(name=name, active=False, detail=f"unavailable ({_PIDS_CGROUP}): {exc.strerror}; threads "
+                             "bounded only by the address space")
+    try:
+        with open(os.path.join(path, "pids.max"), "w") as fh:
+            fh.write(str(CHILD_TASKS + 8))
+    except OSError as exc:
+        remove_tasks_cgroup(path)
+        return "", Mechanism(name=name, active=False, detail=f"pids.max: {exc.strerror}; threads bounded only by the "
+                             "address space")
+    return path, Mechanism(name=name, active=True, detail=f"cgroup v1 pids.max={CHILD_TASKS + 8} for the zygote and "
+                           "its children (one child at a time)")
+
+
+def join_tasks_cgroup(path: str, pid: int) -> bool:
+    """Move process ``pid`` (a fresh zygote, before it forks anything) into ``path``."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+            fh.write(str(pid))
+        return True
+    except OSError:
+        return False
+
+
+def remove_tasks_cgroup(path: str) -> None:
+    """Remove one worker's cgroup (empty once its zygote was reaped: the PID namespace's
+    processes are gone when its init is)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def remove_tasks_cgroups(owner: int) -> None:
+    """Remove the cgroups of the workers of the executor process ``owner`` (a worker killed
+    outright cannot remove its own), and those of executors that are no longer running."""
+    try:
+        names = os.listdir(_PIDS_CGROUP)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 4 or parts[:2] != ["testgen", "exec"] or not parts[2].isdigit():
+            continue
+        if int(parts[2]) != owner and os.path.exists(f"/proc/{parts[2]}"):
+            continue
+        remove_tasks_cgroup(os.path.join(_PIDS_CGROUP, name))
 
 
 def close_fds_but(keep: set[int]) -> None:
