@@ -148,12 +148,18 @@ def test_through_reranks_matrix(tmp_path: Path) -> None:
 
 
 def test_through_testgen_eval(tmp_path: Path) -> None:
-    """Each attacker and each victim as a task's reference solution, in one run."""
-    programs = {**_attackers(), **_victims()}
-    out = eval_programs_as_references(tmp_path, programs, {t: list(VALUE_TESTS) for t in programs}, timeout=2.0)
+    """Each attacker and each victim as a task's reference solution, in one run; first, a task
+    whose generated tests reach for the zygote and collude through a message queue."""
+    programs = {"tests-attack": CORRECT[0], **_attackers(), **_victims()}
+    tests = {t: list(VALUE_TESTS) for t in programs}
+    tests["tests-attack"] = [*TEST_ATTACKS, COLLUDING_TEST, *VALUE_TESTS]
+    out = eval_programs_as_references(tmp_path, programs, tests, timeout=2.0)
+    assert out["tests-attack"]["passed"] == len(VALUE_TESTS), out["tests-attack"]["outcomes"]
     for label in programs:
         rec = out[label]
         passed = rec["passed"]
+        if label == "tests-attack":
+            continue
         if label.startswith("correct"):
             assert passed == len(VALUE_TESTS), (label, rec["outcomes"])
         else:
@@ -230,3 +236,53 @@ def test_limits_that_cannot_be_applied_are_the_runs_error() -> None:
         [ok] = list(ex.run([Job(program="def add(x, y):\n    return x + y\n",
                                 tests=(AssertTest(source="assert add(1, 2) == 3"),))]))
         assert ok.results[0].outcome is Outcome.PASSED
+
+
+def test_a_forged_fault_is_the_programs_violation() -> None:
+    """A program that writes "my sandbox failed" to every descriptor is not a fault (the run
+    would end after three): the sandbox report is the child's first message, written before the
+    program runs, so a second one is a protocol violation, charged to that program; the program
+    after it passes."""
+    with Executor(workers=1) as ex:
+        tests = tuple(AssertTest(source=t) for t in VALUE_TESTS)
+        jobs = [Job(program=_program("forges_fault"), tests=tests), Job(program=CORRECT[0], tests=tests)]
+        forged, correct = sorted(ex.run(jobs), key=lambda r: r.index)
+    assert all(r.outcome is Outcome.ERROR and "protocol violation" in (forged.load_error + r.detail)
+               for r in forged.results), (forged.load_error, forged.results)
+    assert all(r.outcome is Outcome.PASSED for r in correct.results)
+
+
+SELF_CALLS = '''import ctypes, os, resource, tempfile
+resource.setrlimit(resource.RLIMIT_NOFILE, (60, 60))
+resource.prlimit(0, resource.RLIMIT_CORE, (0, 0))
+resource.prlimit(os.getpid(), resource.RLIMIT_CORE, (0, 0))
+os.setpriority(os.PRIO_PROCESS, 0, 3)
+os.setpriority(os.PRIO_PROCESS, os.getpid(), 4)
+os.sched_setaffinity(0, os.sched_getaffinity(0))
+os.sched_setaffinity(os.getpid(), os.sched_getaffinity(0))
+libc = ctypes.CDLL(None, use_errno=True)
+high_half = libc.syscall(302, ctypes.c_long((1 << 32) | 1), 7, None, None)  # prlimit64(pid 1 in the low half)
+callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda v: v + 1)
+with tempfile.TemporaryFile() as fh:
+    fh.write(b"ok")
+    fh.seek(0)
+    text = fh.read()
+try:
+    import multiprocessing
+    multiprocessing.Lock()
+    lock = "made"
+except OSError as exc:
+    lock = type(exc).__name__
+def add(x, y):
+    return (os.getpriority(os.PRIO_PROCESS, 0), resource.getrlimit(resource.RLIMIT_NOFILE), high_half,
+            callback(41), text, lock)
+'''
+
+
+def test_calls_on_itself_still_work() -> None:
+    """What a program may do to itself still works (lower its own limits, through 0 or its own
+    pid; renice itself; set its own CPUs), a pid whose low 32 bits name the zygote is refused,
+    ctypes callbacks and temporary files work, and ``multiprocessing``'s lock fails as the
+    program's own error."""
+    with Executor(workers=1) as ex:
+        assert _value(ex, SELF_CALLS) == (4, (60, 60), -1, 42, b"ok", "PermissionError")
