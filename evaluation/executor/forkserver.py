@@ -33,7 +33,8 @@ as ``SCM_RIGHTS``):
 * server -> worker ``("S", pid, wait status)`` when a process it forked has been reaped.
 * server -> worker ``("X", why)`` instead of ``P`` when its own state (resource limits,
   priority, scheduling: :func:`evaluation.executor.sandbox.server_state`) is no longer what it
-  was when it started; it then exits, and the worker starts a fresh one.
+  was when it started; it then exits, and the worker starts a fresh one. Checked before each
+  fork where seccomp is off: with it on, no child can change a server at all.
 """
 
 from __future__ import annotations
@@ -284,7 +285,9 @@ def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
     poller.register(sock.fileno(), select.POLLIN)
     poller.register(wake_r, select.POLLIN)
     gc.freeze()
-    baseline = sandbox.server_state()
+    # With seccomp on, no child can name a server in a call that changes it (limits, priority,
+    # scheduling are allowed on the caller only): the check guards the degraded sandbox.
+    baseline = sandbox.server_state() if state.prep.seccomp_prog is None else None
     try:
         while True:
             for fd, _ in poller.poll():
@@ -300,7 +303,7 @@ def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
                 if not data:
                     return
                 msg = marshal.loads(data)  # from the trusted worker
-                if sandbox.server_state() != baseline:
+                if baseline is not None and sandbox.server_state() != baseline:
                     # Something changed what every child would inherit (limits, priority,
                     # scheduling): serve no more; the worker starts a fresh server.
                     for f in fds:

@@ -410,7 +410,7 @@ class Executor:
         if self._sel is not None:
             self._sel.close()
             self._sel = None
-        from evaluation.executor.sandbox import remove_tasks_cgroups
+        from evaluation.executor.tasks import remove_tasks_cgroups
 
         remove_tasks_cgroups(os.getpid())  # what workers killed outright could not remove
         if self._scratch_root:

@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.executor import sandbox, trusted
+from evaluation.executor import sandbox, tasks, trusted
 from evaluation.executor.checker import Checker
 from evaluation.executor.child import PROGRAM_MODULE as PROGRAM_MODULE  # re-exported: public here before the split
 from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, Zygote, start_zygote
@@ -179,7 +179,7 @@ class _Worker:
                            # numeric libraries start no thread pools (in a child, or before a fork)
                            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         self.state = ServerState(self.scratch, self.prep)
-        self.tasks_cgroup, self.prep.mechanisms["pids_cgroup"] = sandbox.make_tasks_cgroup(disable)
+        self.tasks_cgroup, self.prep.mechanisms["pids_cgroup"] = tasks.make_tasks_cgroup(disable)
         self.zygote = self._start_zygote()
         self.prep.mechanisms["pid_namespace"] = sandbox.Mechanism(
             name="pid_namespace", active=self.zygote.pid_namespace,
@@ -233,7 +233,7 @@ class _Worker:
             self.zygote.reap(template.proc)
         self.zygote.close()
         if self.tasks_cgroup:
-            sandbox.remove_tasks_cgroup(self.tasks_cgroup)
+            tasks.remove_tasks_cgroup(self.tasks_cgroup)
         remove_tree(self.scratch)
 
     def _start_zygote(self) -> Zygote:
@@ -241,10 +241,10 @@ class _Worker:
         one; a zygote that cannot join it would fork children with unbounded threads, so the
         mechanism is then reported inactive)."""
         zygote = start_zygote(self.state)
-        if self.tasks_cgroup and not sandbox.join_tasks_cgroup(self.tasks_cgroup, zygote.local_pid):
+        if self.tasks_cgroup and not tasks.join_tasks_cgroup(self.tasks_cgroup, zygote.local_pid):
             self.prep.mechanisms["pids_cgroup"] = sandbox.Mechanism(
                 name="pids_cgroup", active=False, detail="the zygote could not join its pids cgroup")
-            sandbox.remove_tasks_cgroup(self.tasks_cgroup)
+            tasks.remove_tasks_cgroup(self.tasks_cgroup)
             self.tasks_cgroup = ""
         return zygote
 
