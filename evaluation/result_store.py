@@ -57,8 +57,13 @@ from evaluation.io import cache_dir
 
 __all__ = ["SEMANTICS", "KINDS", "key", "Shelf", "Store", "open_store", "KindSize", "store_sizes", "clear_store"]
 
-SEMANTICS = "executor/3"
-"""executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
+SEMANTICS = "executor/4"
+"""executor/4: no child reaches its zygote or a sibling (prlimit, priorities, scheduling on another
+process), makes System V IPC objects, POSIX message queues, memfds or inotify instances, or starts
+more than 256 threads (these calls now fail in the program); a child runs only with every limit
+applied; a fault is never a result (results of executor/3 may hold "executor worker error" verdicts
+that another program caused).
+executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
 arcs may hold a later-numbered test's, see ``evaluation/executor/child.py::_arcs``).
 executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time
 limits stop sleepers, the wall-clock backstop excludes run-queue delay, bounded decoding).

@@ -17,9 +17,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evaluation.errors import RunFailure
 from evaluation.records import Outcome
 
-__all__ = ["AssertTest", "CallTest", "Job", "Limits", "TestResult", "ExecutionResult"]
+__all__ = ["AssertTest", "CallTest", "Job", "Limits", "TestResult", "ExecutionResult", "ExecutorFault"]
+
+
+class ExecutorFault(RunFailure):
+    """The executor could not run a program as it must (a child that could not be forked, or
+    not with all its limits; a harness error), on a fresh fork server and on fresh workers,
+    several times over: the run's error, never the program's result. Raised by
+    :meth:`evaluation.executor.Executor.run`; results yielded before it are sound."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -92,10 +92,10 @@ class Checker:
         rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
         try:
             proc = self._spawn([req_r, rep_w])
-        except OSError as exc:
+        except OSError as exc:  # not the test's doing: no verdict
             for fd in (req_w, rep_r):
                 os.close(fd)
-            return (2, None, f"trusted checker failed: {exc}", True), False
+            raise sandbox.SandboxFault(f"a trusted checker could not be forked: {exc}") from None
         finally:
             os.close(req_r)
             os.close(rep_w)
@@ -145,6 +145,8 @@ class Checker:
             msg = loads_plain(reply, max_bytes=max_bytes + 65536)
         except NotPlain:
             return (2, None, "trusted checker protocol error", True), False
+        if isinstance(msg, tuple) and len(msg) == 2 and msg[0] == "fault":
+            raise sandbox.SandboxFault(str(msg[1])[:300])
         if not (isinstance(msg, tuple) and len(msg) == 4 and msg[0] in (0, 1, 2, 3) and isinstance(msg[2], str)):
             return (2, None, "trusted checker protocol error", True), False
         return (int(msg[0]), msg[1], str(msg[2])[:300], bool(msg[3])), True
@@ -228,7 +230,14 @@ def check_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
     os.closerange(low, 65536)
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    sandbox.apply_in_child(state.prep, memory_mb=_MEMORY_MB, cpu_seconds=1 << 30, file_size_mb=0, max_files=32)
+    failed = sandbox.apply_in_child(state.prep, memory_mb=_MEMORY_MB, cpu_seconds=1 << 30, file_size_mb=0,
+                                    max_files=32)
+    if failed:  # no check runs outside its sandbox: the worker takes this for a fault, not a verdict
+        reply = frame(("fault", "checker sandbox not applied: " + ", ".join(failed)))
+        data = memoryview(reply)
+        while data:
+            data = data[os.write(rep_fd, data):]
+        return
     head = read_exact(req_fd, 4)
     if head is None:
         return

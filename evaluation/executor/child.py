@@ -248,8 +248,11 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
     cpu = int(load_timeout + timeout * max(1, count) + 2)
     failed = sandbox.apply_in_child(prep, memory_mb=memory_mb, cpu_seconds=cpu, file_size_mb=file_size_mb,
                                     max_files=max_files)
+    # The sandbox report comes first, before any untrusted code runs (so no program can write
+    # one); a child whose limits are not all in place runs nothing.
+    send(encode_text(b"W", "not applied: " + ", ".join(failed) if failed else "", 300))
     if failed:
-        send(encode_text(b"W", f"{failed}", 300))
+        exit_now(0)
     out = _CappedText(output_bytes)
     sys.stdout = out
     sys.stderr = out

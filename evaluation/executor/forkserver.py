@@ -31,6 +31,10 @@ as ``SCM_RIGHTS``):
 * worker -> server ``("T", kind)`` + one end of a new socket pair: fork a sub-server of
   ``kind`` (``"heavy"``, ``"drawing"``, ``"checker"``) serving on it; answered like ``F``.
 * server -> worker ``("S", pid, wait status)`` when a process it forked has been reaped.
+* server -> worker ``("X", why)`` instead of ``P`` when its own state (resource limits,
+  priority, scheduling: :func:`evaluation.executor.sandbox.server_state`) is no longer what it
+  was when it started; it then exits, and the worker starts a fresh one. Checked before each
+  fork where seccomp is off: with it on, no child can change a server at all.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from typing import Any
 
 from evaluation.executor import sandbox
 
-__all__ = ["ForkServer", "ServerState", "Spawned", "start_zygote"]
+__all__ = ["ForkServer", "ServerState", "Spawned", "Zygote", "start_zygote"]
 
 _CLONE_NEWPID = 0x20000000
 
@@ -178,7 +182,7 @@ class ForkServer:
         self.proc.close()
 
 
-class _Zygote(ForkServer):
+class Zygote(ForkServer):
     """The zygote: the worker's own child, which the worker reaps itself."""
 
     def __init__(self, sock: socket.socket, proc: Spawned, local_pid: int, pid_namespace: bool) -> None:
@@ -223,7 +227,7 @@ class ServerState:
         self.coverage = cov
 
 
-def start_zygote(state: ServerState) -> _Zygote:
+def start_zygote(state: ServerState) -> Zygote:
     """Fork the zygote from the calling worker (as PID 1 of a new PID namespace where the
     kernel allows: see the module docstring)."""
     prep = state.prep
@@ -240,7 +244,7 @@ def start_zygote(state: ServerState) -> _Zygote:
         finally:
             os._exit(0)
     theirs.close()
-    return _Zygote(ours, Spawned(pid, os.pidfd_open(pid)), pid, pid_namespace)
+    return Zygote(ours, Spawned(pid, os.pidfd_open(pid)), pid, pid_namespace)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,6 +285,9 @@ def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
     poller.register(sock.fileno(), select.POLLIN)
     poller.register(wake_r, select.POLLIN)
     gc.freeze()
+    # With seccomp on, no child can name a server in a call that changes it (limits, priority,
+    # scheduling are allowed on the caller only): the check guards the degraded sandbox.
+    baseline = sandbox.server_state() if state.prep.seccomp_prog is None else None
     try:
         while True:
             for fd, _ in poller.poll():
@@ -296,6 +303,13 @@ def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
                 if not data:
                     return
                 msg = marshal.loads(data)  # from the trusted worker
+                if baseline is not None and sandbox.server_state() != baseline:
+                    # Something changed what every child would inherit (limits, priority,
+                    # scheduling): serve no more; the worker starts a fresh server.
+                    for f in fds:
+                        os.close(f)
+                    sock.send(marshal.dumps(("X", "fork server state changed")))
+                    return
                 if msg[0] == "F" and msg[2].get("coverage"):
                     state.make_coverage()  # here, once: every later child inherits it set up
                 pid = _fork(msg, fds, sock, (wake_r, wake_w), state)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.executor.api import AssertTest, CallTest, ExecutionResult, Job, Limits, TestResult
+from evaluation.executor.api import AssertTest, CallTest, ExecutionResult, ExecutorFault, Job, Limits, TestResult
 from evaluation.executor.sandbox import MECHANISMS, Mechanism
 from evaluation.executor.wire import HEADER, PROGRAM_FILENAME, exception_detail, frame, read_size
 from evaluation.records import Outcome
@@ -60,6 +60,8 @@ class _Unit:
     test_pos: dict[Any, int] = field(default_factory=dict)
     jobs: list[tuple[int, Job, list[int]]] = field(default_factory=list)
     attempts: int = 0
+    faults: int = 0
+    """Answers that were a worker's fault, not a result (see :meth:`Executor._fault`)."""
     sent: bool = False
     """Handed to a worker: its tests can no longer grow."""
     parse_error: str | None = None
@@ -408,6 +410,9 @@ class Executor:
         if self._sel is not None:
             self._sel.close()
             self._sel = None
+        from evaluation.executor.tasks import remove_tasks_cgroups
+
+        remove_tasks_cgroups(os.getpid())  # what workers killed outright could not remove
         if self._scratch_root:
             from evaluation.executor.scratch import remove_tree
 
@@ -536,6 +541,9 @@ class Executor:
                     unit = proc.inflight.popleft()
                     if unit.id != msg[1]:
                         raise RuntimeError(f"executor protocol error: unit {msg[1]} != {unit.id}")
+                    if "fault" in msg[5]:  # the worker ends after it: start a fresh one
+                        self._fault(proc, unit, str(msg[5]["fault"]), queue)
+                        break
                     done.append((unit, msg))
         return done
 
@@ -550,9 +558,23 @@ class Executor:
             warnings.warn("executor sandbox degraded: " + "; ".join(f"{m.name}: {m.detail}" for m in missing),
                           RuntimeWarning, stacklevel=4)
 
-    def _worker_died(self, proc: _WorkerProc,
-                     queue: deque[_Unit] | None) -> list[tuple[_Unit, tuple[Any, ...]]]:
-        """Restart a dead worker; resend its units, or fail them after too many attempts."""
+    def _fault(self, proc: _WorkerProc, unit: _Unit, detail: str, queue: deque[_Unit] | None) -> None:
+        """A worker answered a unit with a fault (it could not run it as it must) and ended:
+        never the program's result. A fresh worker takes its place; the unit is sent again, first
+        in line, the ones queued behind it as they were (none of them is charged), and after
+        :data:`_MAX_ATTEMPTS` faults of one unit the run ends with :class:`ExecutorFault`."""
+        unit.faults += 1
+        if unit.faults >= _MAX_ATTEMPTS or queue is None:
+            tags = ", ".join(repr(job.tag) for _, job, _ in unit.jobs[:3])
+            raise ExecutorFault(f"{detail} ({unit.faults} times; job tags: {tags}); no result of this program "
+                                "was kept")
+        self._worker_died(proc, queue, charge=False)
+        queue.appendleft(unit)
+
+    def _worker_died(self, proc: _WorkerProc, queue: deque[_Unit] | None,
+                     charge: bool = True) -> list[tuple[_Unit, tuple[Any, ...]]]:
+        """Restart a dead worker; resend its units, or fail them after too many attempts
+        (``charge``: the first unit in flight was running when it died)."""
         assert self._sel is not None
         for fd in (proc.rfd, proc.wfd):
             if fd in self._sel.get_map():
@@ -572,7 +594,7 @@ class Executor:
         # A worker runs its units in order: the first one in flight was running when it died;
         # the others were waiting behind it and are sent again as they were.
         for pos, unit in reversed(list(enumerate(lost))):
-            if pos == 0:
+            if pos == 0 and charge:
                 unit.attempts += 1
             if unit.attempts >= _MAX_ATTEMPTS:
                 err = (f"executor worker died {unit.attempts} times running this program "

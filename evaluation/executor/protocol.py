@@ -8,8 +8,11 @@ running. Anything else is a :class:`ProtocolViolation`, charged to that program 
 
 Messages (each in a length-prefixed frame, :data:`evaluation.executor.wire.HEADER`):
 
-* ``W`` (a sandbox mechanism failed in the child): text. Only before ``L``.
-* ``L`` (the program loaded, or did not): ``loaded``, ``detail``, ``arcs``. Once, first.
+* ``W`` (the sandbox report): text, empty when every limit and mechanism was applied, else
+  what was not (the child then ends without running the program: an infrastructure fault,
+  never the program's result). Always the first message, once: the child writes it before any
+  untrusted code runs, so a program cannot forge it (a second one is a violation).
+* ``L`` (the program loaded, or did not): ``loaded``, ``detail``, ``arcs``. Once, after ``W``.
 * ``T`` (a test finished): ``index``, ``status``, ``seconds`` (CPU), ``detail``, ``value``
   (marshal bytes, for the statuses that carry one), ``arcs``. One per test the worker sent,
   in the order it sent them, each once.
@@ -126,7 +129,7 @@ def encode_load(loaded: bool, detail: str, arcs: Any, _text: Any = _text, _arcs:
 
 
 def encode_text(tag: bytes, text: str, cap: int, _text: Any = _text) -> bytes:
-    """A ``D`` (output) or ``W`` (warning) message."""
+    """A ``D`` (output) or ``W`` (sandbox report) message."""
     body: bytes = _text(text, cap)
     return tag + body
 
@@ -243,12 +246,12 @@ def decode(payload: bytes, *, max_value: int, max_text: int) -> tuple[Any, ...]:
 
 
 class Session:
-    """The order of one child's messages: ``W*``, ``L``, then a ``T`` for each test of
+    """The order of one child's messages: ``W``, ``L``, then a ``T`` for each test of
     ``order`` in turn, then ``D``; each ``T`` with a status :data:`ALLOWED` for its test's
     kind, arcs only in a coverage unit. :meth:`accept` returns the message's role
-    (``"warning"``, ``"load"``, ``"test"``, ``"done"``) or raises :class:`ProtocolViolation`."""
+    (``"sandbox"``, ``"load"``, ``"test"``, ``"done"``) or raises :class:`ProtocolViolation`."""
 
-    __slots__ = ("order", "kinds", "coverage", "pos", "loaded", "done")
+    __slots__ = ("order", "kinds", "coverage", "pos", "loaded", "done", "reported")
 
     def __init__(self, order: list[int], kinds: list[int], *, coverage: bool) -> None:
         self.order = order
@@ -259,11 +262,20 @@ class Session:
         """Index into ``order`` of the test the child runs now."""
         self.loaded: bool | None = None
         self.done = False
+        self.reported = False
+        """The sandbox report (``W``) came."""
 
     def accept(self, msg: tuple[Any, ...]) -> str:
         tag = msg[0]
         if self.done:
             raise ProtocolViolation("a message after the end")
+        if not self.reported:
+            if tag != "W":
+                raise ProtocolViolation("a message before the sandbox report")
+            self.reported = True
+            if msg[1]:
+                self.done = True
+            return "sandbox"
         if tag == "T":
             if not self.loaded or self.pos >= len(self.order):
                 raise ProtocolViolation("a test result that was not asked for")
@@ -291,7 +303,5 @@ class Session:
             self.done = True
             return "done"
         if tag == "W":
-            if self.loaded is not None:
-                raise ProtocolViolation("a warning after the load")
-            return "warning"
+            raise ProtocolViolation("a second sandbox report")
         raise ProtocolViolation(f"unknown message {tag!r}")

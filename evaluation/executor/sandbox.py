@@ -10,14 +10,12 @@ forks applies it in a few microseconds:
   directory is a private tmpfs (:data:`SCRATCH_TMPFS`: bounded in size and files, gone with the
   worker, quick to empty whatever a program left in it), invisible to every other process. The
   worker's zygote is PID 1 of a PID namespace of its own (:mod:`evaluation.executor.forkserver`).
-* **seccomp** (pyseccomp/libseccomp): the filter is compiled once to BPF (in a helper forked
-  by the worker, which never imports pyseccomp itself) and loaded per child with
-  ``prctl(PR_SET_SECCOMP)``. It denies process creation (fork, vfork, clone without
-  ``CLONE_THREAD``; threads are allowed), execve, every ``socket()`` (so no path, abstract or
-  network socket can be reached: ``connect``, ``bind`` and ``listen`` are denied too; only
-  ``socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET)`` is left, connected to nothing but
-  itself), signals to any process but the child itself (the child's pid is patched into the
-  compiled BPF in place of a sentinel), ptrace, io_uring, namespace and mount calls.
+* **seccomp** (pyseccomp/libseccomp; :mod:`evaluation.executor.seccomp_filter`): the filter is
+  compiled once to BPF (in a helper forked by the worker, which never imports pyseccomp itself)
+  and loaded per child with ``prctl(PR_SET_SECCOMP)``, the child's pid patched in first. No
+  process creation but threads, no execve or sockets (a connected unix pair is left), nothing
+  that changes another process (signals, limits, priority, scheduling), no kernel object that
+  could outlive the child (System V IPC, POSIX message queues, memfds, inotify).
 * **Landlock** (raw syscalls via ctypes): reads only what a program needs to import (the
   standard library, the site-packages directories, the executor's own package, the shared
   libraries in ``/usr/lib`` and ``/lib``; :func:`_landlock_read_paths`; not the repository,
@@ -26,6 +24,7 @@ forks applies it in a few microseconds:
   no TCP bind/connect (ABI >= 4); no signals or abstract unix sockets leaving the domain
   (ABI >= 6).
 * **rlimits**: address space, CPU seconds, file size, open files, no core dumps.
+* **tasks**: a pids cgroup per worker bounds a child's threads (:mod:`evaluation.executor.tasks`).
 
 Each mechanism is probed at worker start (:func:`prepare`); what is missing is reported
 (:func:`evaluation.executor.isolation_report`) and degrades with a warning, never with a crash. We run as root
@@ -42,13 +41,16 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "prepare", "apply_in_child", "close_fds_but", "MECHANISMS"]
+from evaluation.executor import seccomp_filter
+
+__all__ = ["DISABLEABLE", "Mechanism", "Prepared", "SandboxFault", "prepare", "apply_in_child", "close_fds_but",
+           "MECHANISMS", "server_state"]
 
 MECHANISMS = ("user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp", "landlock",
-              "rlimits")
+              "rlimits", "pids_cgroup")
 """Every isolation mechanism the executor tries, in the order they are reported."""
 DISABLEABLE = frozenset({"user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp",
-                         "landlock"})
+                         "landlock", "pids_cgroup"})
 """Mechanisms a caller may switch off (``Executor(disable=...)``); rlimits always apply."""
 
 _CLONE_NEWUSER = 0x10000000
@@ -59,7 +61,6 @@ _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 SCRATCH_TMPFS = "size=256m,nr_inodes=65536,mode=0700"
 """Options of a worker's private scratch tmpfs: what every program of the worker may keep in
 files at once (256 MiB of memory, 65,536 files and directories); past it, ENOSPC."""
-_CLONE_THREAD = 0x00010000
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
 _PR_SET_PDEATHSIG = 1
@@ -67,8 +68,6 @@ _SECCOMP_MODE_FILTER = 2
 _SYS_LANDLOCK_CREATE_RULESET = 444
 _SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
-_PID_SENTINEL = 0x7EADBEEF
-"""Placeholder for the child's pid in the compiled seccomp BPF; patched after fork."""
 
 # Landlock access rights (include/uapi/linux/landlock.h).
 _FS_EXECUTE = 1 << 0
@@ -92,18 +91,11 @@ _NET_CONNECT_TCP = 1 << 1
 _SCOPE_ABSTRACT_UNIX = 1 << 0
 _SCOPE_SIGNAL = 1 << 1
 
-_DENIED_SYSCALLS = (
-    "fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
-    "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "tkill", "rt_sigqueueinfo",
-    "rt_tgsigqueueinfo", "io_uring_setup", "io_uring_enter", "io_uring_register", "unshare",
-    "setns", "mount", "umount2", "pivot_root", "chroot", "reboot", "kexec_load",
-    "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
-    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "open_by_handle_at",
-    "name_to_handle_at", "userfaultfd", "setpgid", "setsid", "fsopen", "fsmount",
-    "move_mount", "open_tree",
-)
-"""Denied outright (EPERM). ``setpgid``/``setsid`` would let a child leave the process
-group the worker kills."""
+
+
+class SandboxFault(Exception):
+    """A child or a checker could not be forked, or not with every limit in place, even from a
+    fresh fork server: an infrastructure fault, never a program's or a test's result."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +117,8 @@ class Prepared:
     mechanisms: dict[str, Mechanism] = field(default_factory=dict)
     """Probe result per mechanism."""
     seccomp_bpf: bytes | None = None
-    """Compiled seccomp filter with :data:`_PID_SENTINEL` where the child's pid goes."""
+    """Compiled seccomp filter (:mod:`evaluation.executor.seccomp_filter`) with
+    :data:`~evaluation.executor.seccomp_filter.PID_SENTINEL` where the child's pid goes."""
     seccomp_pid_slots: tuple[int, ...] = ()
     """Byte offsets of the ``k`` fields that hold the pid sentinel."""
     landlock_abi: int = 0
@@ -202,89 +195,6 @@ def _unshare_namespaces(libc: Any, scratch: str, disable: frozenset[str] = froze
     return found
 
 
-def _compile_seccomp() -> tuple[bytes, tuple[int, ...]]:
-    import errno
-    import tempfile
-
-    import pyseccomp as sc
-
-    filt = sc.SyscallFilter(sc.ALLOW)
-    eperm = sc.ERRNO(errno.EPERM)
-    for name in _DENIED_SYSCALLS:
-        try:
-            filt.add_rule(eperm, name)
-        except (OSError, ValueError, RuntimeError):
-            pass  # unknown on this architecture/kernel headers
-    # Process creation: clone only for threads; clone3 hides its flags in memory, so make
-    # glibc fall back to clone (it does so on ENOSYS).
-    filt.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
-    filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    # Sockets: none (so no path, abstract or network socket is reachable; the network namespace
-    # and Landlock also stop TCP). A connected pair of AF_UNIX stream sockets is left (asyncio's
-    # self-pipe): it reaches nothing but itself. Datagram pairs could send to a path.
-    eacces = sc.ERRNO(errno.EACCES)
-    for name in ("socket", "connect", "bind", "listen"):
-        filt.add_rule(eacces, name)
-    filt.add_rule(eacces, "socketpair", sc.Arg(0, sc.NE, 1))
-    filt.add_rule(eacces, "socketpair", sc.Arg(1, sc.MASKED_EQ, 0xF, 2))  # SOCK_DGRAM
-    filt.add_rule(eacces, "socketpair", sc.Arg(1, sc.MASKED_EQ, 0xF, 3))  # SOCK_RAW
-    # Signals: only to the child itself.
-    filt.add_rule(eperm, "kill", sc.Arg(0, sc.NE, _PID_SENTINEL))
-    filt.add_rule(eperm, "tgkill", sc.Arg(0, sc.NE, _PID_SENTINEL))
-    with tempfile.TemporaryFile() as fh:
-        filt.export_bpf(fh)
-        fh.seek(0)
-        bpf = fh.read()
-    slots = []
-    for off in range(0, len(bpf), 8):
-        if struct.unpack_from("<I", bpf, off + 4)[0] == _PID_SENTINEL:
-            slots.append(off + 4)
-    if not slots or len(bpf) % 8:
-        raise RuntimeError("pid sentinel not found in the compiled seccomp filter")
-    return bpf, tuple(slots)
-
-
-def _compile_seccomp_in_helper() -> tuple[bytes, tuple[int, ...]]:
-    """:func:`_compile_seccomp` in a short-lived forked helper, so that the worker never
-    imports pyseccomp. Its import (``ctypes.util.find_library`` runs ``ldconfig``; libseccomp
-    is mapped) leaves the worker with 64 more memory mappings, and every child forked from
-    it then takes ~100 more page faults (~0.4 ms of CPU, measured: ~280 against ~185 faults
-    per child of a minimal program)."""
-    import marshal
-
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the helper's coverage is not collected
-        code = 1
-        try:
-            os.close(rfd)
-            try:
-                payload = marshal.dumps(("ok", *_compile_seccomp()))
-            except Exception as exc:  # noqa: BLE001 - reported to the worker
-                payload = marshal.dumps(("error", f"{type(exc).__name__}: {exc}"))
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(wfd, view):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    chunks = []
-    try:
-        while chunk := os.read(rfd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(rfd)
-        os.waitpid(pid, 0)
-    try:
-        reply = marshal.loads(b"".join(chunks))
-    except (EOFError, ValueError, TypeError):
-        raise RuntimeError("the seccomp compiler helper died") from None
-    if reply[0] != "ok":
-        raise RuntimeError(str(reply[1]))
-    return bytes(reply[1]), tuple(reply[2])
-
-
 def _landlock_read_paths() -> tuple[str, ...]:
     """What a child may read: what a program needs to import, and nothing else of the machine's.
 
@@ -355,7 +265,7 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
     try:
         if "seccomp" in disable:
             raise RuntimeError("disabled by the caller")
-        prepared.seccomp_bpf, prepared.seccomp_pid_slots = _compile_seccomp_in_helper()
+        prepared.seccomp_bpf, prepared.seccomp_pid_slots = seccomp_filter.compile_in_helper()
         prog = prepared.seccomp_prog = bytearray(prepared.seccomp_bpf)
         prepared.seccomp_keep = (ctypes.c_char * len(prog)).from_buffer(prog)  # fixes its size, too
         prepared.seccomp_fprog = _SockFprog(len(prog) // 8, ctypes.cast(prepared.seccomp_keep, ctypes.c_void_p))
@@ -363,7 +273,8 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
         prepared.mechanisms["seccomp"] = Mechanism(
             name="seccomp", active=True,
             detail=f"BPF filter of {len(prepared.seccomp_bpf) // 8} instructions: no fork/exec/"
-                   "sockets but a connected unix pair/foreign signals; threads allowed")
+                   "sockets but a connected unix pair/foreign signals/calls on other processes; no SysV IPC, "
+                   "mqueues, memfds, inotify; threads allowed")
     except Exception as exc:  # noqa: BLE001
         prepared.mechanisms["seccomp"] = Mechanism(name="seccomp", active=False, detail=f"unavailable: {exc}")
     try:
@@ -439,24 +350,28 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
     """Apply every prepared mechanism to the calling (freshly forked) child: a handful of
     syscalls, everything else was prepared in the worker.
 
-    Returns the names of mechanisms that failed here (the child still runs, less isolated).
-    Order matters: rlimits and Landlock first, seccomp last (it forbids what the others need).
+    Returns what could not be applied (a limit by name, ``"landlock"``, ``"seccomp"``). The
+    caller must then not run anything untrusted: a child whose limits are not all in place is an
+    infrastructure fault, never a program's result. Each limit is set on its own (one that fails
+    does not leave the others unset). Order matters: rlimits and Landlock first, seccomp last (it
+    forbids what the others need).
     """
     failed: list[str] = []
     libc = prepared.libc
     libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if not prepared.no_new_privs:
         libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    try:
-        mem = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-        fsize = file_size_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (OSError, ValueError):
-        failed.append("rlimits")
+    mem = memory_mb * 1024 * 1024
+    fsize = file_size_mb * 1024 * 1024
+    setrlimit = resource.setrlimit
+    for name, which, value in (("RLIMIT_AS", resource.RLIMIT_AS, mem), ("RLIMIT_CPU", resource.RLIMIT_CPU, cpu_seconds),
+                               ("RLIMIT_FSIZE", resource.RLIMIT_FSIZE, fsize),
+                               ("RLIMIT_NOFILE", resource.RLIMIT_NOFILE, max_files),
+                               ("RLIMIT_CORE", resource.RLIMIT_CORE, 0)):
+        try:
+            setrlimit(which, (value, value))
+        except (OSError, ValueError):
+            failed.append(name)
     if prepared.landlock_ruleset_fd >= 0:
         if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, prepared.landlock_ruleset_fd, _U32_ZERO) < 0:
             failed.append("landlock")
@@ -465,13 +380,29 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
         except OSError:
             pass
     prog = prepared.seccomp_prog
-    if prog is not None:
+    if prog is not None and not failed:
         pid = os.getpid().to_bytes(4, "little")
         for off in prepared.seccomp_pid_slots:
             prog[off:off + 4] = pid
         if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, prepared.seccomp_fprog_ptr, 0, 0) != 0:
             failed.append("seccomp")
     return failed
+
+
+def server_state() -> tuple[Any, ...]:
+    """What a fork server's children inherit and a child must not have been able to change: its
+    resource limits, nice value, scheduling policy and CPUs. Where seccomp is off, a server takes
+    it when it starts and compares before each fork (:mod:`evaluation.executor.forkserver`); with
+    seccomp on, no child can change a server at all."""
+    getrlimit = resource.getrlimit
+    return (tuple(getrlimit(r) for r in _WATCHED_RLIMITS), os.getpriority(os.PRIO_PROCESS, 0),
+            os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, frozenset(os.sched_getaffinity(0)))
+
+
+_WATCHED_RLIMITS = tuple(getattr(resource, n) for n in (
+    "RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE", "RLIMIT_NPROC", "RLIMIT_STACK",
+    "RLIMIT_DATA", "RLIMIT_RSS", "RLIMIT_MEMLOCK", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NICE",
+    "RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_LOCKS") if hasattr(resource, n))
 
 
 def close_fds_but(keep: set[int]) -> None:

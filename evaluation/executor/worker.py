@@ -45,10 +45,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.executor import sandbox, trusted
+from evaluation.executor import sandbox, tasks, trusted
 from evaluation.executor.checker import Checker
 from evaluation.executor.child import PROGRAM_MODULE as PROGRAM_MODULE  # re-exported: public here before the split
-from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, start_zygote
+from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, Zygote, start_zygote
 from evaluation.executor.prepare import _analyze_assert, _analyze_trusted
 from evaluation.executor.protocol import (
     K_BAD,
@@ -148,7 +148,6 @@ class _Run:
     load_error: str = ""
     load_detail: str = ""
     load_arcs: Any = None
-    warnings: list[str] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
     t0: float = field(default_factory=time.monotonic)
 
@@ -161,7 +160,8 @@ class _Outcome:
     load_error: str = ""
     load_arcs: Any = None
     unfinished: list[int] = field(default_factory=list)
-    warning: str = ""
+    fault: str = ""
+    """The child's sandbox report said what it could not apply (it ran nothing)."""
 
 
 class _Worker:
@@ -179,7 +179,8 @@ class _Worker:
                            # numeric libraries start no thread pools (in a child, or before a fork)
                            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         self.state = ServerState(self.scratch, self.prep)
-        self.zygote = start_zygote(self.state)
+        self.tasks_cgroup, self.prep.mechanisms["pids_cgroup"] = tasks.make_tasks_cgroup(disable)
+        self.zygote = self._start_zygote()
         self.prep.mechanisms["pid_namespace"] = sandbox.Mechanism(
             name="pid_namespace", active=self.zygote.pid_namespace,
             detail="children forked by a zygote that is PID 1 of its own PID namespace: all die with it"
@@ -212,6 +213,8 @@ class _Worker:
         self.shortened_hits = 0
         self.coverage_gaps = 0
         self.last_output = ""
+        self.faulted = False
+        """A unit was answered with a fault: the worker exits (see :meth:`run_unit_frame`)."""
 
     def servers(self) -> list[ForkServer]:
         return [s for s in (self.zygote, *self.templates.values(), self.checker.template) if s is not None]
@@ -229,16 +232,34 @@ class _Worker:
         for template in stopped:
             self.zygote.reap(template.proc)
         self.zygote.close()
+        if self.tasks_cgroup:
+            tasks.remove_tasks_cgroup(self.tasks_cgroup)
         remove_tree(self.scratch)
 
+    def _start_zygote(self) -> Zygote:
+        """A fresh zygote, in the worker's pids cgroup before it forks anything (where there is
+        one; a zygote that cannot join it would fork children with unbounded threads, so the
+        mechanism is then reported inactive)."""
+        zygote = start_zygote(self.state)
+        if self.tasks_cgroup and not tasks.join_tasks_cgroup(self.tasks_cgroup, zygote.local_pid):
+            self.prep.mechanisms["pids_cgroup"] = sandbox.Mechanism(
+                name="pids_cgroup", active=False, detail="the zygote could not join its pids cgroup")
+            tasks.remove_tasks_cgroup(self.tasks_cgroup)
+            self.tasks_cgroup = ""
+        return zygote
+
     def ensure_zygote(self) -> None:
-        """A new zygote if the current one died (its PID namespace, its templates and their
-        children went with it)."""
+        """A new zygote if the current one died (its templates and their children went with
+        it). A zygote that was PID 1 of a PID namespace cannot be replaced in this worker (a
+        process makes one PID namespace for its children, once: forks into the dead one fail
+        with ENOMEM): that is a fault, and the parent starts a fresh worker."""
         if self.zygote.exited():
+            if self.zygote.pid_namespace:
+                raise sandbox.SandboxFault("the zygote ended (a fresh worker is needed)")
             self.zygote.close()
             self.templates.clear()
             self.checker.template = None
-            self.zygote = start_zygote(self.state)
+            self.zygote = self._start_zygote()
 
     def live_zygote(self) -> ForkServer:
         self.ensure_zygote()
@@ -369,8 +390,6 @@ class _Worker:
                                  "checker_seconds": t_check}
         if self.coverage_gaps:
             stats["coverage_gaps"] = self.coverage_gaps
-        if run.warnings:
-            stats["warnings"] = run.warnings
         if run.output:
             stats["output"] = "".join(run.output)[: unit["limits"][3]]
         return ("R", unit["id"], results, run.load_error, run.load_arcs, stats)
@@ -415,11 +434,11 @@ class _Worker:
         while True:
             order = pending[:1] if per_test else pending
             got = _ChildRun(self, unit, prepared, order, results, literal=literal).run()
+            if got.fault:  # not the program's doing: the unit runs again in a fresh worker
+                raise sandbox.SandboxFault(f"a child's sandbox could not be applied: {got.fault}")
             run.children += 1
             if self.last_output:
                 run.output.append(self.last_output)
-            if got.warning and got.warning not in run.warnings:
-                run.warnings.append(got.warning)
             if run.children == 1:
                 run.load_arcs = got.load_arcs
             if not got.loaded:
@@ -457,20 +476,23 @@ class _Worker:
         return checked
 
     def run_unit_frame(self, unit: dict[str, Any]) -> bytes:
-        """:meth:`run_unit`'s answer as a frame for the parent. A harness error (a bug, or a
-        value or message it could not handle) becomes an error of every test of this unit,
-        with the error as the detail and its traceback on the worker's stderr, instead of the
-        worker's death: a death is charged to the program, retried, and costs every other
-        unit in flight a restart."""
+        """:meth:`run_unit`'s answer as a frame for the parent. A fault (a child that could not
+        be forked or sandboxed, even from a fresh zygote: :class:`~evaluation.executor.sandbox.SandboxFault`)
+        or a harness error (a bug) is not this program's result: the answer then says so
+        (``stats["fault"]``, no results), this worker ends (:attr:`faulted`: whatever the fault
+        left in it or its zygote goes with it), and the parent runs the unit again in a fresh
+        worker, or ends the run (:class:`evaluation.executor.ExecutorFault`); the traceback of
+        a harness error goes to the worker's stderr."""
         try:
             return frame(self.run_unit(unit))
         except Exception as exc:  # noqa: BLE001 - BaseException (SystemExit, ...) still ends the worker
-            import traceback
+            if not isinstance(exc, sandbox.SandboxFault):
+                import traceback
 
-            traceback.print_exc(file=sys.stderr)
-            detail = f"executor worker error on this program: {_detail(exc)}"
-            results = [(_ERROR, None, 0.0, detail, None)] * len(unit["tests"])
-            return frame(("R", unit["id"], results, "", None, {"worker_errors": 1}))
+                traceback.print_exc(file=sys.stderr)
+            detail = f"executor worker fault: {_detail(exc)}"
+            self.faulted = True
+            return frame(("R", unit["id"], [], "", None, {"fault": detail}))
 
     # -- judging one message -------------------------------------------------------------
     def timeout_result(self, timeout: float, shorten_after: int, shortened: bool,
@@ -639,11 +661,11 @@ class _ChildRun:
             try:
                 self.proc = server.spawn("run", [unit_r, res_w], {"coverage": bool(self.unit["coverage"])})
                 break
-            except OSError:
+            except OSError as exc:
                 for fd in (unit_r, unit_w, res_r, res_w):
                     os.close(fd)
                 if attempt:
-                    raise
+                    raise sandbox.SandboxFault(f"the fork server could not fork a child: {exc}") from None
         # The child exists from here (a template may first have finished its own imports): its
         # load is timed from now, from nothing used (a new process).
         t_spawn = time.monotonic()
@@ -776,8 +798,9 @@ class _ChildRun:
             elif role == "done":
                 self.w.last_output = msg[1]
                 return False
-            else:
-                self.out.warning = f"sandbox mechanisms failed in child: {msg[1][:200]}"
+            elif msg[1]:  # the sandbox report: something was not applied, and the child ran nothing
+                self.out.fault = msg[1][:200]
+                return False
         return True
 
     def _test(self, msg: tuple[Any, ...]) -> bool:
@@ -802,6 +825,8 @@ class _ChildRun:
 
     def _outcome(self, status: int) -> _Outcome:
         out = self.out
+        if out.fault:
+            return out
         pos = self.session.pos
         if self.session.loaded is None:  # it never reported its load
             if self.violation:
@@ -921,6 +946,8 @@ def main() -> None:
             if unit is None:
                 break
             _write_all(out_fd, worker.run_unit_frame(unit))
+            if worker.faulted:
+                break
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent stopped reading (closed early): exit quietly
     finally:

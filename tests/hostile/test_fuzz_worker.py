@@ -165,7 +165,7 @@ message_specs = st.one_of(
               st.one_of(st.none(), st.binary(max_size=4)),
               st.sampled_from([None, False, ((1, 2),)])),
     st.tuples(st.just("L"), st.booleans(), st.sampled_from([None, ()])),
-    st.tuples(st.sampled_from(["D", "W"])),
+    st.tuples(st.sampled_from(["D", "W", "W!"])),
 )
 
 
@@ -174,23 +174,31 @@ def _encoded(spec: tuple[Any, ...]) -> bytes:
         return protocol.encode_test(spec[1], spec[2], 0.5, "x", spec[3], spec[4])
     if spec[0] == "L":
         return protocol.encode_load(spec[1], "", spec[2])
+    if spec[0] == "W":  # the sandbox report: all applied, or ("W!") what was not
+        return protocol.encode_text(b"W", "", 100)
+    if spec[0] == "W!":
+        return protocol.encode_text(b"W", "not applied: RLIMIT_AS", 100)
     return protocol.encode_text(spec[0].encode(), "out", 100)
 
 
 @FUZZ
 @given(st.lists(st.sampled_from(sorted(protocol.ALLOWED)), min_size=1, max_size=5), st.booleans(),
-       st.lists(message_specs, min_size=1, max_size=10), st.randoms(use_true_random=False))
+       st.lists(message_specs, min_size=1, max_size=10), st.randoms(use_true_random=False), st.booleans())
 def test_a_session_accepts_only_its_own_order(kinds: list[int], coverage: bool, specs: list[tuple[Any, ...]],
-                                              rnd: Any) -> None:
+                                              rnd: Any, reported: bool) -> None:
     order = list(range(len(kinds)))
     rnd.shuffle(order)
     session = Session(order, kinds, coverage=coverage)
     accepted: list[int] = []
-    for spec in specs:
+    if reported:  # the child's sandbox report came first, as it always does
+        specs = [("W",), *specs]
+    for pos, spec in enumerate(specs):
         try:
             role = session.accept(decode(_encoded(spec), max_value=1 << 16, max_text=1 << 16))
         except ProtocolViolation:
+            assert pos > 0 or spec[0] not in ("W", "W!")  # a first report is always accepted
             break
+        assert (role == "sandbox") == (pos == 0)  # the report comes first, once; nothing before it
         if role == "test":
             accepted.append(spec[1])
             assert spec[2] in protocol.ALLOWED[kinds[spec[1]]]

@@ -219,7 +219,7 @@ def test_memory_bomb_grows_until_the_limit(executor: Executor) -> None:
 def test_isolation_report_lists_every_mechanism(executor: Executor) -> None:
     report = executor.isolation
     assert set(report) == {"user_namespace", "network_namespace", "mount_namespace", "pid_namespace", "seccomp",
-                           "landlock", "rlimits"}
+                           "landlock", "rlimits", "pids_cgroup"}
     for mech in report.values():
         assert mech.detail
 
