@@ -57,8 +57,12 @@ from evaluation.io import cache_dir
 
 __all__ = ["SEMANTICS", "KINDS", "key", "Shelf", "Store", "open_store", "KindSize", "store_sizes", "clear_store"]
 
-SEMANTICS = "executor/3"
-"""executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
+SEMANTICS = "executor/4"
+"""executor/4: a test's deadline is the CPU time the scheduler accounts (``time.process_time``); the
+profiling alarm, which counts by the tick and on a loaded machine rang after as little as 60 % of
+it, only wakes the child (``evaluation/executor/child.py``): executor/3's timeouts of tests near
+their deadline may have depended on the machine's load.
+executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
 arcs may hold a later-numbered test's, see ``evaluation/executor/child.py::_arcs``).
 executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time
 limits stop sleepers, the wall-clock backstop excludes run-queue delay, bounded decoding).
