@@ -176,6 +176,29 @@ def cpu_load() -> Callable[[int], contextlib.AbstractContextManager[None]]:
 
 
 @pytest.fixture
+def no_hang() -> Callable[[float, str], contextlib.AbstractContextManager[None]]:
+    """``with no_hang(seconds, what): ...`` fails the test when the block ran so long that it can
+    only have hung: ``seconds`` on an idle machine, times the load per core (the one-minute load
+    average at the block's start or end, whichever is higher), so that load alone cannot reach it.
+    It turns a hang into a failure instead of a stuck suite; it is not a speed check (speed is
+    measured in bench/, with its load, never asserted in a test)."""
+
+    @contextlib.contextmanager
+    def bound(seconds: float, what: str) -> Iterator[None]:
+        import time
+
+        load = os.getloadavg()[0]
+        t0 = time.monotonic()
+        yield
+        elapsed = time.monotonic() - t0
+        load = max(load, os.getloadavg()[0])
+        allowed = seconds * max(1.0, load / (os.cpu_count() or 1))
+        assert elapsed < allowed, f"{what} took {elapsed:.0f} s (a hang? allowed {allowed:.0f} s at load {load:.1f})"
+
+    return bound
+
+
+@pytest.fixture
 def use_dataset_spec() -> Iterator[Callable[[Any], None]]:
     """``use(spec)``: register ``spec`` in place of the dataset of its name for this test (e.g. a
     download URL pointed at a local server); the original is put back afterwards."""

@@ -145,7 +145,8 @@ def test_the_first_units_of_a_run_go_to_different_workers(ex: Executor) -> None:
     """Units are handed out breadth first (each worker's next unit before any worker's unit
     after it): two jobs given together run at once, one per worker, not one behind the other in
     the first worker's queue (the EvalPlus judge's second runs near a limit rely on it)."""
-    prog = "import time\ndef f(i):\n    start = time.monotonic()\n    time.sleep(1.0)\n    return [start, time.monotonic()]\n"
+    # Each sleeps 5 s: the second's fork and load, seconds on a loaded machine, fit well inside.
+    prog = "import time\ndef f(i):\n    start = time.monotonic()\n    time.sleep(5.0)\n    return [start, time.monotonic()]\n"
     jobs = [Job(program=prog + f"# job {i}\n", tests=(CallTest(entry_point="f", args=(i,)),), want_values=True,
                 limits=Limits(timeout=10.0), dedup="exact") for i in range(2)]
     spans = sorted(tuple(r.results[0].value) for r in ex.run(jobs))

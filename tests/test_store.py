@@ -26,7 +26,7 @@ decided. A change there may change what a stored result means: bump ``SEMANTICS`
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "00c3a4d33654666a630e8bb936b77a81d5e1558e79aaf2adfe0546b61fd15416"
+JUDGE_FINGERPRINT = "5e01bb2afc016f440e0d4174aad65d4802124a5c3ce188018e81a6d062b6fbfb"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""
