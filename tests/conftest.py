@@ -102,7 +102,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"FAILED the test suite changed the user's cache: {', '.join(changed)}", red=True)
+            reporter.write_line("")
+            reporter.write_sep("=", f"FAILED: the test suite changed the user's cache: {', '.join(changed)}", red=True)
     root = config.stash.get(_SUITE_ROOT, None)
     if root is not None:
         shutil.rmtree(root, ignore_errors=True)
