@@ -97,7 +97,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import shutil
 
     config = session.config
-    changed = [str(path) for path, before in config.stash.get(_USER_CACHES, []) if _listing(path) != before]
+    changed = []
+    for path, before in config.stash.get(_USER_CACHES, []):
+        after = _listing(path)
+        if after != before:  # name a few entries: another process may write there meanwhile
+            entries = sorted(set(after or ()) ^ set(before or ()))
+            changed.append(f"{path} ({', '.join(sorted({e[0] for e in entries})[:3]) or 'created or removed'})")
     if changed:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = config.pluginmanager.get_plugin("terminalreporter")
