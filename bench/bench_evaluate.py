@@ -11,7 +11,12 @@ Prints one Markdown row per run, with the seconds the distinct programs spent in
 to its end or to its time limit), and in brackets the least of it any order of the inputs could
 have spent (every call of a passing split, plus the call that decided a failure).
 
-    python bench/bench_evaluate.py --workers 2 --runs cold,warm [--tasks 20]
+    python bench/bench_evaluate.py --workers 2 --runs cold,warm [--tasks 20 [--task-seed S]]
+
+``--tasks N`` takes HumanEval/0 to HumanEval/N-1 in numeric order (CodeT's file lists its records
+in string order, HumanEval/0, 1, 10, 100-115, 11, ...: its first 20 records left out the tasks
+that dominate the full set's cost); with ``--task-seed S``, N tasks drawn at random with seed S.
+The subset's task ids are printed.
 
 With ``--propertyeval PATH`` every run also judges on PropertyEval's inputs (``--pbt``; ``cold``
 then draws them too, ``warm`` reads them from the cache) and the row gains +pbt pass@1:
@@ -22,7 +27,10 @@ With ``--evalplus``, evalplus 0.3.1 (the ``bench`` extra) judges the same sample
 invocation, after each of our runs (``evalplus.evaluate --parallel WORKERS``; with ``--tasks N``
 on a copy of HumanEval+ holding those N tasks, its ground truth computed once first, untimed, so
 that both sides read a cached ground truth in the warm rows), and the ratios of wall and CPU
-time of each pair are printed: a figure that does not depend on the day's load:
+time of each pair are printed. The two tools alternate which runs first (ours first in the first
+pair, evalplus first in the second, ...; ``--evalplus-first`` starts with evalplus), so that a
+load that changes over time weighs on both alike, and every row carries the one-minute load
+average at its start and end: a ratio is a figure of its pair's load, not of the code alone.
 
     python bench/bench_evaluate.py --workers 2 --runs warm,warm --tasks 20 --evalplus
 """
@@ -33,6 +41,7 @@ import argparse
 import gzip
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -44,14 +53,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_evalplus import CODET, HEPLUS, parse_time_v  # noqa: E402
 
 
-def first_tasks(n: int, dst: Path) -> Path:
-    """The first ``n`` task records of CodeT's file (for quick runs)."""
-    with gzip.open(CODET, "rt", encoding="utf-8") as fh, gzip.open(dst, "wt", encoding="utf-8") as out:
-        for i, line in enumerate(fh):
-            if i >= n:
-                break
-            out.write(line)
+def task_subset(n: int, seed: int | None = None) -> list[str]:
+    """HumanEval/0 .. HumanEval/n-1, or (``seed``) ``n`` of the 164 tasks drawn at random; in
+    numeric order."""
+    numbers = list(range(164))
+    chosen = numbers[:n] if seed is None else sorted(random.Random(seed).sample(numbers, n))
+    return [f"HumanEval/{i}" for i in chosen]
+
+
+def first_tasks(n: int, dst: Path, seed: int | None = None) -> Path:
+    """CodeT's task records of :func:`task_subset` (``n`` tasks, by number or drawn with ``seed``),
+    in numeric order (for quick runs)."""
+    from compare_evalplus import PROMPTS
+
+    with gzip.open(PROMPTS, "rt", encoding="utf-8") as fh:
+        task_of = {(r := json.loads(line))["prompt"]: r["task_id"] for line in fh}
+    wanted = task_subset(n, seed)
+    found: dict[str, str] = {}
+    with gzip.open(CODET, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            task_id = task_of[json.loads(line)["prompt"]]
+            if task_id in wanted:
+                found[task_id] = line
+    with gzip.open(dst, "wt", encoding="utf-8") as out:
+        for task_id in wanted:
+            out.write(found[task_id])
     return dst
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
 
 
 def one_per_task(samples: Path, workdir: Path) -> Path:
@@ -68,14 +99,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--runs", default="cold,warm", help="comma list of cold|warm")
-    ap.add_argument("--tasks", type=int, default=0, help="only the first N tasks (0: all 164)")
+    ap.add_argument("--tasks", type=int, default=0, help="only HumanEval/0 .. N-1, in numeric order (0: all 164)")
+    ap.add_argument("--task-seed", type=int, default=None, help="with --tasks: N tasks drawn at random with this seed")
+    ap.add_argument("--evalplus-first", action="store_true", help="with --evalplus: evalplus runs first in the first pair")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bench_evaluate")
     ap.add_argument("--propertyeval", type=Path, default=None, help="PropertyEval snapshot: judge with --pbt too")
     ap.add_argument("--evalplus", action="store_true",
                     help="run evalplus 0.3.1 on the same samples after each of our runs and print the ratios")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    samples = first_tasks(args.tasks, args.workdir / f"codet_first{args.tasks}.jsonl.gz") if args.tasks else CODET
+    name = f"codet_{args.tasks}tasks" + (f"_seed{args.task_seed}" if args.task_seed is not None else "")
+    samples = first_tasks(args.tasks, args.workdir / f"{name}.jsonl.gz", args.task_seed) if args.tasks else CODET
+    if args.tasks:
+        ids = task_subset(args.tasks, args.task_seed)
+        print(f"tasks ({len(ids)}, numeric order): {', '.join(t.split('/')[1] for t in ids)}")
     cache = Path(tempfile.mkdtemp(prefix="gtcache-", dir=args.workdir))
     env = dict(os.environ, TESTGEN_CACHE=str(cache))
     env.setdefault("HUMANEVAL_OVERRIDE_PATH", str(HEPLUS))
@@ -83,13 +120,16 @@ def main() -> int:
     testgen = str(Path(sys.executable).parent / "testgen")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     pbt = ["--propertyeval", str(args.propertyeval)] if args.propertyeval else []
-    peer = _EvalPlus(args.workdir, samples, args.tasks, args.workers) if args.evalplus else None
-    pairs: list[tuple[str, float, float, float, float]] = []
-    print("| run | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 "
+    peer = _EvalPlus(args.workdir, samples, name if args.tasks else "", args.workers) if args.evalplus else None
+    pairs: list[tuple[str, str, float, float, float, float, str]] = []
+    print("| run | load (start-end) | samples | wall | user s | sys s | peak RSS (largest process) | base pass@1 | plus pass@1 "
           + ("| +pbt pass@1 " if pbt else "") + "| inside the calls (least any order) s |")
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if pbt else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if pbt else ""))
     warmed = False  # the cache holds the ground truth (and PropertyEval's draws) of these samples
-    for run in args.runs.split(","):
+    for index, run in enumerate(args.runs.split(",")):
+        theirs_first = peer is not None and (index % 2 == 0) == args.evalplus_first
+        if peer is not None and theirs_first:
+            theirs = _peer_row(peer, run, env, pbt)
         if run == "cold" and seen_cold:  # every cold run computes the ground truth again
             cache = Path(tempfile.mkdtemp(prefix="gtcache-", dir=args.workdir))
             env["TESTGEN_CACHE"] = str(cache)
@@ -106,6 +146,7 @@ def main() -> int:
             subprocess.run([testgen, "store", "--clear", "--kind", "verdicts"], stdout=subprocess.DEVNULL, env=env,
                            check=True)
         warmed = True
+        load0 = _load()
         cmd = ["/usr/bin/time", "-v", testgen, "evaluate", "--samples", str(samples), "--model", "codegen16b",
                "--workers", str(args.workers), "--out", str(out), *pbt]
         print(f"<!-- $ TESTGEN_CACHE={cache} {' '.join(cmd[2:])} -->", flush=True)
@@ -121,21 +162,33 @@ def main() -> int:
         inside = sum(r["call_seconds"] / r["duplicates"] for r in recs if r.get("call_seconds") is not None)
         least = sum(r["decisive_seconds"] / r["duplicates"] for r in recs if r.get("decisive_seconds") is not None)
         pbt_cell = f"| {100 * sum(bool(r['pbt']) for r in recs) / len(recs):.2f} " if pbt else ""
-        print(f"| {run} | {len(recs)} | {fig['wall']} | {fig['user']} | {fig['sys']} | {peak} | {base:.2f} | {plus:.2f} "
-              f"{pbt_cell}| {inside:.0f} ({least:.0f}) |", flush=True)
+        loads = f"{load0:.1f}-{_load():.1f}"
+        print(f"| {run} | {loads} | {len(recs)} | {fig['wall']} | {fig['user']} | {fig['sys']} | {peak} | {base:.2f} | "
+              f"{plus:.2f} {pbt_cell}| {inside:.0f} ({least:.0f}) |", flush=True)
         if peer is not None:
-            theirs = peer.run(run, env)
-            print(f"| evalplus 0.3.1 ({run}) | {theirs['samples']} | {theirs['wall']} | {theirs['user']} | {theirs['sys']} | "
-                  f"{int(theirs['peak_kb']) / 1024:.0f} MiB | {theirs['base']:.2f} | {theirs['plus']:.2f} |"
-                  + (" |" if pbt else "") + " |", flush=True)
-            pairs.append((run, _seconds(fig["wall"]), float(fig["user"]) + float(fig["sys"]),
-                          _seconds(theirs["wall"]), float(theirs["user"]) + float(theirs["sys"])))
-    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+            if not theirs_first:
+                theirs = _peer_row(peer, run, env, pbt)
+            pairs.append((run, "evalplus first" if theirs_first else "ours first", _seconds(fig["wall"]),
+                          float(fig["user"]) + float(fig["sys"]), _seconds(theirs["wall"]),
+                          float(theirs["user"]) + float(theirs["sys"]), f"{loads} / {theirs['loads']}"))
+    print(f"load average at end: {_load():.1f}")
     if pairs:
-        print("\n| pair | ours wall / CPU s | evalplus wall / CPU s | evalplus / ours: wall | CPU |\n|---|---|---|---|---|")
-        for run, w, c, ew, ec in pairs:
-            print(f"| {run} | {w:.1f} / {c:.1f} | {ew:.1f} / {ec:.1f} | {ew / w:.2f}x | {ec / c:.2f}x |")
+        print("\n| pair | order | load ours / evalplus | ours wall / CPU s | evalplus wall / CPU s | evalplus / ours: wall | CPU |"
+              "\n|---|---|---|---|---|---|---|")
+        for run, order, w, c, ew, ec, loads in pairs:
+            print(f"| {run} | {order} | {loads} | {w:.1f} / {c:.1f} | {ew:.1f} / {ec:.1f} | {ew / w:.2f}x | {ec / c:.2f}x |")
     return 0
+
+
+def _peer_row(peer: _EvalPlus, run: str, env: dict[str, str], pbt: list[str]) -> dict[str, Any]:
+    """evalplus's run of the pair, printed as its row (with the load at its start and end)."""
+    load0 = _load()
+    theirs = peer.run(run, env)
+    theirs["loads"] = f"{load0:.1f}-{_load():.1f}"
+    print(f"| evalplus 0.3.1 ({run}) | {theirs['loads']} | {theirs['samples']} | {theirs['wall']} | {theirs['user']} | "
+          f"{theirs['sys']} | {int(theirs['peak_kb']) / 1024:.0f} MiB | {theirs['base']:.2f} | {theirs['plus']:.2f} |"
+          + (" |" if pbt else "") + " |", flush=True)
+    return theirs
 
 
 def _seconds(elapsed: str) -> float:
@@ -149,7 +202,7 @@ def _seconds(elapsed: str) -> float:
 class _EvalPlus:
     """evalplus 0.3.1 on the same samples (see the module docstring)."""
 
-    def __init__(self, workdir: Path, samples: Path, tasks: int, workers: int) -> None:
+    def __init__(self, workdir: Path, samples: Path, subset: str, workers: int) -> None:
         from compare_evalplus import write_evalplus_samples
 
         self.workdir = workdir / "evalplus"
@@ -158,20 +211,26 @@ class _EvalPlus:
         everything = self.workdir / "codet_samples_all.jsonl"
         if not everything.exists():
             write_evalplus_samples(everything)
-        self.samples = self.workdir / f"codet_samples_{tasks or 'all'}.jsonl"
+        self.samples = self.workdir / f"codet_samples_{subset or 'all'}.jsonl"
         self.dataset = HEPLUS
-        wanted: set[str] = set()
+        from compare_evalplus import PROMPTS
+
+        with gzip.open(PROMPTS, "rt", encoding="utf-8") as fh:
+            task_of = {(r := json.loads(line))["prompt"]: r["task_id"] for line in fh}
         with gzip.open(samples, "rt", encoding="utf-8") as fh:
-            n_records = sum(1 for _ in fh)
-        with open(everything, encoding="utf-8") as fh, open(self.samples, "w", encoding="utf-8") as out:
-            for line in fh:  # CodeT's order: the first N task records are the first N task ids met
+            order = [task_of[json.loads(line)["prompt"]] for line in fh]  # ours: numeric order
+        wanted = set(order)
+        by_task: dict[str, list[str]] = {t: [] for t in order}
+        with open(everything, encoding="utf-8") as fh:
+            for line in fh:
                 task_id = json.loads(line)["task_id"]
-                if task_id not in wanted and len(wanted) >= n_records:
-                    break
-                wanted.add(task_id)
-                out.write(line)
-        if tasks:
-            self.dataset = self.workdir / f"HumanEvalPlus-{tasks}tasks.jsonl.gz"
+                if task_id in wanted:
+                    by_task[task_id].append(line)
+        with open(self.samples, "w", encoding="utf-8") as out:
+            for task_id in order:
+                out.writelines(by_task[task_id])
+        if subset:
+            self.dataset = self.workdir / f"HumanEvalPlus-{subset}.jsonl.gz"
             with gzip.open(HEPLUS, "rt", encoding="utf-8") as fh, gzip.open(self.dataset, "wt", encoding="utf-8") as out:
                 for line in fh:
                     if json.loads(line)["task_id"] in wanted:

@@ -62,7 +62,9 @@ SEMANTICS = "executor/4"
 process), makes System V IPC objects, POSIX message queues, memfds or inotify instances, or starts
 more than 256 threads (these calls now fail in the program); a child runs only with every limit
 applied; a fault is never a result (results of executor/3 may hold "executor worker error" verdicts
-that another program caused).
+that another program caused); a test's deadline is the CPU time the scheduler accounts
+(``time.process_time``): the profiling alarm, which counts by the tick and rang early on a loaded
+machine, only wakes the child (executor/3's timeouts near a deadline may have depended on load).
 executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
 arcs may hold a later-numbered test's, see ``evaluation/executor/child.py::_arcs``).
 executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time

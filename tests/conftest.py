@@ -28,11 +28,91 @@ def shared_data_path() -> Path:
     return folder.path if folder is not None else (REPO_ROOT / DEFAULT_RELATIVE).resolve()
 
 
+_HOME_VARS = ("HOME", "TESTGEN_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "HF_HOME",
+              "MPLCONFIGDIR")
+"""Where the suite's own home and caches are: every path a command or a library derives from the
+user's home (the result store, downloaded datasets, Hugging Face's and matplotlib's caches)."""
+_USER_CACHES = pytest.StashKey[list[tuple[Path, Any]]]()
+_SUITE_ROOT = pytest.StashKey[Path]()
+
+
+def _user_caches() -> list[Path]:
+    """The caches a command run by this user would write into: ``cache_dir()`` as the user's
+    environment chooses it, and the default ``~/.cache/testgen`` of the real home."""
+    import pwd
+
+    from evaluation.io import cache_dir
+
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    return sorted({cache_dir(), home / ".cache" / "testgen"})
+
+
+def _listing(root: Path) -> tuple[tuple[str, int, int], ...] | None:
+    """Every entry under ``root`` with its size and modification time (None: ``root`` is absent):
+    what a write, an added or a removed file would change."""
+    if not root.exists():
+        return None
+    found = []
+    for base, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = os.path.join(base, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            found.append((os.path.relpath(path, root), st.st_size, st.st_mtime_ns))
+    st = os.lstat(root)
+    found.append((".", st.st_size, st.st_mtime_ns))
+    return tuple(sorted(found))
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Forbid downloads unless told otherwise: tests never download. Nothing else is set: every
-    command finds the shared datasets in the data folder by itself (:mod:`evaluation.data_folder`),
+    """Forbid downloads unless told otherwise: tests never download. Give the whole run a home
+    and caches of its own (:data:`_HOME_VARS`, a fresh temporary folder for each run, inherited
+    by every command a test starts): the suite never reads or writes the user's store, so a
+    result stored by an earlier run (the user's, or another checkout's) never makes a test run
+    warm, and the user's cache is as it was (checked at the end, :func:`pytest_sessionfinish`).
+    A test that needs a cold store of its own sets ``TESTGEN_CACHE`` itself. Every command
+    still finds the shared datasets in the data folder by itself (:mod:`evaluation.data_folder`),
     as it does for a user who exported nothing."""
+    import site
+    import tempfile
+
     os.environ.setdefault("TESTGEN_OFFLINE", "1")
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller set the environment up
+        return
+    config.stash[_USER_CACHES] = [(path, _listing(path)) for path in _user_caches()]
+    root = Path(tempfile.mkdtemp(prefix="testgen-suite-"))
+    config.stash[_SUITE_ROOT] = root
+    user_base = site.getuserbase()  # packages installed with --user stay importable in a new HOME
+    os.environ.setdefault("PYTHONUSERBASE", user_base)
+    for var in _HOME_VARS:
+        path = root / var.lower()
+        path.mkdir()
+        os.environ[var] = str(path)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if it changed a user's cache; remove the run's own home."""
+    import shutil
+
+    config = session.config
+    changed = []
+    for path, before in config.stash.get(_USER_CACHES, []):
+        after = _listing(path)
+        if after != before:  # name a few entries: another process may write there meanwhile
+            entries = sorted(set(after or ()) ^ set(before or ()))
+            changed.append(f"{path} ({', '.join(sorted({e[0] for e in entries})[:3]) or 'created or removed'})")
+    if changed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            reporter.write_sep("=", f"FAILED: the test suite changed the user's cache: {', '.join(changed)}", red=True)
+    root = config.stash.get(_SUITE_ROOT, None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
+
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +179,29 @@ def cpu_load() -> Callable[[int], contextlib.AbstractContextManager[None]]:
                 p.join()
 
     return load
+
+
+@pytest.fixture
+def no_hang() -> Callable[[float, str], contextlib.AbstractContextManager[None]]:
+    """``with no_hang(seconds, what): ...`` fails the test when the block ran so long that it can
+    only have hung: ``seconds`` on an idle machine, times the load per core (the one-minute load
+    average at the block's start or end, whichever is higher), so that load alone cannot reach it.
+    It turns a hang into a failure instead of a stuck suite; it is not a speed check (speed is
+    measured in bench/, with its load, never asserted in a test)."""
+
+    @contextlib.contextmanager
+    def bound(seconds: float, what: str) -> Iterator[None]:
+        import time
+
+        load = os.getloadavg()[0]
+        t0 = time.monotonic()
+        yield
+        elapsed = time.monotonic() - t0
+        load = max(load, os.getloadavg()[0])
+        allowed = seconds * max(1.0, load / (os.cpu_count() or 1))
+        assert elapsed < allowed, f"{what} took {elapsed:.0f} s (a hang? allowed {allowed:.0f} s at load {load:.1f})"
+
+    return bound
 
 
 @pytest.fixture

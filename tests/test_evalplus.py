@@ -123,6 +123,23 @@ HOSTILE_BODIES = {
 }
 
 
+def test_an_alarm_that_rings_before_the_limit_of_cpu_time_stops_no_call(add_only: tuple[Dataset, Path]) -> None:
+    """The wrapper's per-call alarm counts CPU time by the scheduler's tick, and on a loaded machine
+    rings when a call has used as little as 60 % of its limit: rung early, it is set again for the
+    CPU time left by the scheduler's own account. Here each call rings it itself at once: a correct
+    solution still passes base and plus, and one that loops is still stopped at its limit."""
+    ds, cache = add_only
+    truth = ground_truth(ds, cache_dir=cache)
+    prompt = ds["HumanEval/53"].prompt
+    ring = "    import signal\n    signal.raise_signal(signal.SIGVTALRM)\n"
+    sols = [Solution(task_id="HumanEval/53", solution_id="rings", code=prompt + ring + "    return x + y\n"),
+            Solution(task_id="HumanEval/53", solution_id="rings_and_loops",
+                     code=prompt + ring + "    while True:\n        pass\n")]
+    verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth, time_limits=TimeLimits(min_time_limit=0.5))
+    assert verdicts["rings"].base and verdicts["rings"].plus, verdicts["rings"]
+    assert not verdicts["rings_and_loops"].base and "time limit" in verdicts["rings_and_loops"].base_detail
+
+
 def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> None:
     ds, cache = add_only
     truth = ground_truth(ds, cache_dir=cache)
@@ -138,9 +155,8 @@ def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> No
     assert verdicts["correct"].base and verdicts["correct"].plus
     assert verdicts["correct_again"].extra["duplicates"] == 2
     # CPU time spent inside the calls: the infinite loop ran to its first input's 0.5 s limit, no
-    # further. The limit is a CPU-time alarm, which the kernel fires on its tick-sampled account of
-    # the process's CPU time; the measured (exact) CPU time can be a few ticks short of it on a
-    # loaded machine (0.46 s seen at load ~10), hence 0.4.
+    # further (the wrapper's alarm stops no call before its limit by the scheduler's account of CPU
+    # time; 0.4: the duration is measured by the child around the call, a margin below costs nothing).
     assert 0.4 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
     # ~100 calls of `x + y`: microseconds in all, which the child's CPU clock can report as 0.0 (its
     # account is tick-sampled on some kernels): counted, and small; the loop above shows time is counted.

@@ -145,7 +145,8 @@ def test_the_first_units_of_a_run_go_to_different_workers(ex: Executor) -> None:
     """Units are handed out breadth first (each worker's next unit before any worker's unit
     after it): two jobs given together run at once, one per worker, not one behind the other in
     the first worker's queue (the EvalPlus judge's second runs near a limit rely on it)."""
-    prog = "import time\ndef f(i):\n    start = time.monotonic()\n    time.sleep(1.0)\n    return [start, time.monotonic()]\n"
+    # Each sleeps 5 s: the second's fork and load, seconds on a loaded machine, fit well inside.
+    prog = "import time\ndef f(i):\n    start = time.monotonic()\n    time.sleep(5.0)\n    return [start, time.monotonic()]\n"
     jobs = [Job(program=prog + f"# job {i}\n", tests=(CallTest(entry_point="f", args=(i,)),), want_values=True,
                 limits=Limits(timeout=10.0), dedup="exact") for i in range(2)]
     spans = sorted(tuple(r.results[0].value) for r in ex.run(jobs))
@@ -621,3 +622,18 @@ def test_a_loaded_machine_does_not_turn_computing_into_waiting(ex: Executor, cpu
     with cpu_load(6):
         loaded = run1(ex, program, *tests, limits=limits)
     assert [r.outcome for r in loaded.results] == [T, T] + [P] * 60, [r.detail for r in loaded.results if r.outcome is T]
+
+
+def test_an_alarm_that_rings_before_the_deadline_of_cpu_time_does_not_end_the_test(ex: Executor) -> None:
+    """The profiling alarm counts CPU time by the scheduler's tick, and on a loaded machine rings
+    when a test has used as little as 60 % of its deadline (a 3 ms test was a timeout under a
+    10 ms deadline): the child sets it again for the CPU time left, by the scheduler's own
+    account. Here the test rings it itself, at once, on every test: each still passes, under a
+    shortened deadline too; a test that does use its deadline is still a timeout."""
+    program = ("import signal, time\n\ndef f(x):\n    signal.raise_signal(signal.SIGPROF)\n"
+               "    t = time.process_time() + 0.003\n    while time.process_time() < t:\n        pass\n"
+               "    signal.raise_signal(signal.SIGPROF)\n    while x < 0:\n        pass\n    return x\n")
+    tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in (-1, -2, 1, 2, -3, 3))
+    res = run1(ex, program, *tests, limits=Limits(timeout=0.3, shorten_after=2, short_timeout=0.01))
+    assert [r.outcome for r in res.results] == [T, T, P, P, T, P], [r.detail for r in res.results]
+    assert "deadline shortened" in res.results[4].detail

@@ -20,13 +20,13 @@ from evaluation.result_store import KINDS, SEMANTICS, Shelf, Store, key, open_st
 
 ROOT = Path(__file__).resolve().parent.parent
 
-EXECUTOR_FINGERPRINT = "d0df2dce75ecb9364cd1e6ea87bd71826b10460c2ae38a15bc22443a528fd953"
+EXECUTOR_FINGERPRINT = "1ad23acaa00a1025a463cc88e9d8012fd1447fb1ea9dd3345030e500380134c0"
 """sha256 of the executor's sources (every ``.py`` under ``evaluation/executor/``) when :data:`SEMANTICS` was last
 decided. A change there may change what a stored result means: bump ``SEMANTICS`` if it can
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "00c3a4d33654666a630e8bb936b77a81d5e1558e79aaf2adfe0546b61fd15416"
+JUDGE_FINGERPRINT = "5e01bb2afc016f440e0d4174aad65d4802124a5c3ce188018e81a6d062b6fbfb"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""

@@ -188,6 +188,18 @@ def test_known_models_table_counts_are_the_configs(tmp_path: Path) -> None:
     assert paper <= set(known_models())
 
 
+def test_known_models_table_cites_each_models_own_repository() -> None:
+    """``--check`` cites ``source``: the model the spec names, never a fine-tune of it (a user who
+    follows the link lands on that model); where the values were read from elsewhere, ``read_from``
+    says where and the note why."""
+    for model_id, entry in known_models().items():
+        assert entry["source"].startswith(f"https://huggingface.co/{model_id}/"), (model_id, entry["source"])
+        if "read_from" in entry:
+            assert entry["read_from"].startswith("https://huggingface.co/") and entry["note"], model_id
+    config, source, note = read_config("bigcode/starcoder")  # not cached, offline: the table
+    assert source == "known table" and note.endswith("https://huggingface.co/bigcode/starcoder/blob/main/config.json")
+
+
 def test_recorded_vllm_registry() -> None:
     reg = vllm_registry()
     assert reg["checked"]["after_release"] == "0.12.0"

@@ -59,9 +59,10 @@ _RECHECK_ALARM = 1.1
 """A split run again near a limit has each call stopped by the wrapper's CPU alarm at this many
 times its limit. Any call the alarm stops is past its limit, a time-limit failure whatever its
 measured time reads, and a call that ends before the alarm is judged on its measured CPU time
-against the limit itself, so the alarm's place past the limit decides no verdict: it need only
-be past the error of the kernel's tick-sampled account of CPU time that fires it (a few ticks
-of 1-4 ms; 10 % is 100 ms at the 1 s floor). It was ``1 + recheck_margin`` (1.5): a program that
+against the limit itself, so the alarm's place past the limit decides no verdict. (The alarm is
+tick-sampled and can ring early, at 60 % on a loaded machine; the wrapper then sets it again for
+the CPU time left by the scheduler's own account, so it stops no call before this many times its
+limit, see ``evaluation/evalplus/truth.py``.) It was ``1 + recheck_margin`` (1.5): a program that
 loops spent 0.4 of its limit more on its second run (issue 33: 138 second runs, most at the 1 s
 floor, for CodeT's 16,400 HumanEval samples)."""
 
@@ -205,7 +206,9 @@ def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) 
                       cost=sum(times), input_limits=tuple(limits), cap=cap)
 
 
-JUDGE_VERSION = "evalplus-split/2"  # 2: runs near a limit decided by a second run alone; timing-free details
+# 3: the wrapper's alarm stops no call before its limit of CPU time;
+# 2: runs near a limit decided by a second run alone; timing-free details
+JUDGE_VERSION = "evalplus-split/3"
 """Part of a split's key in the result store: bump when how a split is judged changes
 (:class:`SplitJudge`, :func:`_plan_split`, what :class:`ProgramState` keeps of a split)."""
 

@@ -171,14 +171,19 @@ def _program_for(program: str, entry_point: str, kind: str, *, reference: bool) 
         # ``signal.signal`` per call (its enum conversions) cost more than a small solution's
         # call. As many lines as the wrapper had before: a program's SyntaxError that runs to
         # the end of the file names the same line.
-        f"\n\nimport pickle as __testgen_pickle, signal as __testgen_signal\n\n\n"
-        "def __testgen_on_alarm(signum, frame):\n"
-        "    raise TimeoutError('time limit')\n\n\n"
+        # The alarm counts by the scheduler's tick and can ring at 60 % of the limit on a loaded
+        # machine: rung before the call has used its limit of CPU time (``process_time``, the
+        # scheduler's own account), it is set again for the rest.
+        f"\n\nimport pickle as __testgen_pickle, signal as __testgen_signal, time as __testgen_time\n"
+        "__testgen_until = [0.0]\n\n"
+        "def __testgen_on_alarm(signum, frame, until=__testgen_until, clock=__testgen_time.process_time):\n"
+        "    if until[0] > clock(): return __testgen_signal.setitimer(__testgen_signal.ITIMER_VIRTUAL, until[0] - clock())\n"
+        "    raise TimeoutError('time limit')\n\n"
         "try: __testgen_signal.signal(__testgen_signal.SIGVTALRM, __testgen_on_alarm)\n"
         "except Exception: pass\n\n"
         f"def {_CALL_WRAPPER}(time_limit, *args, pickle=__testgen_pickle, setitimer=__testgen_signal.setitimer, "
-        "virtual=__testgen_signal.ITIMER_VIRTUAL):\n"
-        "    try: setitimer(virtual, time_limit)\n"
+        "virtual=__testgen_signal.ITIMER_VIRTUAL, until=__testgen_until, clock=__testgen_time.process_time):\n"
+        "    try: until[0] = clock() + time_limit; setitimer(virtual, time_limit)\n"
         "    except Exception: pass\n"
         "    try:\n"
         f"{call}"

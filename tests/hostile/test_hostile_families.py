@@ -27,7 +27,6 @@ import gzip
 import json
 import os
 import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,7 +138,7 @@ def _he53(shared_data: Path, out: Path) -> Path:
 
 
 def test_through_testgen_evaluate(shared_data: Path, tmp_path: Path, hostile_env: Any,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                  monkeypatch: pytest.MonkeyPatch, no_hang: Any) -> None:
     """``testgen evaluate`` (HumanEval+, the evaluator's judged calls): the command ends normally;
     no hostile program passes base or plus; the correct and the ordinary wrong program get their
     verdicts; sleepers and blockers are timeouts, as in EvalPlus."""
@@ -153,13 +152,11 @@ def test_through_testgen_evaluate(shared_data: Path, tmp_path: Path, hostile_env
     samples.write_text("".join(json.dumps({"task_id": TASK, "solution_id": label, "solution": code}) + "\n"
                                for label, code in programs.items()))
     out = tmp_path / "verdicts.jsonl"
-    t0 = time.monotonic()
-    res = CliRunner().invoke(cli, ["evaluate", "--samples", str(samples), "--dataset", "humaneval+", "--dataset-path",
-                                   str(_he53(shared_data, tmp_path / "he53.jsonl.gz")), "--out", str(out),
-                                   "--workers", "2"])
-    elapsed = time.monotonic() - t0
+    with no_hang(180, "testgen evaluate on the hostile families"):
+        res = CliRunner().invoke(cli, ["evaluate", "--samples", str(samples), "--dataset", "humaneval+",
+                                       "--dataset-path", str(_he53(shared_data, tmp_path / "he53.jsonl.gz")),
+                                       "--out", str(out), "--workers", "2"])
     assert res.exit_code == 0, res.output + repr(res.exception)
-    assert elapsed < 180, f"the run took {elapsed:.0f}s"
     verdicts = {rec["solution_id"]: rec for rec in map(json.loads, out.open())}
     assert verdicts.keys() == programs.keys()
     assert verdicts["correct"]["base"] and verdicts["correct"]["plus"]
@@ -175,7 +172,7 @@ def test_through_testgen_evaluate(shared_data: Path, tmp_path: Path, hostile_env
     hostile_env.assert_untouched()
 
 
-def test_through_reranks_matrix(tmp_path: Path, hostile_env: Any) -> None:
+def test_through_reranks_matrix(tmp_path: Path, hostile_env: Any, no_hang: Any) -> None:
     """``rerank``'s outcome matrix: each family's task holds the hostile program, the correct one
     and an ordinary wrong one: the hostile program passes nothing, the others what they should."""
     from rerank.build import build_matrices, prepare_task
@@ -187,10 +184,9 @@ def test_through_reranks_matrix(tmp_path: Path, hostile_env: Any) -> None:
                 for i, (who, c) in enumerate((("hostile", code), ("correct", CORRECT), ("wrong", HONEST_WRONG)))]
         tests = [TestCase(task_id=label, source=t, generation_id="g", position=i) for i, t in enumerate(VALUE_TESTS)]
         tasks.append(prepare_task(label, "add", sols, tests))
-    t0 = time.monotonic()
-    matrices = build_matrices(tasks, cache_dir=tmp_path, timeout=1.0, load_timeout=5.0, workers=2, shorten_after=2,
-                              codet_packing=False, outputs=True)
-    assert time.monotonic() - t0 < 300
+    with no_hang(300, "the hostile families' matrix"):
+        matrices = build_matrices(tasks, cache_dir=tmp_path, timeout=1.0, load_timeout=5.0, workers=2,
+                                  shorten_after=2, codet_packing=False, outputs=True)
     for label in programs:
         m = matrices[label]
         assert not m.passed[0].any(), (label, m.passed[0])
@@ -201,7 +197,7 @@ def test_through_reranks_matrix(tmp_path: Path, hostile_env: Any) -> None:
     hostile_env.assert_untouched()
 
 
-def test_through_the_rerank_command(shared_data: Path, tmp_path: Path, hostile_env: Any) -> None:
+def test_through_the_rerank_command(shared_data: Path, tmp_path: Path, hostile_env: Any, no_hang: Any) -> None:
     """The ``rerank`` command on one task (HumanEval/53) whose samples are every hostile program,
     the correct one and an ordinary wrong one: the command ends normally, in bounded time, and
     CodeT's pick is the correct program alone (a hostile program that passed every test would
@@ -219,29 +215,27 @@ def test_through_the_rerank_command(shared_data: Path, tmp_path: Path, hostile_e
     verdicts.write_text("".join(json.dumps({"task_id": TASK, "solution_id": label, "passed": label == "correct"}) + "\n"
                                 for label in programs))
     out = tmp_path / "out"
-    t0 = time.monotonic()
-    res = CliRunner().invoke(rerank_cmd, [
-        "--samples", str(samples), "--tests", str(gens), "--dataset", "humaneval+", "--dataset-path",
-        str(_he53(shared_data, tmp_path / "he53.jsonl.gz")), "--no-evalplus", "--verdicts", str(verdicts),
-        "--method", "codet", "--tests-per-generation", str(len(VALUE_TESTS)), "--timeout", "1", "--workers", "2",
-        "--no-progress", "--out", str(out)])
+    with no_hang(300, "rerank on the hostile families"):
+        res = CliRunner().invoke(rerank_cmd, [
+            "--samples", str(samples), "--tests", str(gens), "--dataset", "humaneval+", "--dataset-path",
+            str(_he53(shared_data, tmp_path / "he53.jsonl.gz")), "--no-evalplus", "--verdicts", str(verdicts),
+            "--method", "codet", "--tests-per-generation", str(len(VALUE_TESTS)), "--timeout", "1", "--workers", "2",
+            "--no-progress", "--out", str(out)])
     assert res.exit_code == 0, res.output + repr(res.exception)
-    assert time.monotonic() - t0 < 300
     [pick] = [json.loads(line) for line in (out / "picks.jsonl").open()]
     assert pick["solution_id"] == "correct", pick
     assert pick["expected_pass@1"]["original"] == 1.0, pick
     hostile_env.assert_untouched()
 
 
-def test_through_testgen_eval(tmp_path: Path, hostile_env: Any) -> None:
+def test_through_testgen_eval(tmp_path: Path, hostile_env: Any, no_hang: Any) -> None:
     """``testgen eval``: each hostile program as the reference solution of a task: none of its
     (correct) tests passes; the correct and the ordinary wrong program as references of other
     tasks of the same run: their usual counts."""
     programs = _family_programs(hostile_env, "eval")
     programs["Correct"], programs["Wrong"] = CORRECT, HONEST_WRONG
-    t0 = time.monotonic()
-    out = eval_programs_as_references(tmp_path, programs, {t: list(VALUE_TESTS) for t in programs}, timeout=1.0)
-    assert time.monotonic() - t0 < 400
+    with no_hang(400, "testgen eval on the hostile families"):
+        out = eval_programs_as_references(tmp_path, programs, {t: list(VALUE_TESTS) for t in programs}, timeout=1.0)
     for label in programs:
         rec = out[label]
         if label == "Correct":
