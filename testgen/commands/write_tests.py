@@ -143,6 +143,14 @@ class RunSummary:
     """Tests extracted from this invocation's generations."""
     short_tasks: tuple[str, ...] = ()
     """Tasks with fewer than ``n`` solutions to show (``cross``: the pool is smaller)."""
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """This invocation's generations by :func:`evaluation.extraction.outcome` (``tests``, or why
+    none was extracted); each record holds its own as ``outcome``."""
+
+    @property
+    def without_tests(self) -> int:
+        """Generations of this invocation from which no test was extracted."""
+        return sum(c for kind, c in self.outcomes.items() if kind != "tests")
 
 
 def default_out_dir(config: RunConfig, *, root: str | Path = "runs") -> Path:
@@ -334,11 +342,11 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         if skipped:
             notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
                    f"{total:,} to make")
-        generated, tests_total = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests,
-                                           n=n, path=gens_path)
+        generated, tests_total, outcomes = _generate(config, backend, units, style=style, bar=bar,
+                                                     extract_tests=extract_tests, n=n, path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
     return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
-                      solutions_generated=solutions, tests=tests_total)
+                      solutions_generated=solutions, tests=tests_total, outcomes=outcomes)
 
 
 def _shown_solutions(config: RunConfig, backend: Backend, problems: list[Problem], pool: dict[str, list[Solution]], *,
@@ -419,13 +427,15 @@ def _units(config: RunConfig, plan: dict[str, list[tuple[Solution, int]]], probl
 
 
 def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style: PromptStyle, bar: Progress,
-              extract_tests: Any, n: int, path: Path) -> tuple[int, int]:
+              extract_tests: Any, n: int, path: Path) -> tuple[int, int, dict[str, int]]:
     """Step 3: make the test generations in batches, each appended to ``generations.jsonl`` (with its
-    extracted tests) as soon as it arrives; how many were made, and how many tests they hold."""
+    extracted tests) as soon as it arrives; how many were made, how many tests they hold, and the
+    generations by outcome."""
     task = bar.add(f"tests ({config.setting.value})", sum(len(u.sample_indices) for u in units))
     stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
     generated = 0
     tests_total = 0
+    outcomes: dict[str, int] = defaultdict(int)
     with JsonlAppender(path) as sink:
         for batch in _batches(units, getattr(backend, "batch_hint", 256)):
             sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
@@ -440,10 +450,11 @@ def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style:
                     sink.write(rec)
                     generated += 1
                     tests_total += len(rec["tests"])
+                    outcomes[rec["outcome"]] += 1
                 bar.advance(task, len(gens))
 
             generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
-    return generated, tests_total
+    return generated, tests_total, dict(outcomes)
 
 
 def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int, gen: Generation,
@@ -459,11 +470,15 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         prompt_json: Any = ""
         prompt_hash = content_id("")
         prefix = ""
+        kind: str = "tests" if tests else "no_assert"
     else:
+        from evaluation.extraction import outcome
+
         ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
         tests = list(ex.tests)
         dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
                    "empty": ex.dropped_empty, "rebinding": ex.dropped_rebinding}
+        kind = outcome(ex, entry_point=p.entry_point, text=gen.text)
         prompt_json = unit.prompt.to_json()
         prompt_hash = unit.prompt_hash
     return {
@@ -480,6 +495,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         "prefix": prefix,
         "tests": tests,
         "dropped": dropped,
+        "outcome": kind,
         # the run's sampling (n = the run's N), not the request's (which may ask for fewer on resume)
         "sampling": {**sampling.to_json(), "n": n_total} if gen.tests is None else None,
         "usage": dict(gen.usage) if gen.usage is not None else None,
