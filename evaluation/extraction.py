@@ -109,10 +109,10 @@ class Extraction:
     """Tests that rebind the function under test (vacuous: they check their own definition)."""
 
 
-Outcome = Literal["tests", "blank", "bare_assert", "unparsable", "no_entry_point", "rebinding", "function_copy",
+Outcome = Literal["tests", "blank", "rebinding", "function_copy", "unparsable", "no_entry_point", "bare_assert",
                   "no_assert"]
-OUTCOMES: tuple[Outcome, ...] = ("tests", "blank", "bare_assert", "unparsable", "no_entry_point", "rebinding",
-                                 "function_copy", "no_assert")
+OUTCOMES: tuple[Outcome, ...] = ("tests", "blank", "rebinding", "function_copy", "unparsable", "no_entry_point",
+                                 "bare_assert", "no_assert")
 """What a generation gave, in :func:`outcome`'s order of precedence after ``tests``."""
 
 _DEF = r"^[ \t>]*(?:async[ \t]+)?def[ \t]+{name}[ \t]*\("
@@ -124,10 +124,12 @@ def outcome(extraction: Extraction, *, entry_point: str, text: str | None = None
 
     * ``"blank"``: the model wrote nothing but white space (``text``, the generation without the
       prompt's prefix; by default the extraction's raw text);
-    * ``"rebinding"``, ``"unparsable"``, ``"no_entry_point"``, ``"bare_assert"``: asserts were
-      written and all dropped, for that reason (the first count that is non-zero);
-    * ``"function_copy"``: no assert, but a ``def`` of the entry point (a chat model that answers
-      with the function itself, fenced or not);
+    * ``"rebinding"``: its tests all rebind the function under test;
+    * ``"function_copy"``: a ``def`` of the entry point and no assert line that calls it (a chat
+      model answering with the function itself, fenced or not, cut by the token limit or not; an
+      ``assert`` inside its body checks an argument, not the function);
+    * ``"unparsable"``, ``"no_entry_point"``, ``"bare_assert"``: asserts were written and all
+      dropped, for that reason (the first count that is non-zero);
     * ``"no_assert"``: anything else without an assert (prose, ``print`` checks, unittest's
       ``self.assertEqual``, doctest lines).
     """
@@ -138,14 +140,16 @@ def outcome(extraction: Extraction, *, entry_point: str, text: str | None = None
         return "blank"
     if extraction.dropped_rebinding:
         return "rebinding"
+    name = re.escape(entry_point.strip())
+    calls = re.search(rf"^[ \t]*assert\b.*\b{name}[ \t]*\(", extraction.raw, re.M)
+    if calls is None and re.search(_DEF.format(name=name), extraction.raw, re.M):
+        return "function_copy"
     if extraction.dropped_unparsable:
         return "unparsable"
     if extraction.dropped_no_entry_point:
         return "no_entry_point"
     if extraction.dropped_empty:
         return "bare_assert"
-    if re.search(_DEF.format(name=re.escape(entry_point.strip())), extraction.raw, re.M):
-        return "function_copy"
     return "no_assert"
 
 

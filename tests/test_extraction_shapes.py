@@ -64,6 +64,10 @@ def test_repeated_asserts_are_all_kept_and_a_cut_last_one_counted() -> None:
     ("Sure! The function adds `a` and `b`.", "", "no_assert"),
     ("```python\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(add(1, 2), 3)\n```", "", "no_assert"),
     ("def add(a, b):\n    return a + b\n", "", "function_copy"),
+    # cut by the token limit inside the copy; its assert checks an argument, not add
+    ("```python\ndef add(a, b):\n    assert a > 0, 'positive'\n    return (a +", "", "function_copy"),
+    # the copy, then a test cut short: the model did write a test
+    ("def add(a, b):\n    return a + b\n\nassert add(1,", "", "unparsable"),
 ])
 def test_outcome_of_each_shape(text: str, prefix: str, kind: str) -> None:
     assert kind in OUTCOMES
@@ -157,8 +161,8 @@ def test_run_records_and_counts_the_generations_without_tests(tmp_path: Path) ->
 
 
 def test_run_says_on_screen_how_many_generations_gave_no_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from testgen.cli import cli
     from testgen.backends import fake
+    from testgen.cli import cli
 
     # the fake chat backend's code answers are fenced functions: as tests, each is a function copy
     monkeypatch.setattr(fake.FakeBackend, "_one", lambda self, prompt, index, sampling: Generation(
