@@ -138,10 +138,11 @@ def run(
     if summary.solutions_generated:
         msg += f"; {summary.solutions_generated} solutions sampled"
     click.echo(msg)
-    if summary.without_tests:
+    without_tests = sum(c for kind, c in summary.outcomes.items() if kind != "tests")
+    if without_tests:
         kinds = ", ".join(f"{kind} {c}" for kind, c in sorted(summary.outcomes.items(), key=lambda kv: -kv[1])
                           if kind != "tests")
-        click.echo(f"note: {summary.without_tests} of {summary.generated} test generations gave no test ({kinds}); "
+        click.echo(f"note: {without_tests} of {summary.generated} test generations gave no test ({kinds}); "
                    "each record's outcome says why (docs/extraction.md)", err=True)
     if summary.short_tasks:
         click.echo(

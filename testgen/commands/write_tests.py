@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import RunFailure, TestgenError
-from evaluation.extraction import ExtractionMode
+from evaluation.extraction import ExtractionMode, outcome
 from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
 from evaluation.records import Problem, Solution, content_id
 from testgen import __version__
@@ -144,13 +144,7 @@ class RunSummary:
     short_tasks: tuple[str, ...] = ()
     """Tasks with fewer than ``n`` solutions to show (``cross``: the pool is smaller)."""
     outcomes: dict[str, int] = field(default_factory=dict)
-    """This invocation's generations by :func:`evaluation.extraction.outcome` (``tests``, or why
-    none was extracted); each record holds its own as ``outcome``."""
-
-    @property
-    def without_tests(self) -> int:
-        """Generations of this invocation from which no test was extracted."""
-        return sum(c for kind, c in self.outcomes.items() if kind != "tests")
+    """This invocation's generations by :func:`evaluation.extraction.outcome` (as each record's)."""
 
 
 def default_out_dir(config: RunConfig, *, root: str | Path = "runs") -> Path:
@@ -342,8 +336,8 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
         if skipped:
             notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
                    f"{total:,} to make")
-        generated, tests_total, outcomes = _generate(config, backend, units, style=style, bar=bar,
-                                                     extract_tests=extract_tests, n=n, path=gens_path)
+        generated, tests_total, outcomes = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests,
+                                                     n=n, path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
     return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
                       solutions_generated=solutions, tests=tests_total, outcomes=outcomes)
@@ -429,8 +423,7 @@ def _units(config: RunConfig, plan: dict[str, list[tuple[Solution, int]]], probl
 def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style: PromptStyle, bar: Progress,
               extract_tests: Any, n: int, path: Path) -> tuple[int, int, dict[str, int]]:
     """Step 3: make the test generations in batches, each appended to ``generations.jsonl`` (with its
-    extracted tests) as soon as it arrives; how many were made, how many tests they hold, and the
-    generations by outcome."""
+    extracted tests) as soon as it arrives; how many were made, their tests, their outcomes."""
     task = bar.add(f"tests ({config.setting.value})", sum(len(u.sample_indices) for u in units))
     stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
     generated = 0
@@ -468,12 +461,9 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         dropped = dict(gen.dropped or {"no_entry_point": 0, "unparsable": 0})
         dropped["rebinding"] = dropped.get("rebinding", 0) + len(gen.tests) - len(tests)
         prompt_json: Any = ""
-        prompt_hash = content_id("")
-        prefix = ""
+        prompt_hash, prefix = content_id(""), ""
         kind: str = "tests" if tests else "no_assert"
     else:
-        from evaluation.extraction import outcome
-
         ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
         tests = list(ex.tests)
         dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
@@ -494,8 +484,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         "raw": gen.text,
         "prefix": prefix,
         "tests": tests,
-        "dropped": dropped,
-        "outcome": kind,
+        "dropped": dropped, "outcome": kind,
         # the run's sampling (n = the run's N), not the request's (which may ask for fewer on resume)
         "sampling": {**sampling.to_json(), "n": n_total} if gen.tests is None else None,
         "usage": dict(gen.usage) if gen.usage is not None else None,
