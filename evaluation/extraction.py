@@ -41,6 +41,10 @@ Two modes:
   ``;`` companions cut off; rescued statements joined into one line). :func:`canonical_test`
   gives a layout-free form (``ast.unparse``) for deduplication.
 
+Every generation gets an :func:`outcome`: ``"tests"`` when a test was kept, else why none was
+(the counts above, or the answer's shape: a restated function, code or prose with no assert, an
+empty answer), so a generation that yields nothing is counted by kind and never silent.
+
 In both modes a test that rebinds the function under test (a ``def``, ``class``, assignment,
 import, parameter or ``del`` of its name, in any scope: ``add = lambda a, b: a + b`` after the
 assert, ``all(add(1) for add in ...)``) checks its own definition, not the program's: every
@@ -62,6 +66,9 @@ __all__ = [
     "EXTRACTION_MODES",
     "canonical_test",
     "extract_tests",
+    "Outcome",
+    "OUTCOMES",
+    "outcome",
 ]
 
 ExtractionMode = Literal["codet", "robust"]
@@ -100,6 +107,50 @@ class Extraction:
     ending with ``assert ``); robust mode only, CodeT skips them silently."""
     dropped_rebinding: int = 0
     """Tests that rebind the function under test (vacuous: they check their own definition)."""
+
+
+Outcome = Literal["tests", "blank", "rebinding", "function_copy", "unparsable", "no_entry_point", "bare_assert",
+                  "no_assert"]
+OUTCOMES: tuple[Outcome, ...] = ("tests", "blank", "rebinding", "function_copy", "unparsable", "no_entry_point",
+                                 "bare_assert", "no_assert")
+"""What a generation gave, in :func:`outcome`'s order of precedence after ``tests``."""
+
+_DEF = r"^[ \t>]*(?:async[ \t]+)?def[ \t]+{name}[ \t]*\("
+
+
+def outcome(extraction: Extraction, *, entry_point: str, text: str | None = None) -> Outcome:
+    """What one generation gave: ``"tests"`` when ``extraction`` kept at least one test (or
+    dropped some only for the limit); otherwise why it gave none, first match in this order:
+
+    * ``"blank"``: the model wrote nothing but white space (``text``, the generation without the
+      prompt's prefix; by default the extraction's raw text);
+    * ``"rebinding"``: its tests all rebind the function under test;
+    * ``"function_copy"``: a ``def`` of the entry point and no assert line that calls it (a chat
+      model answering with the function itself, fenced or not, cut by the token limit or not; an
+      ``assert`` inside its body checks an argument, not the function);
+    * ``"unparsable"``, ``"no_entry_point"``, ``"bare_assert"``: asserts were written and all
+      dropped, for that reason (the first count that is non-zero);
+    * ``"no_assert"``: anything else without an assert (prose, ``print`` checks, unittest's
+      ``self.assertEqual``, doctest lines).
+    """
+    if extraction.tests or extraction.dropped_over_limit:
+        return "tests"
+    answer = extraction.raw if text is None else text
+    if not answer.strip():
+        return "blank"
+    if extraction.dropped_rebinding:
+        return "rebinding"
+    name = re.escape(entry_point.strip())
+    calls = re.search(rf"^[ \t]*assert\b.*\b{name}[ \t]*\(", extraction.raw, re.M)
+    if calls is None and re.search(_DEF.format(name=name), extraction.raw, re.M):
+        return "function_copy"
+    if extraction.dropped_unparsable:
+        return "unparsable"
+    if extraction.dropped_no_entry_point:
+        return "no_entry_point"
+    if extraction.dropped_empty:
+        return "bare_assert"
+    return "no_assert"
 
 
 def extract_tests(

@@ -45,6 +45,8 @@ __all__ = [
     "render",
     "prompt_prefix",
     "extract_code",
+    "code_outcome",
+    "CodeOutcome",
     "number_word",
 ]
 
@@ -227,20 +229,94 @@ def prompt_prefix(prompt: Prompt) -> str:
 
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_PYTHON_TAGS = ("python", "py", "python3", "")
+
+CodeOutcome = Literal["fenced", "fenced_body", "unfenced", "body", "blank"]
+"""How :func:`extract_code` found a chat answer's program (:func:`code_outcome`)."""
+
+
+def _defines(problem: Problem) -> re.Pattern[str]:
+    return re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(problem.entry_point)}\s*\(", re.M)
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _code_span(answer: str, problem: Problem) -> str | None:
+    """In an answer without fences, the code around the entry point's ``def``: from the import
+    lines just above it to the last line with which the span still parses (prose before and
+    after cut off, as ``evalplus.sanitize``'s longest parsable span does). ``None``: no ``def``
+    line, or no span from it parses."""
+    lines = answer.split("\n")
+    pattern = _defines(problem)
+    first = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
+    if first is None:
+        return None
+    while first > 0 and re.match(r"^(import|from)\s+\w", lines[first - 1]):
+        first -= 1
+    for end in range(len(lines), first, -1):
+        span = "\n".join(lines[first:end]).rstrip()
+        if span and _parses(span):
+            return span + "\n"
+    return None
+
+
+def _found_code(answer: str, problem: Problem) -> tuple[str | None, CodeOutcome]:
+    """The code a chat answer holds and how it was found (see :func:`code_outcome`)."""
+    if not answer.strip():
+        return None, "blank"
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(answer)]
+    pattern = _defines(problem)
+    chosen = next((b for _, b in blocks if pattern.search(b)), None)
+    if chosen is not None:
+        return chosen, "fenced"
+    chosen = next((b for lang, b in blocks if lang in _PYTHON_TAGS), None)
+    if chosen is not None:
+        return chosen, "fenced_body"
+    span = _code_span(answer, problem) if not blocks else None
+    if span is not None:
+        return span, "unfenced"
+    return None, "body"
+
+
+def code_outcome(answer: str, problem: Problem) -> CodeOutcome:
+    """How :func:`extract_code` finds the program in a chat answer: ``"fenced"`` (a fenced block
+    that defines the entry point), ``"fenced_body"`` (a Python or untagged block without the
+    ``def``: the header is prepended), ``"unfenced"`` (no fence; the code around the ``def`` cut
+    out of the prose), ``"body"`` (nothing of the above: the whole answer follows the header, as a
+    function body) or ``"blank"`` (the model wrote nothing)."""
+    return _found_code(answer, problem)[1]
+
+
+def _missing_imports(code: str, problem: Problem) -> str:
+    """The import lines of the dataset's prompt (``from typing import List``) that ``code`` lacks:
+    a chat model restating the function often drops them, and its annotations then fail."""
+    have = {line.strip() for line in code.splitlines()}
+    lines = [line for line in problem.prompt.splitlines()
+             if re.match(r"^(import|from)\s+\w", line) and line.strip() not in have]
+    return "".join(line + "\n" for line in lines)
 
 
 def extract_code(answer: str, problem: Problem, *, keep_examples: bool) -> str:
     """A complete program from a chat model's answer to a code-generation prompt.
 
-    The first fenced block that defines the entry point (else the first Python block, else
-    the whole answer); the header is prepended when the block lacks the ``def``.
+    The first fenced block that defines the entry point, else the first Python (or untagged)
+    block, else (no fence at all) the code around the entry point's ``def`` with the prose cut off,
+    else the whole answer (:func:`code_outcome` says which). A program with the ``def`` gets the
+    prompt's import lines it lacks; one without it follows the header. An answer that held no
+    program still gives one (the header and the answer), which fails its tests: the sample
+    counts, as a wrong one, in pass@k.
     """
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(answer)]
-    pattern = re.compile(rf"^\s*def\s+{re.escape(problem.entry_point)}\s*\(", re.M)
-    chosen = next((b for _, b in blocks if pattern.search(b)), None)
+    chosen, kind = _found_code(answer, problem)
     if chosen is None:
-        chosen = next((b for lang, b in blocks if lang in ("python", "py", "python3", "")), answer)
-    if pattern.search(chosen):
-        return chosen if chosen.endswith("\n") else chosen + "\n"
+        chosen = answer
+    if kind in ("fenced", "unfenced"):
+        chosen = chosen if chosen.endswith("\n") else chosen + "\n"
+        return _missing_imports(chosen, problem) + chosen
     head = code_generation_head(problem, keep_examples=keep_examples)
     return head + chosen

@@ -78,7 +78,8 @@ def test_chat_style(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "config.json").read_text())["prompt_style"] == "chat"
     assert all(isinstance(r["prompt"], list) and r["prefix"] == "" for r in recs)
     assert all(len(r["tests"]) == 3 and "```" not in r["tests"][0] for r in recs)
-    assert sols[0]["solution"].startswith("def has_close_elements(") and sols[0]["completion"] is None
+    # the prompt's import, which the restated function lacks, comes first
+    assert sols[0]["solution"].startswith("from typing import List\ndef has_close_elements(") and sols[0]["completion"] is None
 
 
 @pytest.mark.parametrize("setting", [Setting.ORACLE, Setting.PLACEHOLDER])

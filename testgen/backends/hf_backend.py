@@ -28,6 +28,14 @@ which changes code). Chat prompts go through the tokenizer's chat template. torc
 transformers are imported only when the backend is built (``pip install 'testgen[hf]'``). For
 throughput on GPUs prefer the ``vllm`` backend where it serves the architecture.
 ``chat_template`` gives a tokenizer without one its model's format (:mod:`testgen.backends.chat_templates`).
+
+**GGUF files** (llama.cpp's format): ``model`` names a ``.gguf`` file, or a directory or hub repo
+with ``gguf_file`` naming the file in it. transformers reads the config, the tokenizer and the
+weights from the file (``from_pretrained(..., gguf_file=...)``, which needs the ``gguf`` package)
+and dequantizes the weights to ``dtype``, so the model computes in float, not in the file's
+quantized arithmetic: its text can differ from llama.cpp's for the same file. The chat template is
+the file's own (its ``tokenizer.chat_template`` metadata, which transformers puts on the tokenizer),
+so an instruct model gets the format it was trained with and ``chat = auto`` finds it.
 """
 
 from __future__ import annotations
@@ -39,7 +47,8 @@ from typing import Any, Literal
 from evaluation.errors import TestgenError
 from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
 
-__all__ = ["HFBackend", "HFOptions", "ForwardBatch", "forward_batches", "architecture_support", "ArchitectureSupport"]
+__all__ = ["HFBackend", "HFOptions", "ForwardBatch", "forward_batches", "architecture_support", "ArchitectureSupport",
+           "gguf_location"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +74,9 @@ class HFOptions:
     """Chat model? ``auto``: yes when the tokenizer has a chat template."""
     chat_template: str = ""
     """A Jinja chat template (a file, or the template itself) for a tokenizer that has none."""
+    gguf_file: str = ""
+    """A GGUF file (name) inside the model directory or hub repo; empty: none, unless ``model``
+    itself is a ``.gguf`` file."""
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -166,6 +178,21 @@ def _dtype_argument(transformers: Any) -> str:
     return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
+def gguf_location(model: str, gguf_file: str) -> tuple[str, str]:
+    """Where transformers reads a model from: ``(directory or repo, GGUF file name)``, the name
+    empty for a checkpoint that is not a GGUF file. ``model`` may be a ``.gguf`` path itself."""
+    from pathlib import Path
+
+    if model.endswith(".gguf") and Path(model).expanduser().is_file():
+        path = Path(model).expanduser()
+        if gguf_file and gguf_file != path.name:
+            raise TestgenError(f"hf: model {model} is a GGUF file; gguf_file = {gguf_file!r} names another")
+        return str(path.parent), path.name
+    if model.endswith(".gguf") and not gguf_file:
+        raise TestgenError(f"hf: no GGUF file {model}")
+    return model, gguf_file
+
+
 class HFBackend(Backend):
     """A causal or encoder-decoder LM run locally with transformers."""
 
@@ -200,11 +227,19 @@ class HFBackend(Backend):
         if dtype is None:
             dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         remote = opts.trust_remote_code
-        config = transformers.AutoConfig.from_pretrained(self.model, trust_remote_code=remote)
+        where, gguf = gguf_location(self.model, opts.gguf_file)
+        # transformers reads config, tokenizer and weights from a GGUF file when given its name
+        source: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
+        if gguf:
+            import importlib.util
+
+            if importlib.util.find_spec("gguf") is None:  # transformers' GGUF reader
+                raise TestgenError("the hf backend reads GGUF files with the gguf package: pip install gguf")
+        config = transformers.AutoConfig.from_pretrained(where, trust_remote_code=remote, **source)
         seq2seq = bool(getattr(config, "is_encoder_decoder", False))
         if opts.span_sentinel and not seq2seq:
             raise TestgenError(f"hf: span_sentinel is for encoder-decoder models; {self.model} is decoder-only")
-        tok = transformers.AutoTokenizer.from_pretrained(self.model, trust_remote_code=remote)
+        tok = transformers.AutoTokenizer.from_pretrained(where, trust_remote_code=remote, **source)
         # the encoder reads a right-padded batch (T5's); a decoder-only prompt must end where generation starts
         tok.padding_side = "right" if seq2seq else "left"
         _special_tokens_from_config(tok, config)
@@ -215,7 +250,8 @@ class HFBackend(Backend):
         if opts.span_sentinel and tok.convert_tokens_to_ids(opts.span_sentinel) == tok.unk_token_id:
             raise TestgenError(f"hf: {self.model}'s tokenizer has no token {opts.span_sentinel!r} (span_sentinel)")
         auto = transformers.AutoModelForSeq2SeqLM if seq2seq else transformers.AutoModelForCausalLM
-        lm = auto.from_pretrained(self.model, config=config, trust_remote_code=remote, **{_dtype_argument(transformers): dtype})
+        lm = auto.from_pretrained(where, config=config, trust_remote_code=remote, **source,
+                                  **{_dtype_argument(transformers): dtype})
         lm.to(device)
         lm.train(False)  # inference mode (dropout off)
         self._tok, self._lm, self._device, self._seq2seq = tok, lm, device, seq2seq

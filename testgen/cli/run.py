@@ -138,6 +138,12 @@ def run(
     if summary.solutions_generated:
         msg += f"; {summary.solutions_generated} solutions sampled"
     click.echo(msg)
+    without_tests = sum(c for kind, c in summary.outcomes.items() if kind != "tests")
+    if without_tests:
+        kinds = ", ".join(f"{kind} {c}" for kind, c in sorted(summary.outcomes.items(), key=lambda kv: -kv[1])
+                          if kind != "tests")
+        click.echo(f"note: {without_tests} of {summary.generated} test generations gave no test ({kinds}); "
+                   "each record's outcome says why (docs/extraction.md)", err=True)
     if summary.short_tasks:
         click.echo(
             f"warning: {len(summary.short_tasks)} task(s) have fewer than {n} solutions to show"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import RunFailure, TestgenError
-from evaluation.extraction import ExtractionMode
+from evaluation.extraction import ExtractionMode, outcome
 from evaluation.io import JsonlAppender, read_jsonl, write_jsonl
 from evaluation.records import Problem, Solution, content_id
 from testgen import __version__
@@ -144,6 +144,8 @@ class RunSummary:
     """Tests extracted from this invocation's generations."""
     short_tasks: tuple[str, ...] = ()
     """Tasks with fewer than ``n`` solutions to show (``cross``: the pool is smaller)."""
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """This invocation's generations by :func:`evaluation.extraction.outcome` (as each record's)."""
 
 
 def default_out_dir(config: RunConfig, *, root: str | Path = "runs") -> Path:
@@ -236,12 +238,10 @@ def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
 
 
 def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
-    keys: set[tuple[str, str, int]] = set()
     if not path.exists():
-        return keys
-    for _, rec in read_jsonl(path, tolerate_torn_tail=True):
-        keys.add(generation_key(rec.get("task_id", ""), rec.get("solution_id"), int(rec.get("sample_index", -1))))
-    return keys
+        return set()
+    return {generation_key(rec.get("task_id", ""), rec.get("solution_id"), int(rec.get("sample_index", -1)))
+            for _, rec in read_jsonl(path, tolerate_torn_tail=True)}
 
 
 def _batches(units: Sequence[_Unit], size: int) -> Iterator[list[_Unit]]:
@@ -327,23 +327,20 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
     gens_path = out_dir / "generations.jsonl"
     num_tests = config.tests_per_generation or 3
     with recorded_requests(backend, out_dir, "run", notify), Progress(progress) as bar:
-        plan, solutions = _shown_solutions(config, backend, problems, pool, n=n, style=style, code_tpl=code_tpl,
-                                           path=out_dir / "solutions.jsonl", bar=bar, num_tests=num_tests,
-                                           notify=notify)
+        plan, solutions = _shown_solutions(config, backend, problems, pool, n=n, style=style, code_tpl=code_tpl, notify=notify,
+                                           path=out_dir / "solutions.jsonl", bar=bar, num_tests=num_tests)
         units, skipped = _units(config, plan, problems, tests_tpl, num_tests=num_tests, gens_path=gens_path)
         total = sum(len(u.sample_indices) for u in units)
         if skipped:
-            others = {t for t, _, _ in _existing_keys(gens_path)} - {p.task_id for p in problems}
-            also = (f" (the file also holds {len(others):,} other tasks: 'testgen eval' scores every task in it,"
-                    f" '--limit {config.limit}' only these)" if others and config.limit else
-                    f" (the file also holds {len(others):,} other tasks)" if others else "")
-            notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; "
-                   f"{total:,} to make{also}")
-        generated, tests_total = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests,
-                                           n=n, path=gens_path)
+            others = len({t for t, _, _ in _existing_keys(gens_path)} - {p.task_id for p in problems})
+            also = (f" (the file also holds {others:,} other tasks" + (f": 'testgen eval' scores every task in it, '--limit {config.limit}'"
+                    " only these)" if config.limit else ")")) if others else ""
+            notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; {total:,} to make{also}")
+        generated, tests_total, outcomes = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests, n=n,
+                                                     path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
     return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
-                      solutions_generated=solutions, tests=tests_total)
+                      solutions_generated=solutions, tests=tests_total, outcomes=outcomes)
 
 
 def _shown_solutions(config: RunConfig, backend: Backend, problems: list[Problem], pool: dict[str, list[Solution]], *,
@@ -424,13 +421,14 @@ def _units(config: RunConfig, plan: dict[str, list[tuple[Solution, int]]], probl
 
 
 def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style: PromptStyle, bar: Progress,
-              extract_tests: Any, n: int, path: Path) -> tuple[int, int]:
+              extract_tests: Any, n: int, path: Path) -> tuple[int, int, dict[str, int]]:
     """Step 3: make the test generations in batches, each appended to ``generations.jsonl`` (with its
-    extracted tests) as soon as it arrives; how many were made, and how many tests they hold."""
+    extracted tests) as soon as it arrives; how many were made, their tests, their outcomes."""
     task = bar.add(f"tests ({config.setting.value})", sum(len(u.sample_indices) for u in units))
     stop = TEST_STOP if style is PromptStyle.COMPLETION else ()
     generated = 0
     tests_total = 0
+    outcomes: dict[str, int] = defaultdict(int)
     with JsonlAppender(path) as sink:
         for batch in _batches(units, getattr(backend, "batch_hint", 256)):
             sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
@@ -445,10 +443,11 @@ def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style:
                     sink.write(rec)
                     generated += 1
                     tests_total += len(rec["tests"])
+                    outcomes[rec["outcome"]] += 1
                 bar.advance(task, len(gens))
 
             generate_checked(backend, [u.prompt for u in batch], sampling, on_result)
-    return generated, tests_total
+    return generated, tests_total, dict(outcomes)
 
 
 def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int, gen: Generation,
@@ -462,13 +461,14 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         dropped = dict(gen.dropped or {"no_entry_point": 0, "unparsable": 0})
         dropped["rebinding"] = dropped.get("rebinding", 0) + len(gen.tests) - len(tests)
         prompt_json: Any = ""
-        prompt_hash = content_id("")
-        prefix = ""
+        prompt_hash, prefix = content_id(""), ""
+        kind: str = "tests" if tests else "no_assert"
     else:
         ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
         tests = list(ex.tests)
         dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
                    "empty": ex.dropped_empty, "rebinding": ex.dropped_rebinding}
+        kind = outcome(ex, entry_point=p.entry_point, text=gen.text)
         prompt_json = unit.prompt.to_json()
         prompt_hash = unit.prompt_hash
     return {
@@ -484,7 +484,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         "raw": gen.text,
         "prefix": prefix,
         "tests": tests,
-        "dropped": dropped,
+        "dropped": dropped, "outcome": kind,
         # the run's sampling (n = the run's N), not the request's (which may ask for fewer on resume)
         "sampling": {**sampling.to_json(), "n": n_total} if gen.tests is None else None,
         "usage": dict(gen.usage) if gen.usage is not None else None,
