@@ -24,9 +24,11 @@ REQUIRED = {"task_id", "generation_id", "setting", "model", "backend", "sample_i
 
 
 def _records(path: Path) -> list[dict]:
+    """The complete records of a file a running command may be writing (its last line may be torn)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    complete = path.read_text().split("\n")[:-1]
+    return [json.loads(line) for line in complete if line.strip()]
 
 
 @pytest.mark.parametrize("setting", ["oracle", "placeholder", "self"])

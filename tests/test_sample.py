@@ -31,9 +31,11 @@ TESTGEN = str(Path(sys.executable).parent / "testgen")
 
 
 def _records(path: Path) -> list[dict]:
+    """The complete records of a file a running command may be writing (its last line may be torn)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    complete = path.read_text().split("\n")[:-1]
+    return [json.loads(line) for line in complete if line.strip()]
 
 
 def _key(r: dict) -> tuple[str, int]:
