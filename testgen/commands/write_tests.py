@@ -184,6 +184,8 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
         "model": backend.model,
         "backend_options": opts,
         "backend_runtime_options": runtime,
+        # where the backend's plugin, not testgen, sets (part of) the sampling (the llm backend)
+        **({"backend_sampling": desc["sampling"]} if "sampling" in desc else {}),
         "sampling": {**config.sampling.to_json(), "n": n},
         "code_sampling": config.code_sampling.to_json() if config.setting is Setting.SELF and not config.code_from
         else None,
