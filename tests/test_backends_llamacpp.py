@@ -127,7 +127,7 @@ def test_thread_count_does_not_change_the_text(model_file: Path) -> None:
 
 def test_prompt_longer_than_the_context_names_its_task(model_file: Path) -> None:
     b = create_backend("llamacpp", options={"n_ctx": "64"})
-    with pytest.raises(RunFailure, match=r"HumanEval/0: Requested tokens \(\d+\) exceed context window.*n_ctx"):
+    with pytest.raises(RunFailure, match=r"llamacpp: HumanEval/0: .*n_ctx = 64: does the prompt fit\? raise -o n_ctx"):
         b.generate(humaneval_prompts("chat", 1), GREEDY)
     b.close()
 

@@ -221,8 +221,9 @@ class LlamaCppBackend(Backend):
                 resp = llm.create_completion(prompt=prompt.text, **kwargs)
                 choice = resp["choices"][0]
                 text = choice.get("text") or ""
-        except ValueError as exc:  # llama.cpp's "Requested tokens (N) exceed context window of M"
-            raise RunFailure(f"llamacpp: {prompt.task_id or 'a prompt'}: {exc}; raise -o n_ctx") from None
+        except ValueError as exc:  # a prompt longer than the context ("Requested tokens (N) exceed context window", ...)
+            raise RunFailure(f"llamacpp: {prompt.task_id or 'a prompt'}: {exc} (n_ctx = {self.options.n_ctx}: does the "
+                             "prompt fit? raise -o n_ctx)") from None
         usage = resp.get("usage") or {}
         text, stopped = cut_at_stop(text, sampling.stop)
         return Generation(text=text, finish_reason="stop" if stopped else choice.get("finish_reason"),
