@@ -22,13 +22,12 @@ plugin's message, unless ``on_error = "empty"``, which records an empty generati
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
-from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop, json_object_option
 
 __all__ = ["LLMBackend", "LLMOptions", "SAMPLING_OPTIONS"]
 
@@ -37,15 +36,7 @@ SAMPLING_OPTIONS = ("temperature", "top_p", "max_tokens", "seed", "stop")
 
 
 def _model_options(raw: str) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"model_options is not JSON ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(value, dict):
-        raise ValueError("model_options must be a JSON object, e.g. {\"temperature\": 0}")
-    return value
+    return json_object_option(raw, "model_options")
 
 
 @dataclass(frozen=True, kw_only=True)

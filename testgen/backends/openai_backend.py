@@ -27,7 +27,6 @@ The API key is read from the environment variable named by ``api_key_env`` (defa
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import random
@@ -41,9 +40,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
-from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop, json_object_option
 
-__all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats", "extra_body_fields", "read_base_urls"]
+__all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats", "read_base_urls"]
 
 _CHAT_HINTS = ("gpt-3.5", "gpt-4", "gpt-5", "chat", "instruct", "-it", "o1", "o3", "o4", "claude", "qwen2.5-coder")
 _MAX_STOP = 4  # the OpenAI API accepts at most 4 stop sequences; the rest are applied here
@@ -78,19 +77,6 @@ def read_base_urls(base_url: str | None, base_url_file: str | None) -> list[str]
         if not found:
             raise ValueError(f"base_url_file: {base_url_file}: no URL in the file")
     return list(dict.fromkeys(urls))
-
-
-def extra_body_fields(raw: str) -> dict[str, Any]:
-    """The ``extra_body`` option's fields (empty: none); raises ``ValueError`` for anything but a JSON object."""
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"extra_body is not JSON ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(value, dict):
-        raise ValueError('extra_body must be a JSON object, e.g. {"top_k": 0}')
-    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +126,7 @@ class OpenAIOptions:
         if self.rest_after < 1 or self.rest_seconds < 0:
             raise ValueError("rest_after must be >= 1, rest_seconds >= 0")
         read_base_urls(self.base_url, self.base_url_file)  # a bad URL or file is refused here
-        extra_body_fields(self.extra_body)  # and a malformed extra_body
+        json_object_option(self.extra_body, "extra_body")  # and a malformed extra_body
 
 
 @dataclass(kw_only=True)
@@ -279,7 +265,7 @@ class OpenAIBackend(Backend):
         if sampling.stop:
             common["stop"] = list(sampling.stop[:_MAX_STOP])
         if self.options.extra_body:
-            common["extra_body"] = extra_body_fields(self.options.extra_body)
+            common["extra_body"] = json_object_option(self.options.extra_body, "extra_body")
         client = server.client
         try:
             if prompt.messages is not None:
