@@ -27,7 +27,7 @@ NAMES = BACKENDS.names()
 
 
 def test_builtins_registered() -> None:
-    assert {"openai", "vllm", "hf", "replay", "human", "fake"} <= set(NAMES)
+    assert {"openai", "vllm", "hf", "llamacpp", "llm", "replay", "human", "fake"} <= set(NAMES)
     with pytest.raises(UnknownName, match="did you mean 'openai'"):
         BACKENDS.get("opnai")
 
@@ -72,6 +72,13 @@ def _runnable(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stack:
         pytest.skip("exercised with a real tiny model in test_backends_hf.py")
     if name in ("fake", "human"):
         return create_backend(name)
+    if name in ("llamacpp", "llm"):
+        from llamacpp_live import require_live_model
+
+        require_live_model()  # skips, saying why, without llama-cpp-python and the model
+        if name == "llm":
+            pytest.skip("exercised with SmolLM2 in test_backends_llm.py (its plugin sets no token limit)")
+        return create_backend(name, options={"chat": "false"})
     pytest.skip(f"plugin backend {name}: no offline recipe here")
 
 

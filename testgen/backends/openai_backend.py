@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluation.errors import RunFailure, TestgenError
-from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop
-from testgen.backends.openai_requests import MalformedAnswer, RequestStats, advice, choices_of
+from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling, cut_at_stop, json_object_option
+from testgen.backends.openai_requests import MalformedAnswer, RequestStats, advice, choices_of, classify, describe
 
 __all__ = ["OpenAIBackend", "OpenAIOptions", "RequestStats", "read_base_urls"]
 
@@ -117,6 +117,10 @@ class OpenAIOptions:
     """Samples per request (0: all ``n`` in one request)."""
     batch_hint: int = 1024
     """Prompts per ``generate`` call the pipeline sends (answers are saved as they arrive)."""
+    extra_body: str = ""
+    """Extra fields of every request's JSON body, a JSON object: a server's own sampling settings
+    (llama.cpp's server: ``{"top_k": 0, "min_p": 0, "repeat_penalty": 1.0}`` samples as the
+    ``llamacpp`` backend does; vLLM's ``top_k``, ...)."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -128,6 +132,7 @@ class OpenAIOptions:
         if self.rest_after < 1 or self.rest_seconds < 0:
             raise ValueError("rest_after must be >= 1, rest_seconds >= 0")
         read_base_urls(self.base_url, self.base_url_file)  # a bad URL or file is refused here
+        json_object_option(self.extra_body, "extra_body")  # and a malformed extra_body
 
 
 @dataclass(kw_only=True, eq=False)
@@ -255,6 +260,8 @@ class OpenAIBackend(Backend):
             common["seed"] = sampling.seed + prompt.sample_offset + first
         if sampling.stop:
             common["stop"] = list(sampling.stop[:_MAX_STOP])
+        if self.options.extra_body:
+            common["extra_body"] = json_object_option(self.options.extra_body, "extra_body")
         client = server.client
         try:
             if prompt.messages is not None:
@@ -263,10 +270,10 @@ class OpenAIBackend(Backend):
                 resp = client.completions.create(prompt=prompt.text, **common)
             texts = choices_of(resp, chat=prompt.messages is not None)
         except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
-            kind, retry_after = _classify(exc)
+            kind, retry_after = classify(exc)
             if kind is None:
                 self.stats.count(None)
-                raise RunFailure(f"openai backend: {server.label}: {_describe(exc)}{advice(exc)}") from exc
+                raise RunFailure(f"openai backend: {server.label}: {describe(exc)}{advice(exc)}") from exc
             raise _Retryable(kind, retry_after, exc) from exc
         except (openai.APIResponseValidationError, ValueError) as exc:  # ValueError: JSONDecodeError
             why = MalformedAnswer(f"the answer is not a completion ({type(exc).__name__}: {str(exc)[:120]})")
@@ -436,13 +443,13 @@ class _Dispatch:
                     if job.attempt >= opts.max_retries:
                         backend.stats.count(None)
                         self._finish(job, RunFailure(
-                            f"openai backend: {server.label}: {_describe(r.error)}, still after {opts.max_retries} "
+                            f"openai backend: {server.label}: {describe(r.error)}, still after {opts.max_retries} "
                             f"retries{advice(r.error)}"))
                         break
                     backend.stats.count(r.kind)
                     delay = backend.backoff(job.attempt, r.retry_after)
                     job.attempt += 1
-                    backend.tell(r.kind, f"openai backend: {server.label}: {_describe(r.error)}; retrying "
+                    backend.tell(r.kind, f"openai backend: {server.label}: {describe(r.error)}; retrying "
                                          f"(try {job.attempt + 1} of {opts.max_retries + 1}, {backend.stats.retries:,} "
                                          f"retries so far) in {delay:.1f} s")
                     with self.cond:
@@ -469,30 +476,3 @@ class _Dispatch:
                     server.failures_in_row = 0
                 self._finish(job, gens)
                 break
-
-
-def _classify(exc: Exception) -> tuple[str | None, float | None]:
-    """(retry kind or None when not retryable, Retry-After seconds)."""
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout", None
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection", None
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retry_after = None
-        try:
-            header = exc.response.headers.get("retry-after")
-            retry_after = float(header) if header is not None else None
-        except (AttributeError, ValueError):
-            retry_after = None
-        if status in (408, 409, 429) or status >= 500:
-            return str(status), retry_after
-    return None, None
-
-
-def _describe(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    msg = getattr(exc, "message", None) or str(exc)
-    return f"HTTP {status}: {msg}" if status else msg

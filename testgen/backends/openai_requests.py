@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RequestStats", "MalformedAnswer", "choices_of", "advice"]
+__all__ = ["RequestStats", "MalformedAnswer", "choices_of", "advice", "classify", "describe"]
 
 
 @dataclass(kw_only=True)
@@ -115,3 +115,31 @@ def advice(exc: Exception) -> str:
     else:
         return ""
     return f" ({tip}; answers so far are kept: the same command resumes)"
+
+
+def classify(exc: Exception) -> tuple[str | None, float | None]:
+    """(retry kind or None when not retryable, Retry-After seconds)."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout", None
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection", None
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retry_after = None
+        try:
+            header = exc.response.headers.get("retry-after")
+            retry_after = float(header) if header is not None else None
+        except (AttributeError, ValueError):
+            retry_after = None
+        if status in (408, 409, 429) or status >= 500:
+            return str(status), retry_after
+    return None, None
+
+
+def describe(exc: Exception) -> str:
+    """An error as one line: ``HTTP <status>: <message>`` where the server answered."""
+    status = getattr(exc, "status_code", None)
+    msg = getattr(exc, "message", None) or str(exc)
+    return f"HTTP {status}: {msg}" if status else msg

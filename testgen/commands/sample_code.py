@@ -225,6 +225,8 @@ def _config_json(config: SampleConfig, backend: Backend, *, style: PromptStyle, 
         "model": backend.model,
         "backend_options": opts,
         "backend_runtime_options": runtime,
+        # where the backend's plugin, not testgen, sets (part of) the sampling (the llm backend)
+        **({"backend_sampling": desc["sampling"]} if "sampling" in desc else {}),
         "sampling": {**config.sampling.to_json(), "n": config.n, "stop": list(sample_stop(config.sampling, style))},
         "n": config.n,
         "prompt_style": style.value,

@@ -187,6 +187,7 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
         "model": backend.model,
         "backend_options": opts,
         "backend_runtime_options": runtime,
+        **({"backend_sampling": desc["sampling"]} if "sampling" in desc else {}),  # set by the backend's plugin (llm)
         "sampling": {**config.sampling.to_json(), "n": n},
         "code_sampling": config.code_sampling.to_json() if config.setting is Setting.SELF and not config.code_from
         else None,
@@ -336,8 +337,7 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
             also = (f" (the file also holds {others:,} other tasks" + (f": 'testgen eval' scores every task in it, '--limit {config.limit}'"
                     " only these)" if config.limit else ")")) if others else ""
             notify(f"resuming {gens_path}: {skipped:,} of {skipped + total:,} test generations already present; {total:,} to make{also}")
-        generated, tests_total, outcomes = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests, n=n,
-                                                     path=gens_path)
+        generated, tests_total, outcomes = _generate(config, backend, units, style=style, bar=bar, extract_tests=extract_tests, n=n, path=gens_path)
     short = tuple(t for t, sols in plan.items() if sum(c for _, c in sols) < n)
     return RunSummary(out=out_dir, tasks=len(problems), generated=generated, skipped=skipped, short_tasks=short,
                       solutions_generated=solutions, tests=tests_total, outcomes=outcomes)
