@@ -176,4 +176,8 @@ def test_sample_then_self_then_eval(tmp_path: Path, model_file: Path) -> None:
     assert len(gens) == 2 and all(g["raw"] for g in gens)
     _cli("eval", str(tmp_path / "self"), "-q")
     metrics = json.loads((tmp_path / "self" / "eval" / "metrics.json").read_text())
-    assert metrics["tasks"] == 2 or metrics.get("n_tasks", 2) == 2
+    counts = metrics["counts"]
+    assert counts["tasks"] == 2 and counts["generations"] == 2
+    # every generation is accounted for: its tests kept, or counted as giving none (never dropped silently)
+    assert counts["generations_without_tests"] == sum(1 for g in gens if not g["tests"])
+    assert 0.0 <= metrics["pass_rate"] <= 1.0 and (metrics["coverage"] is None) == (counts["tests_kept"] == 0)
