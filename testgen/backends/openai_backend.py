@@ -185,6 +185,7 @@ class OpenAIBackend(Backend):
         self._servers: list[_Server] | None = None
         self._told: dict[str, float] = {}
         self._told_lock = threading.Lock()
+        self._extra_body = json_object_option(options.extra_body, "extra_body") if options.extra_body else None
 
     def request_record(self) -> dict[str, Any]:
         return self.stats.to_json()
@@ -260,8 +261,8 @@ class OpenAIBackend(Backend):
             common["seed"] = sampling.seed + prompt.sample_offset + first
         if sampling.stop:
             common["stop"] = list(sampling.stop[:_MAX_STOP])
-        if self.options.extra_body:
-            common["extra_body"] = json_object_option(self.options.extra_body, "extra_body")
+        if self._extra_body is not None:
+            common["extra_body"] = self._extra_body
         client = server.client
         try:
             if prompt.messages is not None:
