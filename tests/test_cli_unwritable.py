@@ -102,7 +102,7 @@ def test_an_output_on_a_read_only_file_system_is_one_line_exit_2(
     assert "read-only file system" in error and "choose a writable output path" in error
 
 
-@pytest.mark.parametrize("name", ["eval", "evaluate", "rerank"])
+@pytest.mark.parametrize("name", ["eval", "evaluate", "rerank", "study"])
 def test_a_read_only_home_is_one_line_naming_the_cache(name: str, inputs: dict[str, Path], tmp_path: Path) -> None:
     if not _can_mount_read_only(tmp_path):
         pytest.skip("no private mount namespace here (unshare -m)")

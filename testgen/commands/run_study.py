@@ -76,6 +76,10 @@ def unavailable_steps(plan: Plan) -> Unavailable | None:
     return Unavailable(steps=steps, total=len(plan.steps), packages=packages, extra=_extra_for(packages))
 
 
+_DISTRIBUTIONS = {"llama_cpp": "llama-cpp-python"}
+"""Modules a backend requires whose distribution (the name an extra lists) is not the module's name."""
+
+
 def _extra_for(packages: Sequence[str]) -> str | None:
     """The smallest extra of the installed ``testgen`` distribution whose requirements name every
     package (read from its metadata), or ``None``."""
@@ -91,7 +95,7 @@ def _extra_for(packages: Sequence[str]) -> str | None:
         m = re.match(r"\s*([A-Za-z0-9._-]+).*;.*extra\s*==\s*[\"']([^\"']+)[\"']", line)
         if m:
             by_extra.setdefault(m.group(2), set()).add(m.group(1).lower().replace("_", "-"))
-    wanted = {p.lower().replace("_", "-") for p in packages}
+    wanted = {_DISTRIBUTIONS.get(p, p).lower().replace("_", "-") for p in packages}
     fits = sorted((len(names), extra) for extra, names in by_extra.items() if wanted <= names)
     return fits[0][1] if fits else None
 
@@ -137,6 +141,7 @@ def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, onl
                                f"--skip-unavailable to run the other {missing.total - len(missing.steps)} steps")
     folder = Path(out)
     check_sources(plan, folder)  # a bad replayed file stops the study here, before any step runs
+    _check_cache_writable()
     folder.mkdir(parents=True, exist_ok=True)
     spec_path = Path(spec_file)
     (folder / STUDY_FILE).write_text(json.dumps({"spec": str(spec_path.resolve()),
@@ -158,6 +163,21 @@ def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, onl
 
     result = run_plan(plan, folder, jobs=jobs, report=report, on_event=event)
     return StudyRun(plan=plan, out=folder, result=result)
+
+
+def _check_cache_writable() -> None:
+    """Every step writes the cache (the result store, the datasets' expected outputs): one that
+    cannot is an ``OSError`` naming it here, before any step runs, which the command line shows as
+    one line (exit 2); left to the steps, each would fail alone and the study would end in a
+    summary of failed steps."""
+    import tempfile
+
+    from evaluation.io import cache_dir
+
+    cache = cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=cache, prefix=".write-probe-"):
+        pass
 
 
 def study_report(folder: str | os.PathLike[str], *, failed: Sequence[str] = ()) -> list[Path]:
