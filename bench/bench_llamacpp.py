@@ -13,6 +13,10 @@ similar loads. Configurations:
 * ``server cN``: ``python -m llama_cpp.server`` (the same file, context and batch size), started
   here on 127.0.0.1, through the ``openai`` backend with ``concurrency = N`` requests in flight
   (``--concurrency 1,2,4``), sampling as the in-process backend does (``extra_body``).
+* ``hf``: transformers on the same GGUF file (``--hf``; the ``hf`` backend dequantizes it to
+  float32 and runs torch on the CPU, one prompt per batch), which needs torch, transformers and gguf.
+  Its greedy texts may differ from llama.cpp's (other kernels, other precision: Q4_1 dequantized
+  against Q4_1 computed), so "same" is reported, not required.
 
 Every configuration must give the in-process backend's texts (column "same"): a difference is
 reported, never hidden. Prints a Markdown table (docs/benchmarks.md).
@@ -67,6 +71,7 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--concurrency", default="1,2,4", help="the server's runs: requests in flight, comma-separated")
     ap.add_argument("--no-server", action="store_true", help="only the in-process backend")
+    ap.add_argument("--hf", action="store_true", help="also transformers (the hf backend) on the same GGUF file")
     args = ap.parse_args()
 
     from llamacpp_live import SERVER_SAMPLING, llama_server
@@ -90,6 +95,11 @@ def main() -> None:
                 rows.append(_measure(f"llama.cpp server, openai backend, concurrency {c}", remote, problems, prompts,
                                      sampling))
                 remote.close()
+    if args.hf:
+        model = default_model_file()
+        hf = create_backend("hf", model=str(model), options={"device": "cpu", "batch_size": "1"})
+        rows.append(_measure("transformers (hf backend, the GGUF dequantized)", hf, problems, prompts, sampling))
+        hf.close()
     reference = rows[0]["texts"]
     print(f"{args.tasks} HumanEval+ tasks, oracle chat prompts, greedy, max_tokens {args.max_tokens}, "
           f"{os.cpu_count()} CPUs (llama.cpp threads: its default, half of them)\n")
