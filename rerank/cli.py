@@ -247,9 +247,13 @@ def rerank_cmd(
 
 
 def main() -> None:
-    """Console-script entry point: ``rerank ...``, or ``rerank train ...``."""
+    """Console-script entry point: ``rerank ...``, ``rerank train ...`` or ``rerank cv ...``."""
     if sys.argv[1:2] == ["train"]:
         from rerank.cli_train import train_cmd
 
         sys.exit(run_cli(train_cmd, sys.argv[2:]))
+    if sys.argv[1:2] == ["cv"]:
+        from rerank.cli_generators import cv_cmd
+
+        sys.exit(run_cli(cv_cmd, sys.argv[2:]))
     sys.exit(run_cli(rerank_cmd))
