@@ -28,6 +28,7 @@ __all__ = ["cv_cmd"]
                    "solutions (ldb/), MuTAP's tests by other models (mutap/).")
 @click.option("--codegen-samples", default=20, show_default=True, type=POSITIVE_INT,
               help="CodeGen-16B samples per task in its code pools (the first N).")
+@click.option("--limit", default=None, type=POSITIVE_INT, help="Only the first N tasks (a quick look).")
 @click.option("--label", default="base", show_default=True, type=click.Choice(["base", "plus"]),
               help="HumanEval+ verdict kind trained on and selected by.")
 @click.option("--folds", default=5, show_default=True, type=POSITIVE_INT,
@@ -43,7 +44,7 @@ __all__ = ["cv_cmd"]
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="A cache folder whose result store keeps the matrices and verdicts (default: $TESTGEN_CACHE's).")
 @debug_option()
-def cv_cmd(data: str, codegen_samples: int, label: str, folds: int, seeds: str, old_model: str | None,
+def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds: int, seeds: str, old_model: str | None,
            ablation: bool, workers: int | None, out: str, cache_dir: str | None, debug: bool) -> None:
     """Validate the learned reranker on held-out generators (whole models), then fit it on every pool.
 
@@ -68,7 +69,8 @@ def cv_cmd(data: str, codegen_samples: int, label: str, folds: int, seeds: str, 
     dataset = load_dataset("humaneval+", path=bundled if bundled.is_file() else None)
     code, tests = standard_sources(data, dataset, codegen_samples=codegen_samples)
     store = open_store(Path(cache_dir) / "store" if cache_dir else None)
-    pools = build_generator_pools(dataset, code, tests, store=store, workers=workers,
+    ids = [t for t in dataset.problems if all(t in c for _, c in code.values())][:limit]
+    pools = build_generator_pools(dataset, code, tests, store=store, workers=workers, task_ids=ids,
                                   progress=lambda what: _progress(what))
     notice(f"{len(pools)} pools: " + ", ".join(p.pool.label for p in pools))
     seed_list = _ints(seeds, "--seeds")

@@ -14,8 +14,12 @@ Tasks are split too (``KFold`` over the task indices, shuffled with each seed): 
 is trained on the training pools' training tasks and scored on the held-out pools' held-out
 tasks, so neither a generator nor a task of the scored part was seen in training.
 
-Selection among configurations (:class:`Config`: features and model kind) is made inside each
-fold: an inner leave-one-test-source-out over the fold's training pools (training tasks only)
+Every configuration (:class:`Config`: a feature set) is fitted as the ``direct`` kind of
+:mod:`rerank.learned` (non-negative weights on a grid of step 0.05 that maximise the training
+pass@1), on the features as they are, not standardised: a scale fitted on the training pools
+would be one more thing learned from them, and without it the objective is a sum over tasks of
+each task's pass@1 at every grid point, computed once (:func:`feature_grids`), so a fit on any
+pools and tasks is a sum. Selection among the configurations is made inside each fold: an inner leave-one-test-source-out over the fold's training pools (training tasks only)
 picks the configuration with the best mean pass@1, which is then fitted on the fold's whole
 training part. Every table says how many configurations were tried.
 
@@ -40,12 +44,12 @@ from evaluation.stats import paired_test
 from rerank.crossval import BASELINES, LEARNED
 from rerank.features import SHAPE_FEATURES, pool_features
 from rerank.generators import GeneratorPool
-from rerank.learned import ModelKind, fit_scorer, ranking_from_scores
+from rerank.learned import DIRECT_STEP, _contenders, _simplex, ranking_from_scores
 from rerank.methods import bind_reranker
 from rerank.scoring import expected_pass_at_k
 
 __all__ = ["Config", "Fold", "CONFIGS", "generator_folds", "code_families", "cross_validate_generators",
-           "fold_summary", "pooled_verdict", "BETTER"]
+           "fold_summary", "pooled_verdict", "feature_grids", "BETTER"]
 
 BETTER = "max(codet,b4)"
 """The better of CodeT and B4 on a fold, chosen by its mean there."""
@@ -59,8 +63,6 @@ class Config:
     """Name in reports."""
     features: tuple[str, ...]
     """Feature columns."""
-    kind: ModelKind = "direct"
-    """Model kind."""
 
 
 CONFIGS: tuple[Config, ...] = (
@@ -70,7 +72,6 @@ CONFIGS: tuple[Config, ...] = (
     Config(name="b4+codet+majority", features=("b4_gap_per_test", "codet_score_rel", "majority_tests_passed")),
     Config(name="pct", features=("b4_pct", "codet_pct", "overlap_pct", "mbr_pct")),
     Config(name="b4", features=("b4_gap_per_test",)),
-    Config(name="shapes-logistic", features=SHAPE_FEATURES, kind="logistic"),
 )
 """The configurations tried by the nested selection (all of them are counted in the tables)."""
 
@@ -123,28 +124,43 @@ def generator_folds(pools: Sequence[GeneratorPool], kinds: Sequence[str] = ("tes
     return out
 
 
-Tables = Mapping[str, Sequence[Sequence[npt.NDArray[np.float64]]]]
-"""Config name -> pool index -> task index -> feature table."""
+Grids = Mapping[str, Sequence[Sequence[npt.NDArray[np.float64]]]]
+"""Config name -> pool index -> task index -> the task's pass@1 at every weight of the grid."""
 
 
-def _fit(pools: Sequence[GeneratorPool], tables: Tables, cfg: Config, pool_idx: Sequence[int],
-         tasks: Sequence[int], label: str) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
-    keys = [(p, t) for p in pool_idx for t in tasks]
-    scorer, _ = fit_scorer([tables[cfg.name][p][t] for p, t in keys],
-                           [pools[p].pool.matrices[t] for p, t in keys],
-                           [pools[p].pool.verdicts[label][t] for p, t in keys], kind=cfg.kind)
-    return scorer
+def _grid_pass1(x: npt.NDArray[np.float64], m: Any, correct: npt.NDArray[np.bool_],
+                grid: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A task's expected pass@1 of the top tie group at every weight vector of ``grid``."""
+    rows = np.flatnonzero(m.loaded)
+    if not rows.size:
+        return np.zeros(grid.shape[1])
+    xs, y, w = x[rows], correct[rows].astype(bool), m.solution_counts[rows].astype(np.float64)
+    if y.all() or not y.any():
+        return np.full(grid.shape[1], float(y.all()))
+    xs, y, w = _contenders(xs, y, w)
+    sc = np.round(xs @ grid, 9)
+    top = sc == sc.max(axis=0)
+    return np.asarray((top * (w * y)[:, None]).sum(axis=0) / (top * w[:, None]).sum(axis=0), np.float64)
 
 
-def _pass1(pools: Sequence[GeneratorPool], scorer: Any, table: npt.NDArray[np.float64], p: int, t: int,
-           kind: str) -> float:
+def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int]) -> npt.NDArray[np.float64]:
+    """The ``direct`` fit on these pools and tasks: the mean of the grid weights with the best
+    training pass@1 (the objective is a sum over tasks, so it is a sum of precomputed grids)."""
+    grid = _simplex(len(cfg.features), DIRECT_STEP)
+    total = sum((grids[cfg.name][p][t] for p in pool_idx for t in tasks), np.zeros(grid.shape[1]))
+    best = np.flatnonzero(total >= total.max() - 1e-9)
+    return np.asarray(grid[:, best].mean(axis=1), np.float64)
+
+
+def _pass1(pools: Sequence[GeneratorPool], w: npt.NDArray[np.float64], table: npt.NDArray[np.float64], p: int,
+           t: int, kind: str) -> float:
     m = pools[p].pool.matrices[t]
-    return expected_pass_at_k(ranking_from_scores(scorer(table), m), pools[p].pool.verdicts[kind][t].correct,
+    return expected_pass_at_k(ranking_from_scores(table @ w, m), pools[p].pool.verdicts[kind][t].correct,
                               m.solution_counts, 1)
 
 
-def _select(pools: Sequence[GeneratorPool], tables: Tables, configs: Sequence[Config], train: Sequence[int],
-            tasks: Sequence[int], label: str) -> Config:
+def _select(pools: Sequence[GeneratorPool], tables: Any, grids: Grids, configs: Sequence[Config],
+            train: Sequence[int], tasks: Sequence[int], label: str) -> Config:
     """Inner leave-one-test-source-out on the training pools and tasks: the best mean pass@1."""
     if len(configs) == 1:
         return configs[0]
@@ -156,11 +172,25 @@ def _select(pools: Sequence[GeneratorPool], tables: Tables, configs: Sequence[Co
         if not inner_train:
             continue
         for c in configs:
-            scorer = _fit(pools, tables, c, inner_train, tasks, label)
-            score[c.name] += [_pass1(pools, scorer, tables[c.name][p][t], p, t, label) for p in inner_test for t in tasks]
+            w = _weights(grids, c, inner_train, tasks)
+            score[c.name] += [_pass1(pools, w, tables[c.name][p][t], p, t, label) for p in inner_test for t in tasks]
     if not any(score.values()):
         return configs[0]
     return max(configs, key=lambda c: statistics.fmean(score[c.name]) if score[c.name] else -1.0)  # ties: first
+
+
+def feature_grids(pools: Sequence[GeneratorPool], configs: Sequence[Config], label: str) -> tuple[Any, Grids]:
+    """Per configuration, pool and task: the feature table and its pass@1 grid on ``label``."""
+    names = sorted({f for c in configs for f in c.features})
+    full = [[pool_features(m, names) for m in p.pool.matrices] for p in pools]
+    tables = {c.name: [[x[:, [names.index(f) for f in c.features]] for x in per] for per in full] for c in configs}
+    grids = {}
+    for c in configs:
+        grid = _simplex(len(c.features), DIRECT_STEP)
+        grids[c.name] = [[_grid_pass1(x, m, v.correct, grid)
+                          for x, m, v in zip(tables[c.name][pi], gp.pool.matrices, gp.pool.verdicts[label])]
+                         for pi, gp in enumerate(pools)]
+    return tables, grids
 
 
 def _baselines(pools: Sequence[GeneratorPool], kinds: Sequence[str]) -> list[dict[str, dict[str, list[float]]]]:
@@ -206,9 +236,7 @@ def cross_validate_generators(
     if label not in kinds:
         raise TestgenError(f"no {label!r} verdicts to train on (have: {', '.join(kinds)})")
     fold_list = list(folds) if folds is not None else generator_folds(pools)
-    names = sorted({f for c in configs for f in c.features})
-    full = [[pool_features(m, names) for m in p.pool.matrices] for p in pools]
-    tables = {c.name: [[x[:, [names.index(f) for f in c.features]] for x in per] for per in full] for c in configs}
+    tables, grids = feature_grids(pools, configs, label)
     base = _baselines(pools, kinds)
     out: dict[str, Any] = {"configs": [c.name for c in configs], "label": label, "seeds": list(seeds),
                            "task_folds": task_folds, "folds": {}}
@@ -220,13 +248,13 @@ def cross_validate_generators(
             for tr, te in KFold(task_folds, shuffle=True, random_state=seed).split(np.arange(n)):
                 if spy:
                     spy(fold, fold.train, tr.tolist())
-                cfg = _select(pools, tables, configs, fold.train, tr.tolist(), label)
+                cfg = _select(pools, tables, grids, configs, fold.train, tr.tolist(), label)
                 chosen.append(cfg.name)
-                scorer = _fit(pools, tables, cfg, fold.train, tr.tolist(), label)
+                w = _weights(grids, cfg, fold.train, tr.tolist())
                 for j, p in enumerate(fold.test):
                     for t in te.tolist():
                         for k in kinds:
-                            learned[k][j, t] += _pass1(pools, scorer, tables[cfg.name][p][t], p, t, k) / len(seeds)
+                            learned[k][j, t] += _pass1(pools, w, tables[cfg.name][p][t], p, t, k) / len(seeds)
                 done += 1
                 if progress:
                     progress(done, steps)

@@ -15,7 +15,17 @@ from typing import Any
 
 from rerank.crossval import LEARNED
 from rerank.features import pool_features
-from rerank.generator_cv import BETTER, CONFIGS, Config, Fold, _select, cross_validate_generators, fold_summary
+from rerank.generator_cv import (
+    BETTER,
+    CONFIGS,
+    Config,
+    Fold,
+    _select,
+    _weights,
+    cross_validate_generators,
+    feature_grids,
+    fold_summary,
+)
 from rerank.generators import GeneratorPool
 from rerank.learned import LinearModel, fit, load_model, ranking_from_scores
 from rerank.scoring import expected_pass_at_k
@@ -46,7 +56,7 @@ def ablation(pools: Sequence[GeneratorPool], base: Config, folds: Sequence[Fold]
              task_folds: int = 5, seeds: Sequence[int] = (0,)) -> dict[str, dict[str, float]]:
     """``base`` and ``base`` without each feature, no selection: per configuration, the mean over
     ``folds`` of learned minus the better of CodeT and B4, and the folds it is above it on."""
-    configs = [base] + [Config(name=f"-{f}", features=tuple(x for x in base.features if x != f), kind=base.kind)
+    configs = [base] + [Config(name=f"-{f}", features=tuple(x for x in base.features if x != f))
                         for f in base.features if len(base.features) > 1]
     out: dict[str, dict[str, float]] = {}
     for cfg in configs:
@@ -61,29 +71,34 @@ def ablation(pools: Sequence[GeneratorPool], base: Config, folds: Sequence[Fold]
 
 def fit_on_generators(pools: Sequence[GeneratorPool], *, label: str, configs: Sequence[Config] = CONFIGS,
                       cv: Mapping[str, Any] | None = None, inputs: Mapping[str, Any] | None = None) -> LinearModel:
-    """The configuration the inner selection picks on every pool and task, fitted on all of them."""
+    """The configuration the inner selection picks on every pool and task, fitted on all of them
+    (``direct`` weights on the features as they are: mean 0, scale 1 in the file)."""
     from dataclasses import replace
 
+    from rerank.learned import DIRECT_STEP
     from rerank.shapes import shape_range
     from rerank.travel import profile_record
 
     n = len(pools[0].pool.task_ids)
-    names = sorted({f for c in configs for f in c.features})
-    full = [[pool_features(m, names) for m in p.pool.matrices] for p in pools]
-    tables = {c.name: [[x[:, [names.index(f) for f in c.features]] for x in per] for per in full] for c in configs}
-    chosen = _select(pools, tables, configs, list(range(len(pools))), list(range(n)), label)
-    if chosen.kind == "boosting":
-        chosen = configs[0]
+    every = list(range(len(pools)))
+    tables, grids = feature_grids(pools, configs, label)
+    chosen = _select(pools, tables, grids, configs, every, list(range(n)), label)
+    w = _weights(grids, chosen, every, list(range(n)))
     matrices = [m for p in pools for m in p.pool.matrices]
     verdicts = [v for p in pools for v in p.pool.verdicts[label]]
     shapes = {"shapes": [p.pool.label for p in pools], "range": shape_range([p.pool.matrices for p in pools])}
-    model = fit(matrices, verdicts, features=chosen.features, kind=chosen.kind, label=label, inputs=inputs,
+    # fit() writes the training record (hashes, fingerprints, counts); its logistic weights,
+    # quick to fit, are replaced by the direct weights chosen above
+    model = fit(matrices, verdicts, features=chosen.features, kind="logistic", label=label, inputs=inputs,
                 shapes=shapes, source=pools[0].pool.matrices)
+    d = len(chosen.features)
     training = {**model.training, "profile": profile_record({p.pool.label: p.pool.matrices for p in pools}),
                 "configuration": chosen.name, "configurations_tried": [c.name for c in configs],
                 "pools": [{"label": p.pool.label, "code": sorted(p.code_generators), "tests": p.test_generator}
                           for p in pools]}
-    return replace(model, training=training, cv=dict(cv) if cv else None)
+    return replace(model, kind="direct", mean=(0.0,) * d, scale=(1.0,) * d, coef=tuple(w.tolist()), intercept=0.0,
+                   options={"label": label, "step": DIRECT_STEP, "standardised": False}, training=training,
+                   cv=dict(cv) if cv else None)
 
 
 def _p(v: float) -> str:

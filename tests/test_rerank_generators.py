@@ -78,26 +78,26 @@ def test_folds_never_train_on_a_held_out_generator_or_task(gen_pools: list[Any],
     names = {f.name for f in folds}
     assert {f"tests:{CODEGEN}", "tests:codex", "tests:llama2chat", f"code:{CODEGEN}", "code:ldb",
             "both:ldb+codex"} <= names
-    where = {id(m): (pi, ti) for pi, gp in enumerate(gen_pools) for ti, m in enumerate(gp.pool.matrices)}
     state: dict[str, Any] = {}
-    fits: list[tuple[Any, set[int], list[tuple[int, int]]]] = []
-    real_fit = generator_cv.fit_scorer
+    fits: list[tuple[Any, set[int], list[int], list[int]]] = []
+    real_weights = generator_cv._weights
 
     def spy(fold: Any, train_pools: Any, train_tasks: Any) -> None:
         state.update(fold=fold, tasks=set(train_tasks))
 
-    def spying_fit(tables: Any, matrices: Any, verdicts: Any, **kw: Any) -> Any:
-        fits.append((state["fold"], state["tasks"], [where[id(m)] for m in matrices]))
-        return real_fit(tables, matrices, verdicts, **kw)
+    def spying_weights(grids: Any, cfg: Any, pool_idx: Any, tasks: Any) -> Any:
+        fits.append((state["fold"], state["tasks"], list(pool_idx), list(tasks)))
+        return real_weights(grids, cfg, pool_idx, tasks)
 
-    monkeypatch.setattr(generator_cv, "fit_scorer", spying_fit)
+    monkeypatch.setattr(generator_cv, "_weights", spying_weights)
     result = cross_validate_generators(gen_pools, configs=CONFIGS, task_folds=2, spy=spy)
-    assert fits and {f.name for f, _, _ in fits} == names
-    for fold, tasks, used in fits:
-        for pi, ti in used:
-            gp = gen_pools[pi]
-            assert not (gp.generators & fold.held_out), (fold.name, gp.pool.label)
-            assert ti in tasks
+    # every fit of every fold, the inner selection's included, sees only clean pools and
+    # the fold's training tasks (task indices into TASKS)
+    assert fits and {f.name for f, _, _, _ in fits} == names
+    for fold, tasks, used_pools, used_tasks in fits:
+        for pi in used_pools:
+            assert not (gen_pools[pi].generators & fold.held_out), (fold.name, gen_pools[pi].pool.label)
+        assert set(used_tasks) <= tasks
     for fold in folds:  # every scored pool has the held-out generator; every unit scored once
         rec = result["folds"][fold.name]
         assert all(gen_pools[i].generators & fold.held_out for i in fold.test)
