@@ -35,9 +35,15 @@ __all__ = ["cv_cmd"]
               help="Task folds inside every generator fold (held-out generators are scored on held-out tasks).")
 @click.option("--seeds", default="0", show_default=True, help="Task-fold repetitions (comma-separated seeds).")
 @click.option("--old-model", type=existing_path(dir_okay=False), default=None,
-              help="Another model file scored on the same held-out units (default: the shipped model).")
+              help="Another model file scored on the same held-out units (default: the shipped 'shapes' model).")
 @click.option("--ablation/--no-ablation", default=False, show_default=True,
               help="Also rerun the CV of the first configuration with each of its features dropped.")
+@click.option("--annotate", type=existing_path(dir_okay=False), default=None,
+              help="A model file trained elsewhere: write OUT/annotated-model.json, the same with its figures on the "
+                   "pools of generators it never saw (see --trained-on), the fallback they call for, and the profile "
+                   "of its own generators' pools (for rerank's warning).")
+@click.option("--trained-on", multiple=True, default=("codegen16b",), show_default=True,
+              help="With --annotate: the generators (code or tests) the model was trained on.")
 @workers_option()
 @click.option("--out", default="rerank-cv", show_default=True, type=click.Path(file_okay=False),
               help="Output directory: cv-generators.json, cv-generators.md, model.json.")
@@ -45,7 +51,8 @@ __all__ = ["cv_cmd"]
               help="A cache folder whose result store keeps the matrices and verdicts (default: $TESTGEN_CACHE's).")
 @debug_option()
 def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds: int, seeds: str, old_model: str | None,
-           ablation: bool, workers: int | None, out: str, cache_dir: str | None, debug: bool) -> None:
+           ablation: bool, annotate: str | None, trained_on: tuple[str, ...],
+           workers: int | None, out: str, cache_dir: str | None, debug: bool) -> None:
     """Validate the learned reranker on held-out generators (whole models), then fit it on every pool.
 
     Folds: leave one test source out, leave one code source out, and both at once (another
@@ -60,7 +67,7 @@ def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds
     from rerank.generator_cv import CONFIGS, cross_validate_generators, fold_summary, generator_folds, pooled_verdict
     from rerank.generator_report import ablation as run_ablation, fit_on_generators, generator_markdown, old_model_pass1
     from rerank.generators import build_generator_pools, standard_sources
-    from rerank.learned import default_model_path, save_model
+    from rerank.learned import save_model, shipped_model_path
 
     t0 = time.perf_counter()
     outdir = Path(out)
@@ -74,9 +81,14 @@ def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds
                                   progress=lambda what: _progress(what))
     notice(f"{len(pools)} pools: " + ", ".join(p.pool.label for p in pools))
     seed_list = _ints(seeds, "--seeds")
+    if annotate:
+        from rerank.generator_report import annotate_model
+
+        save_model(annotate_model(annotate, pools, trained_on, label=label), outdir / "annotated-model.json")
+        notice(f"wrote {out}/annotated-model.json")
     result = cross_validate_generators(pools, task_folds=folds, seeds=seed_list, label=label)
     kinds = [k for k in ("base", "plus") if k in pools[0].pool.verdicts]
-    old_model_pass1(result, pools, old_model or str(default_model_path()), kinds)
+    old_model_pass1(result, pools, old_model or str(shipped_model_path("shapes")), kinds)
     summaries = {k: fold_summary(result, k) for k in kinds}
     verdict = pooled_verdict(result, label)
     report: dict[str, Any] = {"configs": [c.name for c in CONFIGS], "label": label, "folds": folds,

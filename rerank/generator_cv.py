@@ -19,8 +19,9 @@ Every configuration (:class:`Config`: a feature set) is fitted as the ``direct``
 pass@1), on the features as they are, not standardised: a scale fitted on the training pools
 would be one more thing learned from them, and without it the objective is a sum over tasks of
 each task's pass@1 at every grid point, computed once (:func:`feature_grids`), so a fit on any
-pools and tasks is a sum. Selection among the configurations is made inside each fold: an inner leave-one-test-source-out over the fold's training pools (training tasks only)
-picks the configuration with the best mean pass@1, which is then fitted on the fold's whole
+pools and tasks is a sum. Selection among the configurations is made inside each fold: an
+inner leave-one-test-source-out over the fold's training pools (training tasks only) picks
+the configuration with the best mean pass@1, which is then fitted on the fold's whole
 training part. Every table says how many configurations were tried.
 
 Reported per fold and verdict kind, over the held-out (pool, task) units: pass@1 of learned,
@@ -34,7 +35,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -143,13 +144,26 @@ def _grid_pass1(x: npt.NDArray[np.float64], m: Any, correct: npt.NDArray[np.bool
     return np.asarray((top * (w * y)[:, None]).sum(axis=0) / (top * w[:, None]).sum(axis=0), np.float64)
 
 
-def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int]) -> npt.NDArray[np.float64]:
+@overload
+def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int]) -> npt.NDArray[np.float64]: ...
+
+
+@overload
+def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int], *,
+             point: Literal[True]) -> tuple[npt.NDArray[np.float64], int | None]: ...
+
+
+def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int], *,
+             point: bool = False) -> Any:
     """The ``direct`` fit on these pools and tasks: the mean of the grid weights with the best
-    training pass@1 (the objective is a sum over tasks, so it is a sum of precomputed grids)."""
+    training pass@1 (the objective is a sum over tasks, so it is a sum of precomputed grids).
+    ``point``: also the grid index when one grid point is best (its pass@1 on any task is then
+    read from the grids, no ranking needed), else ``None``."""
     grid = _simplex(len(cfg.features), DIRECT_STEP)
     total = sum((grids[cfg.name][p][t] for p in pool_idx for t in tasks), np.zeros(grid.shape[1]))
     best = np.flatnonzero(total >= total.max() - 1e-9)
-    return np.asarray(grid[:, best].mean(axis=1), np.float64)
+    w = np.asarray(grid[:, best].mean(axis=1), np.float64)
+    return (w, int(best[0]) if len(best) == 1 else None) if point else w
 
 
 def _pass1(pools: Sequence[GeneratorPool], w: npt.NDArray[np.float64], table: npt.NDArray[np.float64], p: int,
@@ -172,8 +186,9 @@ def _select(pools: Sequence[GeneratorPool], tables: Any, grids: Grids, configs: 
         if not inner_train:
             continue
         for c in configs:
-            w = _weights(grids, c, inner_train, tasks)
-            score[c.name] += [_pass1(pools, w, tables[c.name][p][t], p, t, label) for p in inner_test for t in tasks]
+            w, at = _weights(grids, c, inner_train, tasks, point=True)
+            score[c.name] += [float(grids[c.name][p][t][at]) if at is not None
+                              else _pass1(pools, w, tables[c.name][p][t], p, t, label) for p in inner_test for t in tasks]
     if not any(score.values()):
         return configs[0]
     return max(configs, key=lambda c: statistics.fmean(score[c.name]) if score[c.name] else -1.0)  # ties: first

@@ -30,7 +30,7 @@ from rerank.generators import GeneratorPool
 from rerank.learned import LinearModel, fit, load_model, ranking_from_scores
 from rerank.scoring import expected_pass_at_k
 
-__all__ = ["old_model_pass1", "ablation", "fit_on_generators", "generator_markdown", "OLD"]
+__all__ = ["old_model_pass1", "ablation", "fit_on_generators", "generator_markdown", "annotate_model", "OLD"]
 
 OLD = "learned-old"
 """Name of the other model file's column."""
@@ -131,3 +131,49 @@ def generator_markdown(summary: Mapping[str, Any], *, kind: str, configs: int, v
                   f" p = {vb['p_value']:.3f}: " + ("a significant win." if verdict["significant_win"] else
                                                    f"no significant win; `learned` falls back to {verdict['fallback']}.")]
     return "\n".join(lines) + "\n"
+
+
+def annotate_model(path: str, pools: Sequence[GeneratorPool], trained_on: Sequence[str], *, label: str = "base",
+                   n_resamples: int = 9999) -> LinearModel:
+    """A model file trained elsewhere, with what ``rerank`` needs to judge it on other generators:
+    ``cv.generators`` (its pass@1 beside CodeT and B4 on every pool none of whose generators,
+    code or tests, is in ``trained_on``, and the pooled verdict: a fallback where it shows no
+    significant win over the better of the two) and ``training.profile`` (the profile of the
+    pools made by ``trained_on`` alone, the data it was trained on)."""
+    from dataclasses import replace
+
+    from evaluation.stats import paired_test
+    from rerank.methods import bind_reranker
+    from rerank.travel import profile_record
+
+    model = load_model(path)
+    seen = set(trained_on)
+    clean = [p for p in pools if not (p.code_generators | {p.test_generator}) & seen]
+    own = [p for p in pools if (p.code_generators | {p.test_generator}) <= seen]
+    if not clean or not own:
+        raise ValueError(f"need pools with none and pools with only {sorted(seen)} to annotate {path}")
+    per: dict[str, dict[str, float]] = {LEARNED: {}, "codet": {}, "b4": {}}
+    rows: dict[str, dict[str, float]] = {}
+    for gp in clean:
+        ranks = {"codet": bind_reranker("codet", {}), "b4": bind_reranker("b4", {})}
+        mine: dict[str, list[float]] = {m: [] for m in per}
+        for i, m in enumerate(gp.pool.matrices):
+            c = gp.pool.verdicts[label][i].correct
+            got = {LEARNED: expected_pass_at_k(ranking_from_scores(model.score(pool_features(m, model.features)), m),
+                                               c, m.solution_counts, 1),
+                   **{k: expected_pass_at_k(f(m), c, m.solution_counts, 1) for k, f in ranks.items()}}
+            for k, v in got.items():
+                per[k][f"{gp.pool.label}|{m.task_id}"] = v
+                mine[k].append(v)
+        rows[gp.pool.label] = {k: statistics.fmean(v) for k, v in mine.items()}
+    better = max(("b4", "codet"), key=lambda k: statistics.fmean(per[k].values()))
+    vs = {k: paired_test(per[LEARNED], per[k], n_resamples=n_resamples) for k in ("codet", "b4")}
+    win = vs[better].difference.estimate > 0 and vs[better].significant
+    verdict = {"folds": "pools of generators it never saw", "kind": label, "units": len(per[LEARNED]),
+               **{k: statistics.fmean(v.values()) for k, v in per.items()}, "better": better,
+               "vs": {k: {"difference": c.difference.estimate, "low": c.difference.low, "high": c.difference.high,
+                          "p_value": c.p_value} for k, c in vs.items()},
+               "significant_win": win, "fallback": None if win else better}
+    cv = {**(model.cv or {}), "generators": {"label": label, "configurations": 1, "pools": rows, "verdict": verdict}}
+    training = {**model.training, "profile": profile_record({p.pool.label: p.pool.matrices for p in own})}
+    return replace(model, cv=cv, training=training)

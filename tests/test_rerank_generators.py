@@ -33,11 +33,11 @@ from rerank.generators import (
     ldb_code,
     mutap_tests,
 )
-from rerank.learned import save_model
+from rerank.learned import default_model_path, learned as model_ranking, load_model, save_model
 from rerank.methods import bind_reranker
 from rerank.methods.learned_model import SPEC, training_overlap
 from rerank.reranker import MethodSpec
-from rerank.travel import learned, profile_warnings
+from rerank.travel import PROFILE_STATS, learned, model_fallback, profile_warnings
 
 TASKS = [f"HumanEval/{i}" for i in (0, 2, 4, 7, 11, 12, 22, 28, 29, 34)]
 CONFIGS = (Config(name="shapes", features=("b4_gap_per_test", "codet_score_rel", "functional_overlap_rel")),
@@ -85,9 +85,9 @@ def test_folds_never_train_on_a_held_out_generator_or_task(gen_pools: list[Any],
     def spy(fold: Any, train_pools: Any, train_tasks: Any) -> None:
         state.update(fold=fold, tasks=set(train_tasks))
 
-    def spying_weights(grids: Any, cfg: Any, pool_idx: Any, tasks: Any) -> Any:
+    def spying_weights(grids: Any, cfg: Any, pool_idx: Any, tasks: Any, **kw: Any) -> Any:
         fits.append((state["fold"], state["tasks"], list(pool_idx), list(tasks)))
-        return real_weights(grids, cfg, pool_idx, tasks)
+        return real_weights(grids, cfg, pool_idx, tasks, **kw)
 
     monkeypatch.setattr(generator_cv, "_weights", spying_weights)
     result = cross_validate_generators(gen_pools, configs=CONFIGS, task_folds=2, spy=spy)
@@ -155,3 +155,26 @@ def test_a_pool_unlike_the_training_pools_gets_a_warning_naming_how(gen_pools: l
     shifted = build_matrices(tasks, store=open_store(tmp_path / "store"), outputs=True, workers=2)
     lines = profile_warnings(profile, shifted.values())
     assert any("tests_passed_share" in line and "outside" in line for line in lines), lines
+
+
+def test_the_shipped_model_records_its_figures_on_generators_it_never_saw(gen_pools: list[Any]) -> None:
+    """``rerank cv --annotate``: its pass@1 on the pools with no CodeGen-16B code or tests (LDB's
+    code with Codex's, Llama-2-chat's and Copilot's tests), a significant win over B4 there, so no
+    fallback; the profile of its own generator's pool for the warning."""
+    model = load_model(default_model_path())
+    record = model.cv["generators"] if model.cv else {}
+    verdict = record["verdict"]
+    assert set(record["pools"]) == {"ldb/codex", "ldb/llama2chat", "ldb/copilot"}
+    assert verdict["units"] == 3 * 164 and verdict["better"] == "b4"
+    assert verdict["significant_win"] and verdict["fallback"] is None
+    assert verdict["learned"] > verdict["b4"] > verdict["codet"]
+    assert model_fallback(model) is None
+    assert set(model.training["profile"]["pools"]) == {f"{CODEGEN}/{CODEGEN}"}
+    assert set(model.training["profile"]["range"]) == set(PROFILE_STATS)
+    # so the registered reranker ranks with the model itself, and warns on LDB's pools, whose
+    # programs pass far more of the tests than CodeGen-16B's did
+    ldb = next(gp for gp in gen_pools if gp.pool.label == "ldb/codex").pool.matrices
+    for m in ldb:
+        assert learned(m) == model_ranking(m)
+    lines = profile_warnings(model.training["profile"], ldb)
+    assert lines and all("outside the 1 training pools'" in line for line in lines)
