@@ -199,7 +199,8 @@ def rerank_cmd(
     expected pass@k of the picks on HumanEval+ (base and plus) beside random selection,
     with 95% intervals over tasks and paired tests against the best method.
 
-    'rerank train --help': train the learned reranker (--method learned).
+    'rerank train --help': train the learned reranker (--method learned); 'rerank cv --help': validate it
+    on generators it never saw.
     """
     from rerank.pipeline import RerankConfig, run
 
