@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evaluation.errors import TestgenError
 from rerank.crossval import LEARNED
 from rerank.features import pool_features
 from rerank.generator_cv import (
@@ -151,7 +152,8 @@ def annotate_model(path: str, pools: Sequence[GeneratorPool], trained_on: Sequen
     clean = [p for p in pools if not (p.code_generators | {p.test_generator}) & seen]
     own = [p for p in pools if (p.code_generators | {p.test_generator}) <= seen]
     if not clean or not own:
-        raise ValueError(f"need pools with none and pools with only {sorted(seen)} to annotate {path}")
+        raise TestgenError(f"{path}: --trained-on {', '.join(sorted(seen))}: need pools with none of these "
+                           "generators and pools made by them alone to annotate it")
     per: dict[str, dict[str, float]] = {LEARNED: {}, "codet": {}, "b4": {}}
     rows: dict[str, dict[str, float]] = {}
     for gp in clean:

@@ -178,3 +178,27 @@ def test_the_shipped_model_records_its_figures_on_generators_it_never_saw(gen_po
         assert learned(m) == model_ranking(m)
     lines = profile_warnings(model.training["profile"], ldb)
     assert lines and all("outside the 1 training pools'" in line for line in lines)
+
+
+def test_rerank_cv_end_to_end_on_a_slice(shared_data: Path, tmp_path: Path, capsys: Any) -> None:
+    """``rerank cv`` on 6 tasks: the tables name the configurations tried, the model and the
+    annotated shipped model are written; a --trained-on naming no generator is refused (exit 2)."""
+    from commandline import run_cli
+    from rerank.cli_generators import cv_cmd
+
+    common = ["--generators", str(shared_data), "--limit", "6", "--codegen-samples", "2", "--folds", "2",
+              "--workers", "2", "--cache-dir", str(tmp_path / "cache")]
+    out = tmp_path / "cv"
+    status = run_cli(cv_cmd, [*common, "--annotate", str(default_model_path()), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    md = (out / "cv-generators.md").read_text()
+    assert "6 configurations tried" in md and "| both:ldb+codex |" in md and "learned old" in md
+    annotated = load_model(out / "annotated-model.json")
+    assert annotated.coef == load_model(default_model_path()).coef
+    assert annotated.cv is not None and annotated.cv["generators"]["verdict"]["units"] == 3 * 6
+    assert load_model(out / "model.json").training["configurations_tried"]
+    status = run_cli(cv_cmd, [*common, "--annotate", str(default_model_path()), "--trained-on", "nobody",
+                              "--out", str(tmp_path / "bad")])
+    assert status == 2
+    assert "--trained-on nobody" in capsys.readouterr().err
