@@ -199,7 +199,8 @@ def rerank_cmd(
     expected pass@k of the picks on HumanEval+ (base and plus) beside random selection,
     with 95% intervals over tasks and paired tests against the best method.
 
-    'rerank train --help': train the learned reranker (--method learned).
+    'rerank train --help': train the learned reranker (--method learned); 'rerank cv --help': validate it
+    on generators it never saw.
     """
     from rerank.pipeline import RerankConfig, run
 
@@ -247,9 +248,13 @@ def rerank_cmd(
 
 
 def main() -> None:
-    """Console-script entry point: ``rerank ...``, or ``rerank train ...``."""
+    """Console-script entry point: ``rerank ...``, ``rerank train ...`` or ``rerank cv ...``."""
     if sys.argv[1:2] == ["train"]:
         from rerank.cli_train import train_cmd
 
         sys.exit(run_cli(train_cmd, sys.argv[2:]))
+    if sys.argv[1:2] == ["cv"]:
+        from rerank.cli_generators import cv_cmd
+
+        sys.exit(run_cli(cv_cmd, sys.argv[2:]))
     sys.exit(run_cli(rerank_cmd))

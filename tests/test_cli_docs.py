@@ -40,11 +40,12 @@ def _commands() -> dict[str, object]:
     import click
 
     from rerank.cli import rerank_cmd
+    from rerank.cli_generators import cv_cmd
     from rerank.cli_train import train_cmd
     from testgen.cli import COMMANDS, cli
 
     ctx = click.Context(cli, info_name="testgen")
-    found: dict[str, object] = {"testgen": cli, "rerank": rerank_cmd, "rerank train": train_cmd}
+    found: dict[str, object] = {"testgen": cli, "rerank": rerank_cmd, "rerank train": train_cmd, "rerank cv": cv_cmd}
     for name in COMMANDS:
         found[f"testgen {name}"] = cli.get_command(ctx, name)
     return found

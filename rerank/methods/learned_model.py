@@ -22,10 +22,18 @@ def training_overlap(method: MethodSpec, matrices: Mapping[str, Mapping[str, Tas
     per test set; a warning through ``notify`` where it was, and where the pools' shapes lie far
     outside the shapes it was trained on."""
     from rerank.learned import default_model_path, load_model, model_shape_warnings, training_fingerprint
+    from rerank.travel import model_fallback, profile_warnings
 
     model = load_model(method.options.get("model") or default_model_path())
     prints = model.training.get("task_fingerprints") or {}
     out: dict[str, int] = {}
+    fb = model_fallback(model) if method.options.get("fallback", "auto") == "auto" else None
+    if fb is not None:
+        vs = fb["vs"][fb["fallback"]]
+        notify(f"note: {method.name}: on pools of generators it never saw, its model was not significantly above "
+               f"{fb['fallback']} ({100 * vs['difference']:+.2f} points, p = {vs['p_value']:.2g}): ranking with "
+               f"{fb['fallback']} instead ({method.name}.fallback=off uses the model)")
+    out["learned_fallback"] = int(fb is not None)
     for label, by_task in matrices.items():
         same_task = sum(1 for t in by_task if t in prints)
         same_pool = sum(1 for t, m in by_task.items() if prints.get(t) == training_fingerprint(m))
@@ -37,18 +45,23 @@ def training_overlap(method: MethodSpec, matrices: Mapping[str, Mapping[str, Tas
                    f"how it generalises; see its cross-validated figures ('cv' in the model file)")
         for line in model_shape_warnings(model, by_task.values()):
             notify(f"warning: {method.name} [{label}]: {line}; its picks there are untested (docs/rerankers.md)")
+        for line in profile_warnings(model.training.get("profile"), by_task.values()):
+            notify(f"warning: {method.name} [{label}]: this pool is unlike its training pools: {line}")
     return out
 
 
 SPEC = RerankerSpec(
     name="learned",
-    function="rerank.learned:learned",
+    function="rerank.travel:learned",
     summary="a model trained on pools with known verdicts, over features of the matrix ('rerank train')",
     needs_outputs=True,
     options=(
         RerankerOption(name="model", type="file", default=None, flag="--model",
                        help="Model file of --method learned (written by 'rerank train'); default: the model shipped "
-                            "with the package (trained on CodeT's CodeGen-Mono-16B HumanEval data)."),
+                            "with the package (docs/rerankers.md)."),
+        RerankerOption(name="fallback", type="str", default="auto", choices=("auto", "off"),
+                       help="auto: where the model's held-out-generator figures show no significant win over CodeT "
+                            "or B4, rank with the better of the two instead (a note says so); off: always the model."),
     ),
     run_counts=training_overlap,
 )
