@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Column", "Board"]
+__all__ = ["Column", "Board", "ordered_rows"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,3 +48,9 @@ class Board:
     """The human tests' row, the reranking column's second baseline."""
     warnings: list[str]
     """What the reader must know (rows without reranking, figures shown without intervals)."""
+
+
+def ordered_rows(board: Board, stats: Mapping[str, Any]) -> list[str]:
+    """The rows by P (highest first), rows without P last, in their given order."""
+    p = stats["columns"].get("pass_rate", {"rows": {}})["rows"]
+    return sorted(board.rows, key=lambda r: (r not in p, -(p[r]["estimate"] if r in p else 0.0)))

@@ -12,20 +12,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from testgen.leaderboard_board import Board
+from testgen.leaderboard_board import Board, ordered_rows
 
-__all__ = ["write_board", "ordered_rows", "table_cells"]
+__all__ = ["write_board", "table_cells"]
 
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}"
-
-
-def ordered_rows(board: Board, stats: Mapping[str, Any]) -> list[str]:
-    """The rows by P (highest first), rows without P last, in their given order."""
-    p = stats["columns"].get("pass_rate", {"rows": {}})["rows"]
-    return sorted(board.rows, key=lambda r: (r not in p, -(p[r]["estimate"] if r in p else 0.0)))
 
 
 def _cell(iv: Mapping[str, Any] | None) -> tuple[str, float | None]:

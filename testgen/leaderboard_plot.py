@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from testgen.leaderboard_board import Board
+from testgen.leaderboard_board import Board, ordered_rows
 
 __all__ = ["plot_board"]
 
@@ -31,7 +31,6 @@ def plot_board(board: Board, stats: Mapping[str, Any], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from testgen.leaderboard_page import ordered_rows
     from testgen.plots import percent_limits
 
     rows = ordered_rows(board, stats)
