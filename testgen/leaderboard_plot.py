@@ -61,7 +61,8 @@ def plot_board(board: Board, stats: Mapping[str, Any], out: Path) -> None:
             ax.axvline(x, color="#2ca02c", linestyle="--", linewidth=1)
             ax.annotate("random", (x, len(rows) - 0.5), fontsize=7, color="#2ca02c", ha="left",
                         xytext=(2, 0), textcoords="offset points")
-        ax.set_xlim(*percent_limits(xs, min_span=5.0))
+        lo, hi = percent_limits(xs, min_span=5.0)
+        ax.set_xlim(lo - 1.5, hi + 1.5)  # a point at 0 or 100 is drawn whole, not cut by the frame
         ax.set_yticks(range(len(rows)), rows, fontsize=8)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_title(f"{col.title} (%), {block['tasks']:,} tasks", fontsize=9)
