@@ -259,7 +259,9 @@ def build_board(run_paths: Sequence[str | os.PathLike[str]], *, rerank: Sequence
     first = next(iter(runs.values()))
     order = [t for t in task_ids(first) if t in common]
     left_out = {label: [t for t in task_ids(run) if t not in common] for label, run in runs.items()}
-    columns = [*_registry_columns(runs, common), *_metrics_json_columns(runs, common, warnings)]
+    # A figure no row has (M where no run was evaluated with --mutation) is no column.
+    columns = [c for c in (*_registry_columns(runs, common), *_metrics_json_columns(runs, common, warnings))
+               if any(c.per_task.values()) or c.headline]
     if rerank:
         columns.append(Column(key=RERANK_KEY, title=f"rerank {reranker} pass@1", per_task={
             label: {t: v[t] for t in order} for label, v in reranked.items()},
