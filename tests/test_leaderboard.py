@@ -99,6 +99,12 @@ def test_common_tasks_intervals_paired_tests_and_reranking(runs: dict[str, Path]
     assert got["estimate"] == pytest.approx(sum(codegen.values()) / 2)
     ci = bootstrap_ci(list(codegen.values()), n_resamples=999)
     assert (got["low"], got["high"]) == pytest.approx((ci.low, ci.high))
+    c = {t: [] for t in compared}  # C per task: a generation without a test counts as 0, as in the run's C
+    for g in _generations(runs["codegen16b"]):
+        if g["task_id"] in c:
+            c[g["task_id"]].append(g["coverage"] if g["n"] else 0.0)
+    assert stats["columns"]["coverage"]["rows"]["codegen16b/placeholder"]["estimate"] == pytest.approx(
+        sum(sum(v) / len(v) for v in c.values()) / 2)
     vs = paired_test(codegen, human, n_resamples=999)
     assert got["vs_best"]["p_value"] == pytest.approx(vs.p_value)
     assert got["vs_best"]["significant"] == vs.significant

@@ -69,7 +69,11 @@ def _registry_columns(runs: Mapping[str, EvaluatedRun], tasks: set[str]) -> list
             by_task[g.task_id].append(g)
         for s in specs:
             per = {t: s.compute(gs, ctx) for t, gs in by_task.items()}
-            values[s.name][label] = {t: float(v) for t, v in per.items() if v is not None}
+            # A task none of whose generations holds a test has no C of its own, but its
+            # generations count as 0 in the run's figure when empty ones count as 0: so here too.
+            zero = ctx.empty is EmptyPolicy.ZERO and run.metrics.get(s.name) is not None
+            values[s.name][label] = {t: float(v) for t, v in per.items() if v is not None} | (
+                {t: 0.0 for t, v in per.items() if v is None} if zero else {})
     measure = next(iter(runs.values())).metrics.get("coverage_measure") or "total"
     return [Column(key=s.name, title=(title := SHORT_NAMES.get(s.name, s.title.format(measure=measure))),
                    help=s.help.removeprefix(f"{title}: "), per_task=values[s.name]) for s in specs]
