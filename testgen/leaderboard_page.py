@@ -93,7 +93,8 @@ def _notes(board: Board, stats: Mapping[str, Any], warning: str | None) -> list[
                      "tasks (percentage points [95% interval], permutation p).")
     for c in board.columns:
         n = stats["columns"][c.key]["tasks"]
-        lines.append(f"`{c.title}`: {c.help} ({n:,} tasks)." if n else f"`{c.title}`: {c.help}.")
+        what = c.help.rstrip(".")
+        lines.append(f"`{c.title}`: {what} ({n:,} tasks)." if n else f"`{c.title}`: {what}.")
     return lines
 
 
