@@ -171,7 +171,8 @@ def _p_values(d: npt.NDArray[np.float64], test: PairedTestKind, n_resamples: int
 
     p = np.ones(d.shape[0])
     rows = np.flatnonzero(np.any(d != 0, axis=1))
-    if rows.size == 0:
+    # One task: flipping its sign gives -d and d, so the two-sided p is exactly 1 (scipy refuses n = 1).
+    if rows.size == 0 or d.shape[1] < 2:
         return p.tolist()
     if test == "permutation":
         # one sample with permutation_type="samples": scipy flips the sign of each task's

@@ -132,3 +132,11 @@ def reference_scores(shared_data):  # type: ignore[no-untyped-def]
             correct = np.array([verdicts[(t.task_id, s.completion)] for s in t.first_solution])
             out[name][t.task_id] = expected_pass_at_k(method(m), correct, m.solution_counts, 1)
     return out
+
+
+def test_one_task_gives_p_1_not_an_error() -> None:
+    # a hard subset or a leaderboard may come down to one task: flipping its sign is the whole
+    # permutation distribution, so the two-sided p is exactly 1
+    assert paired_test({"t": 1.0}, {"t": 0.0}).p_value == 1.0
+    best, comps = compare_to_best({"a": {"t": 1.0}, "b": {"t": 0.25}})
+    assert best == "a" and comps["b"].p_value == 1.0 and not comps["b"].significant

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sample": ("testgen.cli.sample:sample", "Sample code from a model (Table 1; pools for self/cross/rerank)."),
     "eval": ("testgen.cli.eval:eval_", "Score generated tests: P, P', branch coverage."),
     "report": ("testgen.cli.report:report", "Tables and plots comparing runs."),
+    "leaderboard": ("testgen.cli.leaderboard:leaderboard", "One row per test generator, every figure with its CI."),
     "evaluate": ("testgen.cli.evaluate:evaluate", "HumanEval+/MBPP+/MBPP verdicts and pass@k of solutions."),
     "study": ("testgen.cli.study:study", "The paper's whole study from one spec file, to its tables."),
     "store": ("testgen.cli.store:store", "Where the result store is, its size per kind; --clear empties it."),

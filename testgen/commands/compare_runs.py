@@ -37,7 +37,8 @@ from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
 
 __all__ = ["EvaluatedRun", "load_evaluated", "table2_rows", "report", "SETTING_ORDER", "coverage_label",
-           "mutation_score", "on_common_tasks", "task_ids"]
+           "mutation_score", "on_common_tasks", "task_ids",
+           "generation_results", "left_out_line"]
 
 SETTING_ORDER = ("oracle", "self", "cross", "placeholder")
 """Column order of Table 2 (other settings follow, alphabetically)."""
@@ -113,19 +114,19 @@ _NOT_RECOMPUTED = ("code_pass1", "mutation", "prompt_coverage", "prompt_correctn
 """``metrics.json`` entries that ``eval/generations.jsonl`` cannot give for a subset of tasks."""
 
 
-def _rescored(run: EvaluatedRun, tasks: set[str]) -> EvaluatedRun:
-    """``run`` scored on ``tasks`` only: its headline metrics, variants, Figure 3 and counts
-    recomputed from ``eval/generations.jsonl`` as ``testgen eval`` computed them; the entries of
-    :data:`_NOT_RECOMPUTED` and the tests-only C are left out."""
+def generation_results(run: EvaluatedRun, tasks: set[str] | None = None) -> list[Any]:
+    """``run``'s ``eval/generations.jsonl`` as :class:`testgen.metrics.GenerationResult` records (of
+    ``tasks`` only, when given), as ``testgen eval`` computed them, so that any registered metric
+    can be computed again on a subset of the tasks."""
     from evaluation.records import Outcome
-    from testgen.coverage import CoverageCounts, CoverageMeasure
-    from testgen.metrics import DedupKey, EmptyPolicy, GenerationResult, canonical_test, summarize
+    from testgen.coverage import CoverageCounts
+    from testgen.metrics import DedupKey, GenerationResult, canonical_test
 
     opts = run.metrics.get("options") or {}
     key = DedupKey(opts.get("dedup") or "ast")
     gens = []
     for _, g in read_jsonl(run.path / "generations.jsonl"):
-        if str(g["task_id"]) not in tasks:
+        if tasks is not None and str(g["task_id"]) not in tasks:
             continue
         counts = g.get("coverage_counts")
         tests = tuple(g.get("tests") or ())
@@ -137,6 +138,17 @@ def _rescored(run: EvaluatedRun, tasks: set[str]) -> EvaluatedRun:
             n_extracted=int(g.get("n_extracted") or 0), dropped_no_entry_point=int(g.get("dropped_no_entry_point") or 0),
             dropped_unparsable=int(g.get("dropped_unparsable") or 0),
             dropped_rebinding=int(g.get("dropped_rebinding") or 0)))
+    return gens
+
+
+def _rescored(run: EvaluatedRun, tasks: set[str]) -> EvaluatedRun:
+    """``run`` scored on ``tasks`` only: its headline metrics, variants, Figure 3 and counts
+    recomputed from ``eval/generations.jsonl`` as ``testgen eval`` computed them; the entries of
+    :data:`_NOT_RECOMPUTED` and the tests-only C are left out."""
+    from testgen.coverage import CoverageMeasure
+    from testgen.metrics import EmptyPolicy, summarize
+
+    gens = generation_results(run, tasks)
     body = summarize(gens, measure=CoverageMeasure(run.metrics.get("coverage_measure") or "total"),
                      empty=EmptyPolicy(run.metrics.get("empty_generations") or "zero"),
                      positions=max(len(run.metrics.get("by_position") or ()), 1))

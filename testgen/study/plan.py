@@ -43,7 +43,7 @@ from testgen.study.spec import ModelSpec, StudySpec
 __all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION", "measures_mutation"]
 
 StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "augment", "evaluate-augmented", "reduce",
-                   "report"]
+                   "leaderboard", "report"]
 REPORT_VERSION = "2"
 """Part of the report step's key, bumped when the report's format changes, so that a finished study
 re-writes its report (2: the mutation score M)."""
@@ -429,8 +429,11 @@ def build_plan(spec: StudySpec) -> Plan:
     from testgen.study.augment_steps import AUGMENT_KINDS, add_augment_steps
 
     add_augment_steps(b)  # [augment]: EvalPlus's engine on the study's datasets (docs/augment.md)
+    from testgen.study.leaderboard_steps import LEADERBOARD_KINDS, add_leaderboard_steps
+
+    add_leaderboard_steps(b)  # [leaderboard]: testgen leaderboard over the test runs (docs/leaderboard.md)
     # Table order follows the spec; steps keep dependency order.
-    deps = [s.id for s in b.steps.values() if s.kind in ("evaluate", "eval", "rerank", *AUGMENT_KINDS)]
+    deps = [s.id for s in b.steps.values() if s.kind in ("evaluate", "eval", "rerank", *AUGMENT_KINDS, *LEADERBOARD_KINDS)]
     b.add(id="report", kind="report", model=None, dataset=None, argv=("report",), dir="report",
           deps=deps, blocked=None, meta={})
     report = b.steps.pop("report")

@@ -26,6 +26,7 @@ from evaluation.datasets import STUDY_DATASETS
 from evaluation.errors import TestgenError
 from evaluation.extraction import EXTRACTION_MODES, ExtractionMode
 from testgen.study.augment_spec import AugmentSpec
+from testgen.study.leaderboard_spec import LeaderboardSpec, parse_leaderboard
 from testgen.study.paper import table5_columns
 from testgen.study.toml_lines import Reader, SpecError
 
@@ -213,6 +214,8 @@ class StudySpec:
     """Table 5."""
     augment: AugmentSpec = field(default_factory=AugmentSpec)
     """EvalPlus's "+" inputs and "-mini" suites for the study's datasets (off by default)."""
+    leaderboard: LeaderboardSpec = field(default_factory=LeaderboardSpec)
+    """``testgen leaderboard`` over the study's test runs, last (off by default)."""
 
     def model(self, name: str) -> ModelSpec:
         """The model called ``name`` (a one-line error with suggestions otherwise)."""
@@ -229,7 +232,7 @@ class StudySpec:
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
              "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank",
-             "augment"}
+             "augment", "leaderboard"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note"}
@@ -442,9 +445,8 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         ray_address=r.get(d, "ray_address", str, None, None, None),
         propertyeval=_propertyeval(r, d, spec_dir),
         cross=cross, rerank=rerank, augment=_augment(r, d, models),
-    )
-    for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout",
-                "workers"):
+        leaderboard=parse_leaderboard(r, d, [m.name for m in models], lambda v: _expand(v, spec_dir)))
+    for key in ("n", "tests_per_generation", "samples", "max_tokens", "code_max_tokens", "limit", "timeout", "workers"):
         _positive(r, getattr(spec, key), None, key, None)
     from evaluation.executor.engine import ENGINES
 
@@ -458,9 +460,10 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         for ds in m.datasets or ():
             if ds not in spec.datasets:
                 raise r.fail("model", "datasets", i, f"{ds!r} is not one of the study's datasets")
-    for ds in spec.augment.datasets or ():
-        if ds not in spec.datasets:
-            raise r.fail("augment", "datasets", None, f"{ds!r} is not one of the study's datasets")
+    for table, given in (("augment", spec.augment.datasets), ("leaderboard", spec.leaderboard.datasets)):
+        for ds in given or ():
+            if ds not in spec.datasets:
+                raise r.fail(table, "datasets", None, f"{ds!r} is not one of the study's datasets")
     return spec
 
 

@@ -1,0 +1,67 @@
+"""A study that ends in a leaderboard (``[leaderboard]``, ``studies/models.toml``): its plan, its
+spec errors, and a small copy run end to end twice (the second run does nothing), on real data."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from testgen.cli import cli
+from testgen.study.plan import build_plan
+from testgen.study.spec import SpecError, load_spec, parse_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+CODET = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_"
+
+
+def test_models_spec_ends_in_a_leaderboard_of_every_test_run(shared_data: Path) -> None:
+    plan = build_plan(load_spec(ROOT / "studies" / "models.toml"))
+    board = plan.step("leaderboard/humaneval+/leaderboard")
+    rerank = plan.step("leaderboard/humaneval+/rerank")
+    assert board.meta["rows"] == ["human/oracle", "codegen16b/placeholder"]
+    evals = [s for s in plan.steps if s.kind == "eval"]
+    assert set(board.deps) == {*(s.id for s in evals), rerank.id}
+    assert [a for a in rerank.argv if a.startswith(("human/", "codegen16b/"))] == [
+        f"human/oracle={plan.step('human/humaneval+/run-oracle').dir}/generations.jsonl",
+        f"codegen16b/placeholder={plan.step('codegen16b/humaneval+/run-placeholder').dir}/generations.jsonl"]
+    assert board.id in plan.step("report").deps
+    assert not any(s.kind == "sample" for s in plan.steps)  # the leaderboard needs only tests
+
+
+def test_leaderboard_table_errors_name_line_and_key(shared_data: Path, tmp_path: Path) -> None:
+    base = 'datasets = ["humaneval+"]\n[[model]]\nname = "human"\nbackend = "human"\n[leaderboard]\n'
+    with pytest.raises(SpecError, match=r":6: key 'pol': unknown key in \[leaderboard\] \(did you mean 'pool'\?\)"):
+        parse_spec(base + 'pol = "x"\n', tmp_path / "s.toml")
+    with pytest.raises(SpecError, match=r":6: key 'pool': .*missing.jsonl: no such file"):
+        parse_spec(base + f'pool = "{tmp_path}/missing.jsonl"\n', tmp_path / "s.toml")
+    with pytest.raises(SpecError, match=r":6: key 'models': 'nobody' is not a model of the study"):
+        parse_spec(base + 'models = ["nobody"]\n', tmp_path / "s.toml")
+
+
+def test_a_small_models_study_from_nothing_then_nothing_to_do(shared_data: Path, tmp_path: Path) -> None:
+    pool = tmp_path / "pool.jsonl"
+    with gzip.open(shared_data / (CODET + "code_solution.jsonl.gz"), "rt") as fh, open(pool, "w") as dst:
+        for _, line in zip(range(2), fh):
+            rec = json.loads(line)
+            dst.write(json.dumps({**rec, "samples": rec["samples"][:10]}) + "\n")
+    text = (ROOT / "studies" / "models.toml").read_text()
+    text = text.replace('mutation = true', 'mutation = false\nlimit = 2\nn = 10')
+    text = re.sub(r'^pool = .*$', f'pool = "{pool}"', text, flags=re.M)
+    spec = tmp_path / "models.toml"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["study", str(spec), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert re.search(r": 7 steps ran, 0 already done", res.output), res.output
+    board = json.loads((out / "leaderboard" / "humaneval+" / "leaderboard.json").read_text())
+    assert board["rows"] == ["human/oracle", "codegen16b/placeholder"] and board["compared_tasks"] == 2
+    assert set(board["statistics"]["columns"]["rerank"]["rows"]) == {"human/oracle", "codegen16b/placeholder"}
+    assert (out / "leaderboard" / "humaneval+" / "index.html").is_file()
+    res = CliRunner().invoke(cli, ["study", str(spec), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert re.search(r": 0 steps ran, 7 already done", res.output), res.output
