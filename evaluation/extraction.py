@@ -59,13 +59,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from evaluation.executor.trusted import calls_entry_point
+
 __all__ = [
     "CODET_STOP_TOKENS",
     "Extraction",
     "ExtractionMode",
     "EXTRACTION_MODES",
     "apply_limit",
-    "calls_entry_point",
     "canonical_test",
     "extract_tests",
     "Outcome",
@@ -195,14 +196,26 @@ def extract_tests(
     if mode == "codet":
         return _extract_codet(text, entry_point=entry_point, prefix=prefix, limit=limit)
     if mode == "module":
-        from evaluation.test_modules import extract_module_tests
-
-        return extract_module_tests(text, entry_point=entry_point, limit=limit)
+        return _extract_module(text, entry_point=entry_point, limit=limit)
     if mode == "robust":
         return _extract_robust(
             text, entry_point=entry_point, prefix=prefix, limit=limit, truncated=truncated
         )
     raise ValueError(f"unknown extraction mode {mode!r} (expected one of {', '.join(EXTRACTION_MODES)})")
+
+
+def _extract_module(text: str, *, entry_point: str, limit: int | None) -> Extraction:
+    from dataclasses import replace
+
+    from evaluation.test_modules import read_test_module
+
+    found = read_test_module(text, entry_point=entry_point)
+    if isinstance(found, str):  # the file does not parse: its complete asserts, line by line
+        robust = _extract_robust(found, entry_point=entry_point, prefix="", limit=limit, truncated=False)
+        return replace(robust, raw=text)
+    kept = apply_limit(list(found.tests), raw=text, limit=limit, no_entry_point=found.no_entry_point,
+                       unparsable=0, entry_point=entry_point.strip())
+    return replace(kept, dropped_no_assert=found.no_assert, dropped_raises=found.raises)
 
 
 def canonical_test(test: str) -> str:
@@ -377,16 +390,6 @@ def _rename_candidate(test: str, entry_point: str) -> tuple[str, ast.Assert]:
     statement = tree.body[0]
     assert isinstance(statement, ast.Assert)
     return test, statement
-
-
-def calls_entry_point(node: ast.AST, entry_point: str) -> bool:
-    """Whether ``node`` calls ``entry_point`` by name somewhere."""
-    return any(
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Name)
-        and call.func.id == entry_point
-        for call in ast.walk(node)
-    )
 
 
 def _extract_robust(

@@ -31,8 +31,11 @@ same :class:`~evaluation.extraction.Extraction` record and counts as the other m
     is raised (``with pytest.raises``, ``@pytest.mark.xfail``), which an assert cannot express,
     in ``dropped_raises``;
 * a file that does not parse (a raw answer cut by the token limit, prose around code) goes to
-  the ``robust`` mode (:func:`evaluation.extraction.extract_tests`), which finds the complete
-  asserts line by line and counts the rest; ``module_0.`` prefixes are removed first.
+  the ``robust`` mode (:func:`evaluation.extraction.extract_tests` does it), which finds the
+  complete asserts line by line and counts the rest; ``module_0.`` prefixes are removed first.
+
+:func:`evaluation.extraction.extract_tests` (``mode="module"``) calls :func:`read_test_module`
+and makes its :class:`~evaluation.extraction.Extraction` (rebinding tests dropped, the limit).
 """
 
 from __future__ import annotations
@@ -41,10 +44,11 @@ import ast
 import re
 import textwrap
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
-from evaluation.extraction import Extraction, apply_limit, calls_entry_point, extract_tests
+from evaluation.executor.trusted import calls_entry_point
 
-__all__ = ["extract_module_tests", "answer_of", "PROGRAM_MODULE"]
+__all__ = ["ModuleTests", "read_test_module", "answer_of", "PROGRAM_MODULE"]
 
 PROGRAM_MODULE = re.compile(r"^script\w*$")
 """Module names that stand for the program under test (MuTAP's ``script_N``, Copilot's
@@ -61,25 +65,32 @@ def answer_of(text: str) -> str:
     return text.rsplit(_CHAT_END, 1)[1] if _CHAT_END in text else text
 
 
-def extract_module_tests(text: str, *, entry_point: str, limit: int | None = None) -> Extraction:
-    """The tests of the test file ``text`` (see the module docstring)."""
+@dataclass(frozen=True, kw_only=True)
+class ModuleTests:
+    """The tests of a test file that parses, and what was left out, by kind."""
+
+    tests: tuple[str, ...]
+    """Each a complete test (setup statements, then the check), in file order."""
+    no_entry_point: int
+    """Checks about neither the entry point nor a value it returned."""
+    no_assert: int
+    """Test functions without an assert."""
+    raises: int
+    """Checks that an exception is raised."""
+
+
+def read_test_module(text: str, *, entry_point: str) -> ModuleTests | str:
+    """The tests of the test file ``text`` (see the module docstring); where its answer does not
+    parse, that answer with the program module's prefix removed, for the robust mode to read."""
     answer = answer_of(text)
     try:
         tree = ast.parse(answer)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        # Unparsable: the robust mode's line-by-line search, with the module prefix removed.
         unprefixed = answer
         for m in _IMPORT_ALIAS.finditer(answer):
             unprefixed = re.sub(rf"\b{re.escape(m.group(2) or m.group(1))}\.", "", unprefixed)
-        found = extract_tests(unprefixed, entry_point=entry_point, limit=limit, mode="robust")
-        return _with_raw(found, text)
-    return _from_tree(tree, answer, raw=text, entry_point=entry_point.strip(), limit=limit)
-
-
-def _with_raw(found: Extraction, raw: str) -> Extraction:
-    from dataclasses import replace
-
-    return replace(found, raw=raw)
+        return unprefixed
+    return _from_tree(tree, answer, entry_point=entry_point.strip())
 
 
 class _Names(ast.NodeTransformer):
@@ -217,9 +228,7 @@ def _bound_names(stmt: ast.stmt) -> set[str]:
     return {n for t in targets for n in _names(t)}
 
 
-def _from_tree(tree: ast.Module, source: str, *, raw: str, entry_point: str, limit: int | None) -> Extraction:
-    from dataclasses import replace
-
+def _from_tree(tree: ast.Module, source: str, *, entry_point: str) -> ModuleTests:
     module = _Module(tree, source, entry_point)
     found: list[tuple[str, str, bool]] = []
     for stmt in tree.body:
@@ -244,6 +253,4 @@ def _from_tree(tree: ast.Module, source: str, *, raw: str, entry_point: str, lim
             tests.append("\n".join([*module.needed_imports(test), test]))
         else:
             no_entry_point += 1
-    kept = apply_limit(tests, raw=raw, limit=limit, no_entry_point=no_entry_point, unparsable=0,
-                       entry_point=entry_point)
-    return replace(kept, dropped_no_assert=no_assert, dropped_raises=raises)
+    return ModuleTests(tests=tuple(tests), no_entry_point=no_entry_point, no_assert=no_assert, raises=raises)
