@@ -7,13 +7,15 @@ programs) and, optionally, ``program_under_test`` (the program they were made fr
 ``paths`` (each mutant's file in its source), as MuTAP's MutPy mutants of HumanEval are kept
 (``mutap/humaneval_mutants.jsonl.gz``: 1,266 mutants of 159 tasks). Each mutant is one program;
 its operator is ``"peer"`` (the file does not say which MutPy operator made it), its ``line`` the
-first line where it differs from the program under test, its ``description`` that line's change.
+first line where it differs from the program under test (both unparsed, docstrings left out),
+its ``description`` that line's change.
 A mutant whose text repeats an earlier one of its task, or that does not compile, is dropped and
 counted, as ours are.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections.abc import Mapping
 from os import PathLike
@@ -26,9 +28,26 @@ from evaluation.records import content_id
 __all__ = ["read_peer_mutants"]
 
 
+def _normal(program: str) -> list[str]:
+    """``program``'s lines as ``ast.unparse`` writes them, docstrings left out (MutPy's mutants
+    have none), so that only the mutation differs."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return program.splitlines()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree).splitlines()
+
+
 def _change(original: str, program: str) -> tuple[int, str]:
-    """The first line where ``program`` differs from ``original``, and the change there."""
-    before, after = original.splitlines(), program.splitlines()
+    """The first line where ``program`` differs from ``original`` (both in :func:`_normal`'s
+    form), and the change there."""
+    before, after = _normal(original), _normal(program)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
         if tag != "equal":
             old = before[i1].strip() if i1 < i2 else ""
