@@ -205,17 +205,31 @@ def extract_tests(
 
 
 def _extract_module(text: str, *, entry_point: str, limit: int | None) -> Extraction:
+    """``module`` mode: a file that parses, read whole; one that does not (a chat answer), its
+    fenced blocks that parse read whole, the rest by the robust mode, the counts added up."""
     from dataclasses import replace
 
-    from evaluation.test_modules import read_test_module
+    from evaluation.test_modules import ModuleTests, answer_of, read_test_module
 
     found = read_test_module(text, entry_point=entry_point)
-    if isinstance(found, str):  # the file does not parse: its complete asserts, line by line
-        robust = _extract_robust(found, entry_point=entry_point, prefix="", limit=limit, truncated=False)
-        return replace(robust, raw=text)
-    kept = apply_limit(list(found.tests), raw=text, limit=limit, no_entry_point=found.no_entry_point,
-                       unparsable=0, entry_point=entry_point.strip())
-    return replace(kept, dropped_no_assert=found.no_assert, dropped_raises=found.raises)
+    whole: list[ModuleTests] = []
+    rest: list[str] = []
+    if isinstance(found, str):
+        for lines, _ in _code_regions(found, has_prefix=False):
+            block = read_test_module("\n".join(lines), entry_point=entry_point)
+            if isinstance(block, str):
+                rest.append(block)
+            else:
+                whole.append(block)
+    else:
+        whole.append(found)
+    robust = _extract_robust("\n".join(rest), entry_point=entry_point, prefix="", limit=None, truncated=False)
+    # raw: the answer alone, so that outcome() judges what the tool wrote, not a transcript's prompt
+    kept = apply_limit([t for w in whole for t in w.tests] + list(robust.tests), raw=answer_of(text), limit=limit,
+                       no_entry_point=sum(w.no_entry_point for w in whole) + robust.dropped_no_entry_point,
+                       unparsable=robust.dropped_unparsable, empty=robust.dropped_empty, entry_point=entry_point.strip())
+    return replace(kept, dropped_rebinding=kept.dropped_rebinding + robust.dropped_rebinding,
+                   dropped_no_assert=sum(w.no_assert for w in whole), dropped_raises=sum(w.raises for w in whole))
 
 
 def canonical_test(test: str) -> str:

@@ -115,6 +115,16 @@ def test_llama_transcript_answer_only(mutap: dict[tuple[str, str], Any]) -> None
     assert tests.dropped_no_entry_point == 2  # its asserts about is_palindrome
 
 
+def test_llama_fenced_blocks_are_read_whole(mutap: dict[tuple[str, str], Any]) -> None:
+    """A chat answer does not parse, its fenced blocks do: a unittest class there is three test
+    methods without an assert (``self.assertTrue``), counted; ``pytest.raises`` checks, counted."""
+    ex, kind = _extract(mutap["llama2chat_zeroshot", "HumanEval/3"], "below_zero")
+    assert (ex.tests, ex.dropped_counts()["no_assert"], kind) == ((), 3, "no_assert")
+    raising, _ = _extract(mutap["llama2chat_zeroshot", "HumanEval/63"], "fibfib")
+    assert raising.dropped_counts()["raises"] == 3 and len(raising.tests) == 4
+    assert all(t.count("assert ") == 1 and "fibfib(" in t for t in raising.tests)
+
+
 def test_an_unused_module_gives_the_no_entry_point_outcome() -> None:
     text = "import script_5 as module_0\n\ndef test_case_0():\n    assert module_0.METADATA == {}\n"
     ex = extract_tests(text, entry_point="intersperse", mode="module")
