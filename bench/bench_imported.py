@@ -1,7 +1,8 @@
 """The table of docs/metrics.md "Other generators' tests": per imported run (``testgen run --backend
 replay -o source=NAME --extraction module``, then ``testgen eval RUN -k 0 --peer-mutants FILE``),
 the share of the dataset's tasks imported, the generations by extraction outcome, the drop counts,
-and P, P', C, M (ours) and M on the peer's mutants, as Markdown rows.
+and P, P', the share of all its tests that hold on the reference (pooled over files, as MuTAP
+counts), C, M (ours) and M on the peer's mutants, as Markdown rows.
 
     python bench/bench_imported.py runs/mutap/*/
 
@@ -30,6 +31,8 @@ def row(run: Path) -> tuple[str, str]:
     for g in gens:
         dropped.update({k: v for k, v in g["dropped"].items() if v})
     tests = sum(len(g["tests"]) for g in gens)
+    scored = [json.loads(line) for line in (run / "eval" / "generations.jsonl").open()]
+    held = sum(g["passed"] for g in scored) / max(1, sum(g["n"] for g in scored))
     mut = metrics.get("mutation") or {}
     peer = mut.get("peer") or {}
     no_test = ", ".join(f"{k} {v}" for k, v in outcomes.most_common() if k != "tests") or "-"
@@ -37,7 +40,7 @@ def row(run: Path) -> tuple[str, str]:
     pooled = (f"{_pct(peer['killed_union'] / peer['mutants'])}" if peer.get("mutants") else "-")
     first = (f"| {run.name} | {len(gens)} ({100 * len(gens) / TASKS:.1f} %) | {outcomes.get('tests', 0)} | {tests:,} "
              f"| {no_test} | {drops} |")
-    second = (f"| {run.name} | {_pct(metrics['pass_rate'])} | {_pct(metrics['dedup_pass_rate'])} "
+    second = (f"| {run.name} | {_pct(metrics['pass_rate'])} | {_pct(metrics['dedup_pass_rate'])} | {_pct(held)} "
               f"| {_pct(metrics['coverage'])} | {_pct(mut.get('score'))} | {_pct(peer.get('score'))} | {pooled} |")
     return first, second
 
@@ -48,8 +51,8 @@ def main(argv: list[str]) -> None:
     print("|---|---:|---:|---:|---|---|")
     print("\n".join(r[0] for r in rows))
     print()
-    print("| source | P | P' | C | M (ours) | M (MutPy's) | MutPy's, killed / all mutants |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| source | P | P' | tests holding, pooled | C | M (ours) | M (MutPy's) | MutPy's, killed / all mutants |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(r[1] for r in rows))
 
 
