@@ -137,6 +137,8 @@ def test_unparsable_module_with_a_cut_last_assert() -> None:
     assert ex.tests == ("assert below_zero([1]) is False",) and ex.dropped_unparsable == 1
     only_cut = extract_tests("def test():\n    assert below_zero([-1", entry_point="below_zero", mode="module")
     assert outcome(only_cut, entry_point="below_zero") == "unparsable"
+    bare = extract_tests("def test():\n    assert\n    assert\n", entry_point="below_zero", mode="module")
+    assert (bare.dropped_empty, outcome(bare, entry_point="below_zero")) == (2, "bare_assert")
 
 
 HOSTILE = '''import script_3 as module_0
