@@ -59,11 +59,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from evaluation.executor.trusted import calls_entry_point
+
 __all__ = [
     "CODET_STOP_TOKENS",
     "Extraction",
     "ExtractionMode",
     "EXTRACTION_MODES",
+    "apply_limit",
     "canonical_test",
     "extract_tests",
     "Outcome",
@@ -71,10 +74,11 @@ __all__ = [
     "outcome",
 ]
 
-ExtractionMode = Literal["codet", "robust"]
-EXTRACTION_MODES: tuple[ExtractionMode, ...] = ("robust", "codet")
-"""The modes, the default first."""
-"""``codet``: CodeT's released postprocessing; ``robust``: the study's AST-based extraction."""
+ExtractionMode = Literal["codet", "robust", "module"]
+EXTRACTION_MODES: tuple[ExtractionMode, ...] = ("robust", "codet", "module")
+"""The modes, the default first: ``robust``, the study's AST-based extraction; ``codet``, CodeT's
+released postprocessing; ``module``, whole test files written by other tools
+(:mod:`evaluation.test_modules`)."""
 
 CODET_STOP_TOKENS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 """CodeT's ``STOP_TOKEN`` list (``src/postprocess.py``), applied in this order."""
@@ -107,6 +111,18 @@ class Extraction:
     ending with ``assert ``); robust mode only, CodeT skips them silently."""
     dropped_rebinding: int = 0
     """Tests that rebind the function under test (vacuous: they check their own definition)."""
+    dropped_no_assert: int = 0
+    """Test functions without an assert (Pynguin's call-only tests); ``module`` mode only."""
+    dropped_raises: int = 0
+    """Checks that an exception is raised (``pytest.raises``, ``xfail``); ``module`` mode only."""
+
+    def dropped_counts(self) -> dict[str, int]:
+        """What was dropped, by kind, as a generation record's ``dropped`` holds it (the
+        ``module`` mode's own kinds only where they occur)."""
+        counts = {"no_entry_point": self.dropped_no_entry_point, "unparsable": self.dropped_unparsable,
+                  "empty": self.dropped_empty, "rebinding": self.dropped_rebinding}
+        extra = {"no_assert": self.dropped_no_assert, "raises": self.dropped_raises}
+        return counts | {k: v for k, v in extra.items() if v}
 
 
 Outcome = Literal["tests", "blank", "rebinding", "function_copy", "unparsable", "no_entry_point", "bare_assert",
@@ -179,11 +195,41 @@ def extract_tests(
         raise ValueError("entry_point must be a non-empty function name")
     if mode == "codet":
         return _extract_codet(text, entry_point=entry_point, prefix=prefix, limit=limit)
+    if mode == "module":
+        return _extract_module(text, entry_point=entry_point, limit=limit)
     if mode == "robust":
         return _extract_robust(
             text, entry_point=entry_point, prefix=prefix, limit=limit, truncated=truncated
         )
-    raise ValueError(f"unknown extraction mode {mode!r} (expected 'codet' or 'robust')")
+    raise ValueError(f"unknown extraction mode {mode!r} (expected one of {', '.join(EXTRACTION_MODES)})")
+
+
+def _extract_module(text: str, *, entry_point: str, limit: int | None) -> Extraction:
+    """``module`` mode: a file that parses, read whole; one that does not (a chat answer), its
+    fenced blocks that parse read whole, the rest by the robust mode, the counts added up."""
+    from dataclasses import replace
+
+    from evaluation.test_modules import ModuleTests, answer_of, read_test_module
+
+    found = read_test_module(text, entry_point=entry_point)
+    whole: list[ModuleTests] = []
+    rest: list[str] = []
+    if isinstance(found, str):
+        for lines, _ in _code_regions(found, has_prefix=False):
+            block = read_test_module("\n".join(lines), entry_point=entry_point)
+            if isinstance(block, str):
+                rest.append(block)
+            else:
+                whole.append(block)
+    else:
+        whole.append(found)
+    robust = _extract_robust("\n".join(rest), entry_point=entry_point, prefix="", limit=None, truncated=False)
+    # raw: the answer alone, so that outcome() judges what the tool wrote, not a transcript's prompt
+    kept = apply_limit([t for w in whole for t in w.tests] + list(robust.tests), raw=answer_of(text), limit=limit,
+                       no_entry_point=sum(w.no_entry_point for w in whole) + robust.dropped_no_entry_point,
+                       unparsable=robust.dropped_unparsable, empty=robust.dropped_empty, entry_point=entry_point.strip())
+    return replace(kept, dropped_rebinding=kept.dropped_rebinding + robust.dropped_rebinding,
+                   dropped_no_assert=sum(w.no_assert for w in whole), dropped_raises=sum(w.raises for w in whole))
 
 
 def canonical_test(test: str) -> str:
@@ -192,7 +238,7 @@ def canonical_test(test: str) -> str:
     return ast.unparse(ast.parse(test.strip()))
 
 
-def _apply_limit(
+def apply_limit(
     tests: list[str],
     *,
     raw: str,
@@ -202,6 +248,8 @@ def _apply_limit(
     entry_point: str,
     empty: int = 0,
 ) -> Extraction:
+    """The extraction of ``tests``: those that rebind the entry point dropped and counted, the
+    first ``limit`` kept, the drop counts recorded."""
     from evaluation.executor.trusted import rebinds_entry_point
 
     valid = [t for t in tests if not rebinds_entry_point(t, entry_point)]
@@ -258,7 +306,7 @@ def _extract_codet(text: str, *, entry_point: str, prefix: str, limit: int | Non
             tests.append(candidate)
         else:
             unparsable += 1
-    return _apply_limit(
+    return apply_limit(
         tests,
         raw=full,
         limit=limit,
@@ -358,15 +406,6 @@ def _rename_candidate(test: str, entry_point: str) -> tuple[str, ast.Assert]:
     return test, statement
 
 
-def _calls_entry_point(node: ast.AST, entry_point: str) -> bool:
-    return any(
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Name)
-        and call.func.id == entry_point
-        for call in ast.walk(node)
-    )
-
-
 def _extract_robust(
     text: str, *, entry_point: str, prefix: str, limit: int | None, truncated: bool
 ) -> Extraction:
@@ -415,12 +454,12 @@ def _extract_robust(
             source, statements = parsed
             for statement in statements:
                 test, renamed = _rename_candidate(_segment(source, statement), name)
-                if _calls_entry_point(renamed, name):
+                if calls_entry_point(renamed, name):
                     tests.append(test)
                 else:
                     no_entry_point += 1
             index = end
-    return _apply_limit(
+    return apply_limit(
         tests,
         raw=full,
         limit=limit,

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["OPERATORS", "Operator", "Mutant", "MutantSet", "mutants_of", "EquivalenceSuite", "evalplus_suite", "propertyeval_equivalence",
            "EQUIVALENCE_SUITES", "judge_mutants"]
 
-Operator = Literal["arithmetic", "comparison", "boolean", "unary", "constant", "return", "slice", "statement"]
+Operator = Literal["arithmetic", "comparison", "boolean", "unary", "constant", "return", "slice", "statement", "peer"]
 """A mutation operator (docs/mutation.md): ``arithmetic`` (AOR: ``+``/``-``, ``*``/``/``, ...,
 augmented assignments too), ``comparison`` (ROR: the boundary ``<``/``<=`` and the negation
 ``<``/``>=``, ``==``/``!=``, ``in``/``not in``, ``is``/``is not``), ``boolean`` (LCR: ``and``/``or``;
@@ -43,7 +43,8 @@ a condition of ``if``/``while``/``x if c else y`` that is not a comparison negat
 (``not``, ``-``, ``~`` removed; ``+`` made ``-``), ``constant`` (numbers ``n+1`` and ``n-1``,
 strings emptied or made non-empty, ``True``/``False``), ``return`` (``return e`` to ``return
 None``), ``slice`` (each bound ``b`` to ``b+1``, ``b-1``, or dropped), ``statement`` (a statement,
-compound ones whole, replaced by ``pass``)."""
+compound ones whole, replaced by ``pass``); ``peer``: a mutant another tool made
+(:mod:`evaluation.peer_mutants`), not one of :data:`OPERATORS`."""
 
 OPERATORS: tuple[Operator, ...] = ("arithmetic", "comparison", "boolean", "unary", "constant", "return", "slice",
                                    "statement")

@@ -92,16 +92,21 @@ def mutation_metrics(
     suites: Sequence[EquivalenceSuite] | None = None,
     progress: ProgressFn | None = None,
     notify: Callable[[str], None] | None = None,
+    peer: Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The ``mutation`` block of ``metrics.json`` and, per generation id, the mutants its tests
-    kill (the steps of the module docstring). Writes ``out_dir/mutation/mutants.jsonl``."""
+    kill (the steps of the module docstring). Writes ``out_dir/mutation/mutants.jsonl``.
+
+    ``peer``: another tool's mutants (:func:`evaluation.peer_mutants.read_peer_mutants`) instead of
+    ours, judged and scored the same way (``out_dir/mutation/peer/mutants.jsonl``); a task the
+    file lacks has none."""
     from evaluation.mutants import EQUIVALENCE_SUITES, mutants_of
 
     t0 = time.perf_counter()
     cpu0 = _cpu()
     suites = EQUIVALENCE_SUITES if suites is None else suites
     say = notify or (lambda _msg: None)
-    mdir = out_dir / "mutation"
+    mdir = out_dir / "mutation" / ("peer" if peer is not None else "")
     mdir.mkdir(parents=True, exist_ok=True)
     wanted_tasks = {g.task_id for g in generations}
     if len(wanted_tasks) < len(dataset.problems):
@@ -112,7 +117,14 @@ def mutation_metrics(
     problems: Mapping[str, Problem] = dataset.problems
     tasks = list(dict.fromkeys(g.task_id for g in generations))
     # 1. mutants
-    made = {t: mutants_of(problems[t].reference_code, problems[t].entry_point, task_id=t) for t in tasks}
+    if peer is not None:
+        from evaluation.mutants import MutantSet
+        from evaluation.peer_mutants import read_peer_mutants
+
+        theirs = read_peer_mutants(peer)
+        made = {t: theirs.get(t, MutantSet(mutants=(), duplicates=0, unparsable=0)) for t in tasks}
+    else:
+        made = {t: mutants_of(problems[t].reference_code, problems[t].entry_point, task_id=t) for t in tasks}
     mutants = {t: made[t].mutants for t in tasks}
     every = [m for t in tasks for m in mutants[t]]
     # 2. equivalent mutants
@@ -136,7 +148,8 @@ def mutation_metrics(
         "unparsable_dropped": sum(made[t].unparsable for t in tasks),
         "by_operator": _by_operator(tasks, mutants, killers, told_apart, mdir),
         "options": {"timeout": opts.timeout, "shorten_after": opts.shorten_after, "version": MUTATION_VERSION,
-                    "suites": [getattr(s, "__name__", type(s).__name__) for s in suites]},
+                    "suites": [getattr(s, "__name__", type(s).__name__) for s in suites],
+                    **({"mutants_file": str(peer)} if peer is not None else {})},
         "execution": {**stats, "equivalence_store": {split: {"reused": n[0], "judged": n[1]}
                                                      for split, n in store_counts.items()},
                       "equivalence_s": round(equivalence_s, 3),
@@ -229,7 +242,9 @@ def _by_operator(tasks: Sequence[str], mutants: Mapping[str, tuple[Mutant, ...]]
     """Mutants, equivalent ones and killed ones per operator; every mutant written to ``mutants.jsonl``."""
     from evaluation.mutants import OPERATORS
 
-    ops: dict[str, dict[str, int]] = {op: {"mutants": 0, "equivalent": 0, "killed": 0} for op in OPERATORS}
+    peer = any(m.operator == "peer" for t in tasks for m in mutants[t])
+    ops: dict[str, dict[str, int]] = {op: {"mutants": 0, "equivalent": 0, "killed": 0}
+                                      for op in (("peer",) if peer else OPERATORS)}
     records = []
     for t in tasks:
         for m in mutants[t]:

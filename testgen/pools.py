@@ -29,7 +29,8 @@ from evaluation.errors import TestgenError
 from evaluation.io import file_sha256  # re-exported: the pipeline records the pools' hashes with it
 from evaluation.records import Problem, Solution
 
-__all__ = ["POOL_RULE", "pool_shares", "read_pools", "read_code_from", "solutions_path", "file_sha256"]
+__all__ = ["POOL_RULE", "pool_shares", "read_pools", "read_code_from", "solutions_path", "file_sha256", "pool_paths",
+           "pool_json"]
 
 POOL_RULE = (
     "k pools in the given order; per task, pool i contributes its first N//k solutions by sample index "
@@ -95,3 +96,25 @@ def read_pools(paths: Sequence[str], dataset: Any, problems: Sequence[Problem], 
 def read_code_from(path: str, dataset: Any, problems: Sequence[Problem], n: int) -> dict[str, list[Solution]]:
     """``self --code-from``: the first ``n`` solutions per task of a solutions file."""
     return {t: sols[:n] for t, sols in _by_task(path, dataset, problems, option="--code-from").items()}
+
+
+def pool_paths(code_pool: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The solutions files of ``--code-pool`` (a run directory means its ``solutions.jsonl``)."""
+    pools = (code_pool,) if isinstance(code_pool, str) else tuple(code_pool or ())
+    return tuple(solutions_path(p) for p in pools)
+
+
+def pool_json(code_pool: str | Sequence[str] | None, *, n: int, code_from: str | None) -> dict[str, Any]:
+    """What ``config.json`` records of the pools: ``code_pool`` (a path, or a list for several),
+    their hashes and the rule; ``code_from`` and its hash."""
+    out: dict[str, Any] = {"code_pool": None, "code_pool_sha256": None}
+    pools = pool_paths(code_pool)
+    if len(pools) == 1:
+        out = {"code_pool": pools[0], "code_pool_sha256": file_sha256(pools[0])}
+    elif pools:
+        out = {"code_pool": list(pools), "code_pool_sha256": [file_sha256(p) for p in pools],
+               "code_pool_rule": POOL_RULE, "code_pool_shares": pool_shares(n, len(pools))}
+    if code_from:
+        out["code_from"] = code_from
+        out["code_from_sha256"] = file_sha256(code_from)
+    return out

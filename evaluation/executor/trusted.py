@@ -43,7 +43,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Plan", "plan", "trusted_check", "binds_name", "rebinds_entry_point", "compare", "MODULES", "BUILTINS",
+__all__ = ["Plan", "plan", "trusted_check", "binds_name", "calls_entry_point", "rebinds_entry_point", "compare", "MODULES", "BUILTINS",
            "VALUE_OPS"]
 
 PlanKind = Literal["value", "recorded_value", "recorded", "child"]
@@ -157,6 +157,12 @@ def binds_name(tree: ast.AST, name: str) -> bool:
         if isinstance(node, ast.MatchMapping) and node.rest == name:
             return True
     return False
+
+
+def calls_entry_point(node: ast.AST, entry_point: str) -> bool:
+    """Whether ``node`` calls ``entry_point`` by name somewhere."""
+    return any(isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == entry_point
+               for call in ast.walk(node))
 
 
 def rebinds_entry_point(source: str, entry_point: str) -> bool:

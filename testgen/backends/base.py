@@ -132,6 +132,9 @@ class Generation:
     CodeT's generations, which continue ``assert ``); ``None``: the request's."""
     dropped: Mapping[str, int] | None = None
     """With :attr:`tests`: what was dropped and why (``{"no_entry_point": n, "unparsable": n}``)."""
+    origin: Mapping[str, str] | None = None
+    """Where a replayed text came from (``replay`` of another tool's test files: the file's
+    path in its source); recorded in the generation's record."""
 
 
 OnResult = Callable[[int, list[Generation]], None]
@@ -244,6 +247,12 @@ class Backend:
         run writes anything; returns a notice of what it was told to leave out (the command
         prints it), ``None`` where nothing is. The default accepts everything."""
         return None
+
+    def missing_tasks(self, problems: Sequence[Problem]) -> list[str]:
+        """The tasks of ``problems`` the backend has nothing for and leaves out of the run (a
+        replayed file without them, ``on_missing=skip``); the command says how many. The default:
+        none."""
+        return []
 
     def generate(
         self,

@@ -5,7 +5,11 @@ Two source formats, recognised per record:
 * CodeT's ``{"prompt", "samples"}`` files (Chen et al., "CodeT: Code Generation with Generated
   Tests", ICLR 2023; github microsoft/CodeT), e.g. the released CodeGen-Mono-16B HumanEval test
   generations (100 per task, continuing a prompt that ends with ``assert ``) and code samples;
-* our own ``generations.jsonl`` (``task_id``, ``sample_index``, ``prompt``, ``raw``, ``prefix``).
+* our own ``generations.jsonl`` (``task_id``, ``sample_index``, ``prompt``, ``raw``, ``prefix``);
+* other tools' whole test files, one per task and source: ``{"task_id", "source", "text"}``,
+  with ``model``, ``made`` and ``path`` kept as the run's ``origin`` (MuTAP's HumanEval tests by
+  Codex, Llama-2-chat, Copilot and Pynguin); ``source=NAME`` picks one source's files, each one
+  generation of its task (read them with ``--extraction module``: :mod:`evaluation.test_modules`).
 
 A request is matched to a source record by its exact prompt text (``match=prompt``), or by task
 (``match=task``: CodeT records are assigned to a task by the function they test, i.e. the
@@ -26,7 +30,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from evaluation.errors import RecordError, TestgenError
 from evaluation.io import empty_file, read_jsonl
@@ -49,14 +53,18 @@ class ReplayOptions:
     """Source of code generations for ``--setting self`` (e.g. CodeT's code_solution file)."""
     match: Literal["auto", "prompt", "task"] = "auto"
     """How a request finds its source record: exact prompt text, task, or prompt then task."""
-    on_missing: Literal["error", "empty"] = "error"
-    """When the source has no (or too few) samples: stop with an error, or yield empty text."""
+    on_missing: Literal["error", "empty", "skip"] = "error"
+    """When the source has no (or too few) samples for a task: stop with an error, yield empty
+    text, or leave the task out of the run (the command says how many)."""
     on_unknown: Literal["error", "skip"] = "error"
     """A source record for no task of the dataset (another dataset's file; CodeT's MBPP prompts of
     the tasks the sanitized set repaired): stop with an error naming it, or leave it out, the
     command saying how many and the first one's line."""
     chat: bool = False
     """Whether the replayed model was a chat model (``--prompt-style auto``)."""
+    source: str = ""
+    """In a file of other tools' test files (``{task_id, source, text}``), the source whose files
+    are replayed (required when the file holds several)."""
 
 
 @dataclass(kw_only=True)
@@ -69,8 +77,12 @@ class ReplaySource:
     """Prompt text (JSON of chat messages) -> [(sample text, source prefix)] in sample order."""
     by_task: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """Task key (our ``task_id``, or the tested function's name for CodeT) -> samples."""
-    kind: Literal["codet", "testgen", "empty"] = "empty"
+    kind: Literal["codet", "testgen", "files", "empty"] = "empty"
     """Which format the file holds."""
+    origin: dict[str, str] = field(default_factory=dict)
+    """Test files: who wrote them and how (``source``, ``model``, ``made``), for ``config.json``."""
+    paths: dict[str, str] = field(default_factory=dict)
+    """Test files: each task's file path in its source."""
     keys: list[tuple[int, str | None, bool]] = field(default_factory=list)
     """Each record's line, task key (``None``: a CodeT prompt that names no function) and
     whether it is a CodeT record."""
@@ -114,12 +126,38 @@ def _codet_function(prompt: str) -> str | None:
     return names[-1] if names else None
 
 
-def load_source(path: str) -> ReplaySource:
-    """Read a CodeT or testgen generations file into a :class:`ReplaySource`."""
+def _test_file(src: ReplaySource, line: int, rec: Mapping[str, object], source: str, seen: dict[str, int]) -> None:
+    """One record of other tools' test files: kept when it is ``source``'s (one per task)."""
+    if not source:
+        return
+    if rec.get("source") != source:
+        return
+    task_id, text = rec.get("task_id"), rec.get("text")
+    if not isinstance(task_id, str) or not isinstance(text, str):
+        raise RecordError(src.path, line, "expected a string task_id and text", field="text")
+    if task_id in seen:
+        raise RecordError(src.path, line, f"a second file of source {source!r} for {task_id} (first on line "
+                          f"{seen[task_id]})", field="task_id")
+    seen[task_id] = line
+    src.keys.append((line, task_id, False))
+    src.by_task[task_id] = [(text, "")]
+    src.paths[task_id] = str(rec.get("path", ""))
+    src.origin = {"source": source, "model": str(rec.get("model", "")), "made": str(rec.get("made", ""))}
+
+
+def load_source(path: str, *, source: str = "") -> ReplaySource:
+    """Read a CodeT or testgen generations file, or ``source``'s records of a file of test files,
+    into a :class:`ReplaySource`."""
     src = ReplaySource(path=path)
     ours: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)
+    sources: dict[str, int] = {}
+    seen: dict[str, int] = {}
     for line, rec in read_jsonl(path):
-        if "samples" in rec:
+        if "text" in rec and "source" in rec and "task_id" in rec:
+            sources[str(rec["source"])] = sources.get(str(rec["source"]), 0) + 1
+            _test_file(src, line, rec, source, seen)
+            src.kind = "files"
+        elif "samples" in rec:
             prompt = rec.get("prompt")
             samples = rec["samples"]
             if not isinstance(prompt, str) or not isinstance(samples, list):
@@ -142,6 +180,10 @@ def load_source(path: str) -> ReplaySource:
             raise RecordError(path, line, "neither a CodeT {prompt, samples} record nor a testgen generation record")
     if src.kind == "empty":
         raise empty_file(path, "generations")
+    if src.kind == "files" and source not in sources:
+        names = ", ".join(f"{name} ({count})" for name, count in sources.items())
+        what = f"no records of source {source!r}" if source else "test files of several sources"
+        raise TestgenError(f"{path}: {what}; choose one with -o source=NAME: {names}")
     for task_id, recs in ours.items():
         recs.sort(key=lambda r: r[0])
         src.by_task[task_id] = [(raw, prefix) for _, _, raw, prefix in recs]
@@ -176,7 +218,10 @@ class ReplayBackend(Backend):
         # pipeline writes a run directory (docs/cli.md).
         for path in (options.file, options.code_file):
             if path:
-                self._sources[path] = load_source(path)
+                self._sources[path] = load_source(path, source=options.source)
+        tests = self._sources.get(options.file)
+        if tests is not None and tests.kind == "files" and model == self.name:
+            self.model = options.source  # the source names the generator when --model does not
 
     @property
     def is_chat(self) -> bool:
@@ -196,8 +241,25 @@ class ReplayBackend(Backend):
             raise TestgenError(f"the replay backend needs --backend-option {'file' if purpose == 'tests' else 'code_file'}"
                                f"=PATH for {purpose} prompts")
         if path not in self._sources:
-            self._sources[path] = load_source(path)
+            self._sources[path] = load_source(path, source=self.options.source)
         return self._sources[path]
+
+    def describe(self) -> dict[str, Any]:
+        """The base description; for test files also their ``origin``: source, model, how made."""
+        desc = super().describe()
+        tests = self._sources.get(self.options.file)
+        if tests is not None and tests.kind == "files":
+            desc["origin"] = dict(tests.origin)
+        return desc
+
+    def missing_tasks(self, problems: Sequence[Problem]) -> list[str]:
+        """With ``on_missing=skip``, the tasks the test source has no sample for."""
+        if self.options.on_missing != "skip" or not self.options.file:
+            return []
+        src = self._source("tests")
+        if src.kind == "codet":
+            return [p.task_id for p in problems if p.entry_point not in src.by_task]
+        return [p.task_id for p in problems if p.task_id not in src.by_task]
 
     def _samples(self, prompt: Prompt) -> list[tuple[str, str]] | None:
         src = self._source(prompt.purpose)
@@ -223,7 +285,7 @@ class ReplayBackend(Backend):
             samples = self._samples(prompt) or []
             want = samples[prompt.sample_offset : prompt.sample_offset + sampling.n]
             if len(want) < sampling.n:
-                if self.options.on_missing == "error":
+                if self.options.on_missing != "empty":  # skip leaves out tasks with none, not with too few
                     src = self._source(prompt.purpose).path
                     raise TestgenError(
                         f"replay: {src} has {len(samples)} samples for {prompt.task_id or 'a prompt'}"
@@ -232,8 +294,10 @@ class ReplayBackend(Backend):
                     )
                 want = want + [("", "")] * (sampling.n - len(want))
             our_prefix = prompt.text.rsplit("\n", 1)[-1] if prompt.text is not None else ""
+            paths = self._source(prompt.purpose).paths
+            origin = {"path": paths[prompt.task_id]} if prompt.task_id in paths else None
             gens = [
-                Generation(text=text, finish_reason=None, prefix=None if prefix == our_prefix else prefix)
+                Generation(text=text, finish_reason=None, prefix=None if prefix == our_prefix else prefix, origin=origin)
                 for text, prefix in want
             ]
             out.append(gens)

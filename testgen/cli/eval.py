@@ -78,6 +78,9 @@ def _pct(x: Any) -> str:
               help="CPU seconds per test on a mutant (running out of it kills the mutant).")
 @click.option("--mutation-shorten-after", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="After a mutant ran out of time on N tests, its other tests get 0.01 s (0: never).")
+@click.option("--peer-mutants", type=existing_path(), default=None, metavar="FILE",
+              help="Also M on another tool's mutants ({task_id, mutants} JSONL, e.g. MuTAP's MutPy mutants); "
+                   "implies --mutation (docs/mutation.md).")
 @click.option("--propertyeval", "propertyeval_path", is_flag=False, flag_value="", default=None, metavar="[PATH]",
               help="With --mutation on HumanEval+: PropertyEval's inputs also judge which mutants are equivalent "
                    "(docs/mutation.md). PATH: the snapshot (directory or tarball); without it, found as "
@@ -95,7 +98,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
           mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: str | None,
-          pbt: bool, limit: int | None, no_cache: bool, quiet: bool) -> None:
+          pbt: bool, limit: int | None, no_cache: bool, quiet: bool, peer_mutants: str | None) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
@@ -119,7 +122,8 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         dedup=DedupKey(dedup), empty=EmptyPolicy(empty), measure=CoverageMeasure(measure),
         prompt_coverage=prompt_coverage, verdicts=True if verdicts_file else want_verdicts,
         verdicts_file=verdicts_file, reference_dataset=reference_dataset, dataset_path=Path(dataset_path) if dataset_path is not None else None,
-        workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache, mutation=mutation,
+        workers=workers, engine=engine, timeout=timeout, out=out, use_cache=not no_cache,
+        mutation=mutation or peer_mutants is not None, peer_mutants=Path(peer_mutants) if peer_mutants else None,
         mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after,
         pbt=pbt or propertyeval_path is not None, propertyeval=_snapshot(propertyeval_path), limit=limit,
     )
@@ -204,5 +208,10 @@ def _mutation_rows(table: Any, mut: dict[str, Any] | None) -> None:
     table.add_row("tasks scored (without a non-equivalent mutant)",
                   f"{mut['tasks_scored']} ({len(mut['tasks_without_nonequivalent_mutants'])})")
     ex = mut["execution"]
+    if mut.get("peer"):
+        peer = mut["peer"]
+        table.add_row("M on the peer's mutants (tests together)", f"{_pct(peer['score'])} ({_pct(peer['score_union'])})")
+        table.add_row("peer mutants / equivalent / non-equivalent killed",
+                      f"{peer['mutants']} / {peer['equivalent']} / {peer['killed_union']} of {peer['non_equivalent']}")
     table.add_row("mutation wall / CPU (equivalence, matrix)",
                   f"{ex['wall_s']:.1f} s / {ex['cpu_s']:.1f} s ({ex['equivalence_s']:.1f} s, {ex['matrix_s']:.1f} s)")

@@ -72,7 +72,8 @@ def _solutions_file(path: str | None) -> str | None:
 @task_options()
 @backend_options()
 @click.option("--extraction", type=click.Choice(EXTRACTION_MODES), default="robust", show_default=True,
-              help="robust: complete asserts found with ast (the study's); codet: exactly CodeT's extraction.")
+              help="robust: complete asserts found with ast (the study's); codet: exactly CodeT's extraction; "
+                   "module: whole test files of other tools (pytest functions, Pynguin's module_0.f).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory [default: runs/<dataset>/<model>/<setting>].")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")

@@ -115,6 +115,8 @@ class EvalOptions:
     """CPU seconds per test on a mutant (:attr:`testgen.mutation_score.MutationOptions.timeout`)."""
     mutation_shorten_after: int = 2
     """:attr:`testgen.mutation_score.MutationOptions.shorten_after` (0: every test gets the whole timeout)."""
+    peer_mutants: Path | None = None
+    """With ``mutation``: another tool's mutants too (MuTAP's MutPy ones), scored alike: ``mutation.peer``."""
     pbt: bool = False
     """With ``mutation`` on HumanEval+: PropertyEval's property-based inputs also judge the mutants'
     equivalence (after base and plus); the snapshot is :attr:`propertyeval`, else found as
@@ -389,14 +391,18 @@ def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, pr
     """Step 4 (``--mutation``): the mutation score of the kept tests (:mod:`testgen.mutation_score`)."""
     from testgen.mutation_score import GenerationTests, MutationOptions, mutation_metrics
 
-    return mutation_metrics(
-        dataset=plan.ref_ds, suites=plan.suites, reference_cache=cache, reference_pid=plan.ref_pid,
-        out_dir=plan.out_dir, progress=progress, notify=notify,
-        generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id, tests=plan.kept[g.generation_id])
-                     for g in plan.run.generations],
-        opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
-                             workers=opts.workers, engine=opts.engine, chunk_size=opts.chunk_size,
-                             use_cache=opts.use_cache))
+    def score(peer: Path | None) -> tuple[dict[str, Any], dict[str, int]]:
+        return mutation_metrics(
+            dataset=plan.ref_ds, suites=plan.suites, reference_cache=cache, reference_pid=plan.ref_pid,
+            out_dir=plan.out_dir, progress=progress, notify=notify, peer=peer,
+            generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id,
+                                         tests=plan.kept[g.generation_id]) for g in plan.run.generations],
+            opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
+                                 workers=opts.workers, engine=opts.engine, chunk_size=opts.chunk_size,
+                                 use_cache=opts.use_cache))
+
+    block, killed = score(None)
+    return ({**block, "peer": score(opts.peer_mutants)[0]} if opts.peer_mutants else block), killed
 
 
 def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCache,

@@ -173,6 +173,8 @@ class _Unit:
 def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptStyle,
                  tests_tpl: PromptTemplate, code_tpl: PromptTemplate | None, dataset_source: str,
                  dataset_version: str) -> dict[str, Any]:
+    from testgen.pools import pool_json
+
     desc = backend.describe()
     opts = dict(desc.get("backend_options", {}))
     runtime = {k: opts.pop(k) for k in list(opts) if k in backend.runtime_options}
@@ -188,6 +190,7 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
         "backend_options": opts,
         "backend_runtime_options": runtime,
         **({"backend_sampling": desc["sampling"]} if "sampling" in desc else {}),  # set by the backend's plugin (llm)
+        **({"origin": desc["origin"]} if "origin" in desc else {}),  # who made replayed tests, and how
         "sampling": {**config.sampling.to_json(), "n": n},
         "code_sampling": config.code_sampling.to_json() if config.setting is Setting.SELF and not config.code_from
         else None,
@@ -201,37 +204,12 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
         "code_template_sha256": code_tpl.sha256 if code_tpl else None,
         "keep_examples": config.keep_examples,
         "strip_code_examples": config.strip_code_examples,
-        **_pool_json(config),
+        **pool_json(config.code_pool, n=config.n, code_from=config.code_from),
         "extraction_mode": config.extraction_mode,
         "limit": config.limit,
         "task_ids": list(config.task_ids),
         "testgen_version": __version__,
     }
-
-
-def _pool_json(config: RunConfig) -> dict[str, Any]:
-    """``code_pool`` (a path, or a list for several), their hashes and the rule; ``code_from``."""
-    from testgen.pools import POOL_RULE, file_sha256, pool_shares
-
-    out: dict[str, Any] = {"code_pool": None, "code_pool_sha256": None}
-    pools = _pools(config)
-    if len(pools) == 1:
-        out = {"code_pool": pools[0], "code_pool_sha256": file_sha256(pools[0])}
-    elif pools:
-        out = {"code_pool": list(pools), "code_pool_sha256": [file_sha256(p) for p in pools],
-               "code_pool_rule": POOL_RULE, "code_pool_shares": pool_shares(config.n, len(pools))}
-    if config.code_from:
-        out["code_from"] = config.code_from
-        out["code_from_sha256"] = file_sha256(config.code_from)
-    return out
-
-
-def _pools(config: RunConfig) -> tuple[str, ...]:
-    from testgen.pools import solutions_path
-
-    raw = config.code_pool
-    pools = (raw,) if isinstance(raw, str) else tuple(raw or ())
-    return tuple(solutions_path(p) for p in pools)
 
 
 def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
@@ -290,6 +268,14 @@ def run(
         left_out = backend.check_dataset(ds.problems, ds.name)
         if left_out is not None and notify is not None:
             notify(left_out)
+        absent = set(backend.missing_tasks(problems))
+        if absent and notify is not None:
+            first = next(p.task_id for p in problems if p.task_id in absent)
+            notify(f"{len(absent):,} of {len(problems):,} tasks left out: the backend has no generation for them "
+                   f"(the first: {first})")
+        problems = [p for p in problems if p.task_id not in absent]
+        if not problems:
+            raise TestgenError("no tasks selected: the backend has no generation for any of them")
         return _run(config, backend, out_dir, ds, problems, progress=progress, extract_tests=extract_tests,
                     notify=notify or (lambda _msg: None))
     finally:
@@ -317,13 +303,13 @@ def _run(config: RunConfig, backend: Backend, out_dir: Path, ds: Any, problems: 
                        dataset_source=ds.source, dataset_version=ds.version)
     # Inputs are checked before config.json is written: a refused input must not leave a run
     # directory that then refuses the corrected command.
-    from testgen.pools import read_code_from, read_pools
+    from testgen.pools import pool_paths, read_code_from, read_pools
 
     pool: dict[str, list[Solution]] = {}
     if config.code_from:
         pool = read_code_from(config.code_from, ds, problems, n)
     elif config.setting is Setting.CROSS and config.code_pool:
-        pool = read_pools(_pools(config), ds, problems, n)
+        pool = read_pools(pool_paths(config.code_pool), ds, problems, n)
     check_or_write_config(out_dir, cfg)
     gens_path = out_dir / "generations.jsonl"
     num_tests = config.tests_per_generation or 3
@@ -466,8 +452,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
     else:
         ex = extract_tests(gen.text, entry_point=p.entry_point, prefix=prefix, limit=None, mode=config.extraction_mode)
         tests = list(ex.tests)
-        dropped = {"no_entry_point": ex.dropped_no_entry_point, "unparsable": ex.dropped_unparsable,
-                   "empty": ex.dropped_empty, "rebinding": ex.dropped_rebinding}
+        dropped = ex.dropped_counts()
         kind = outcome(ex, entry_point=p.entry_point, text=gen.text)
         prompt_json = unit.prompt.to_json()
         prompt_hash = unit.prompt_hash
@@ -489,6 +474,7 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         "sampling": {**sampling.to_json(), "n": n_total} if gen.tests is None else None,
         "usage": dict(gen.usage) if gen.usage is not None else None,
         "finish_reason": gen.finish_reason,
+        **({"origin": dict(gen.origin)} if gen.origin else {}),
     }
 
 
