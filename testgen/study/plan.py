@@ -357,7 +357,7 @@ class _Builder:
                     pools = [pool_samples[(name, ds)] for name in s.cross.models if (name, ds) in pool_samples]
                     if not pools:
                         run_blocked = run_blocked or "not run: no model of [cross] models has samples of " + ds
-                run = self.run(m, ds, setting, what=f"run-{setting}", n=s.n, tpg=s.tests_per_generation,
+                run = self.run(m, ds, setting, what=f"run-{setting}", n=m.n or s.n, tpg=s.tests_per_generation,
                                temperature=test_t, blocked=run_blocked, deps=deps,
                                code_from=code_from.id if code_from else None,
                                pools=[p.id for p in pools or ()], meta={"purpose": "table"})

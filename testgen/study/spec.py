@@ -76,6 +76,8 @@ class ModelSpec:
     """Table 1 temperatures this model samples at (``None``: the study's; ``[]``: it writes no code)."""
     test_temperature: float | None = None
     """Overrides the study's test temperature for this model (e.g. replayed T = 0.8 data)."""
+    n: int | None = None
+    """Overrides the study's ``n`` for this model (1: a suite replayed from another tool's files, one per task)."""
     prompt_template: str | None = None
     """Test-prompt template (file or built-in name, e.g. ``tests_codet``)."""
     code_template: str | None = None
@@ -137,8 +139,7 @@ class RerankSpec:
     test_temperature: float = 0.8
     """Temperature of the test generations (placeholder for CodeT, self for SG)."""
     methods: tuple[str, ...] = field(default_factory=lambda: table5_rerankers())
-    """Rerankers; those of Table 5's columns (the paper's: CodeT and CodeT+RW) by default, others
-    are listed beside."""
+    """Rerankers; those of Table 5's columns (the paper's: CodeT and CodeT+RW) by default, others are listed beside."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Reranker -> option -> value, from the built-in rerankers' keys (``rw_p``, ``rw_combine``, ...:
     their flags' names, :attr:`rerank.reranker.RerankerOption.study_key`) and ``[rerank.options.NAME]``
@@ -235,10 +236,9 @@ _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_
              "augment", "leaderboard"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
-               "extraction", "rerank", "build", "note"}
+               "extraction", "rerank", "build", "note", "n"}
 _CROSS_KEYS = {"models", "temperature"}
-_RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "options",
-                "timeout"}
+_RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "options", "timeout"}
 """Besides these, ``[rerank]`` takes the built-in rerankers' option keys (:func:`_reranker_keys`)."""
 _AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "max_output_bytes", "mutation", "mini"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -306,14 +306,14 @@ def _model(r: Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
     extraction = r.get(d, "extraction", str, t, i, "robust")
     if extraction not in EXTRACTION_MODES:
         raise r.fail(t, "extraction", i, f"{extraction!r} is not one of {', '.join(EXTRACTION_MODES)}")
-    build = r.get(d, "build", str, t, i, None)
+    build, model = r.get(d, "build", str, t, i, None), r.get(d, "model", str, t, i, None)
     if build is not None and build not in BUILDERS:
         raise r.fail(t, "build", i, f"{build!r} is not one of {', '.join(BUILDERS)}")
-    model = r.get(d, "model", str, t, i, None)
     if build is not None and model is None:
         model = f"models/{name}"
-    test_t = r.get(d, "test_temperature", float, t, i, None)
+    test_t, n = r.get(d, "test_temperature", float, t, i, None), r.get(d, "n", int, t, i, None)
     _positive(r, test_t, t, "test_temperature", i, zero=True)
+    _positive(r, n, t, "n", i)
     temps = r.list_of(d, "temperatures", float, t, i, None)
     return ModelSpec(
         name=name, backend=r.get(d, "backend", str, t, i, None), model=None if model is None else _expand(model, spec_dir),
@@ -321,7 +321,7 @@ def _model(r: Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
         paper_name=r.get(d, "paper_name", str, t, i, None),
         datasets=r.list_of(d, "datasets", str, t, i, None, _known_datasets()),
         settings=r.list_of(d, "settings", str, t, i, None, SETTINGS),
-        temperatures=temps, test_temperature=test_t,
+        temperatures=temps, test_temperature=test_t, n=n,
         prompt_template=r.get(d, "prompt_template", str, t, i, None),
         code_template=r.get(d, "code_template", str, t, i, None),
         strip_code_examples=r.get(d, "strip_code_examples", bool, t, i, False),
