@@ -77,6 +77,11 @@ class Fault:
     """Wrong samples with this behaviour (duplicates included)."""
     models: Mapping[str, int]
     """Samples per model (source)."""
+    programs: int = 1
+    """Distinct programs among them (:func:`evaluation.dedup.behaviour_key`): texts that differ
+    beyond comments, layout and local names, with the same behaviour."""
+    solution_ids: tuple[str, ...] = ()
+    """The samples, in source order."""
 
     @property
     def inputs_failed(self) -> int:
@@ -235,6 +240,7 @@ def _group(dataset: Dataset, members: Mapping[str, list[Solution]], sigs: Mappin
     """Programs with one signature are one fault; the programs that are no fault counted apart."""
     excluded = {"load_error": 0, "timeout_everywhere": 0, "no_deviation": 0}
     groups: dict[tuple[str, str], list[Solution]] = {}
+    programs: Counter[tuple[str, str]] = Counter()
     for pid, sols in members.items():
         sig = sigs[pid]
         if sig == "L":
@@ -245,11 +251,13 @@ def _group(dataset: Dataset, members: Mapping[str, list[Solution]], sigs: Mappin
             excluded["no_deviation"] += 1
         else:
             groups.setdefault((sols[0].task_id, sig), []).extend(sols)
+            programs[(sols[0].task_id, sig)] += 1
     by_task: dict[str, list[Fault]] = {}
     for (task_id, sig), sols in groups.items():
         by_task.setdefault(task_id, []).append(Fault(
             task_id=task_id, fault_id=content_id(sig), signature=sig, program=sols[0].code, solutions=len(sols),
-            models=dict(Counter(s.model for s in sols))))
+            models=dict(Counter(s.model for s in sols)), programs=programs[(task_id, sig)],
+            solution_ids=tuple(s.solution_id for s in sols)))
     order = list(dataset.problems)
     faults = {t: tuple(sorted(by_task[t], key=lambda f: (-f.solutions, f.fault_id)))
               for t in sorted(by_task, key=order.index)}

@@ -292,12 +292,14 @@ def _what_is_scored(plan: _Scoring, opts: EvalOptions) -> str | None:
 
 def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> Any:
     """With ``--mutation``: the suites that judge which mutants are equivalent (PropertyEval's inputs
-    added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without them."""
-    if opts.mutation:
+    added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without
+    base/plus inputs for ``--mutation`` and ``--faults`` (whose faults are grouped on them)."""
+    if opts.mutation or opts.faults or opts.faults_samples:
         from evaluation.correctness import has_plus_inputs
 
         if not has_plus_inputs(ref_ds):
-            raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
+            what = "--mutation: equivalent mutants" if opts.mutation else "--faults: faults"
+            raise TestgenError(f"{what} are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
     if opts.propertyeval is None and not opts.pbt:
         return None
@@ -413,13 +415,9 @@ def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, pr
 def _fault_exposure(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, notify: Callable[[str], None] | None
                     ) -> tuple[dict[str, Any], dict[str, int]]:
     """Step 4 (``--faults``): real-fault exposure of the kept tests (:mod:`testgen.fault_exposure`)."""
-    from evaluation.correctness import has_plus_inputs
     from testgen.fault_exposure import FaultOptions, fault_metrics
     from testgen.mutation_score import GenerationTests
 
-    if not has_plus_inputs(plan.ref_ds):
-        raise TestgenError(f"--faults: faults are grouped by their behaviour on base/plus inputs, which {plan.ref_name} "
-                           "does not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
     return fault_metrics(
         dataset=plan.ref_ds, ref_name=plan.ref_name, reference_cache=cache, reference_pid=plan.ref_pid,
         out_dir=plan.out_dir, notify=notify,
