@@ -2,8 +2,9 @@
 
 A *fault* of a task is a behaviour on HumanEval+'s (or MBPP+'s) inputs that differs from the
 reference's. Every wrong program (one that fails the plus verdict of ``testgen evaluate``) is run
-on every base and every plus input of its task, in the sandboxed executor, without stopping at
-its first failure; each input's result is one letter of its *signature*:
+on every base input of its task, and on every plus input where base cannot tell it apart from
+another (:func:`distinct_faults`), in the sandboxed executor, without stopping at its first
+failure; each input's result is one letter of its *signature*:
 
 * ``P``: the output EvalPlus's comparison accepts (:class:`evaluation.evalplus.SplitJudge`: the
   task's tolerance, its special oracle; run in this process on the plain values the executor
@@ -15,13 +16,14 @@ its first failure; each input's result is one letter of its *signature*:
 Programs of a task with the same signature are one fault (a bug written 60 times counts once;
 two texts that compute the same outputs are one fault, however different they read). Not
 faults, and counted apart (:class:`FaultSet`): a program that does not load (``L``: no function
-to test, whatever the test), one that runs out of time on every input (it computes nothing),
+to test, whatever the test), one that runs out of time on every base input (it computes nothing),
 and one whose signature is all ``P`` (it failed the verdict only on the split's total time cap
 or a limit its second run did not reach). A program that raises on every input is a fault (a
 missing import, a wrong name): all such programs of a task are one.
 
-Each program's signature is kept in the result store (kind ``behaviours``), keyed by the program,
-the task's ground truth and :data:`FAULTS_VERSION`: a second call judges nothing again.
+Each program's signature on each split is kept in the result store (kind ``behaviours``), keyed
+by the program, the task's ground truth, the split and :data:`FAULTS_VERSION`: a second call
+judges nothing again.
 How the faults are used, and measured figures: docs/metrics.md (real-fault exposure).
 """
 
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FAULTS_VERSION", "Fault", "FaultSet", "signatures", "distinct_faults", "LETTERS"]
 
-FAULTS_VERSION = 1
+FAULTS_VERSION = 2
 """Version of how a signature is computed (part of its key in the result store)."""
 
 LETTERS = {"P": "right output", "W": "wrong output", "E": "raised", "T": "past its time limit", "L": "did not load"}
@@ -69,7 +71,7 @@ class Fault:
     fault_id: str
     """``content_id`` of :attr:`signature` (stable across runs and machines)."""
     signature: str
-    """One letter per base input, then per plus input (the module docstring)."""
+    """One letter per base input, then (where :attr:`plus_known`) per plus input (the module docstring)."""
     program: str
     """The representative: the first program of the group (in source, then file order); a
     test's verdict on the fault is its verdict on this program."""
@@ -82,6 +84,9 @@ class Fault:
     beyond comments, layout and local names, with the same behaviour."""
     solution_ids: tuple[str, ...] = ()
     """The samples, in source order."""
+    plus_known: bool = True
+    """Whether :attr:`signature` holds the plus inputs too (after the base ones); a program whose
+    base signature is its task's alone is not run on plus (:func:`distinct_faults`)."""
 
     @property
     def inputs_failed(self) -> int:
@@ -101,64 +106,56 @@ class FaultSet:
     excluded: Mapping[str, int] = field(default_factory=dict)
     """Distinct wrong programs that are no fault: ``load_error``, ``timeout_everywhere``,
     ``no_deviation`` (all ``P``)."""
-    store: Mapping[str, int] = field(default_factory=dict)
-    """Signatures ``reused`` from the result store and ``judged``."""
+    store: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Per split (``base``, ``plus``): signatures ``reused`` from the result store and ``judged``."""
     verdicts: Mapping[str, tuple[bool, bool]] = field(default_factory=dict)
     """Solution id -> (base, plus) verdict, for every solution judged."""
 
 
-def _plan(kind: str, tt: TaskTruth, fn: str) -> tuple[list[Any], list[Any], list[float], list[int]]:
-    """Per input (base, then plus): the call's arguments, the expectation, the limit, and the
-    split it belongs to (0 base, 1 plus)."""
+def _plan(kind: str, tt: TaskTruth, split: str) -> tuple[list[Any], list[Any], list[float]]:
+    """Per input of ``split``: the call's arguments, the expectation and the limit."""
     from evaluation.evalplus import TimeLimits
     from evaluation.evalplus.splits import _expectations
 
     cfg = TimeLimits()
-    args: list[Any] = []
-    expected: list[Any] = []
-    limits: list[float] = []
-    splits: list[int] = []
-    for n, split in enumerate(("base", "plus")):
-        inputs = tt.base_inputs if split == "base" else tt.plus_inputs
-        times = tt.base_time if split == "base" else tt.plus_time
-        for inp, t, want in zip(inputs, times, _expectations(kind, tt, split)):
-            limit = cfg.per_input(t)
-            # The wrapper's own alarm far off: the executor's deadline (shortened for a looping
-            # program) stops a call, so a program looping everywhere costs seconds.
-            args.append((limit * 60.0, *inp))
-            expected.append((limit, want))
-            limits.append(limit)
-            splits.append(n)
-    return args, expected, limits, splits
+    inputs = tt.base_inputs if split == "base" else tt.plus_inputs
+    times = tt.base_time if split == "base" else tt.plus_time
+    limits = [cfg.per_input(t) for t in times]
+    # The wrapper's own alarm far off: the executor's deadline (shortened for a looping program)
+    # stops a call, so a program looping everywhere costs seconds.
+    args = [(limit * 60.0, *inp) for inp, limit in zip(inputs, limits)]
+    expected = [(limit, want) for limit, want in zip(limits, _expectations(kind, tt, split))]
+    return args, expected, limits
 
 
 def _signature(kind: str, tt: TaskTruth, res: Any, expected: Sequence[Any], limits: Sequence[float],
-               splits: Sequence[int], call_args: Sequence[Any]) -> str:
+               call_args: Sequence[Any]) -> str:
     """The letters of one run (the module docstring), judged here on the plain values returned."""
     from evaluation.evalplus import SplitJudge
 
     if res.load_error:
         return "L"
-    judges = [SplitJudge((kind, tt.entry_point, tt.atol, math.inf)) for _ in range(2)]
+    judge = SplitJudge((kind, tt.entry_point, tt.atol, math.inf))
     letters = []
-    for r, want, limit, split, a in zip(res.results, expected, limits, splits, call_args):
+    for r, want, limit, a in zip(res.results, expected, limits, call_args):
         if r.outcome is Outcome.TIMEOUT or r.duration > limit or (
                 r.outcome is Outcome.ERROR and r.detail.startswith("TimeoutError")):
             letters.append("T")
         elif r.outcome is not Outcome.PASSED:
             letters.append("E")
         else:
-            code, _ = judges[split](a, r.value, r.duration, want)
+            code, _ = judge(a, r.value, r.duration, want)
             letters.append("P" if code == 0 else "W")
     return "".join(letters)
 
 
-def signatures(gt: GroundTruth, programs: Mapping[str, tuple[str, str]], *, store: Store,
+def signatures(gt: GroundTruth, programs: Mapping[str, tuple[str, str]], split: str, *, store: Store,
                workers: int | None = None, engine: EngineChoice | None = None,
                counts: dict[str, int] | None = None) -> dict[str, str]:
-    """Program id -> its signature, for ``programs`` (id -> (task id, code)): read from the result
-    store, or run in the sandboxed executor (one job per program, every input, values returned)
-    and kept there as each job ends. ``counts`` gets ``reused`` and ``judged`` added in."""
+    """Program id -> its signature on ``split`` (``base`` or ``plus``), for ``programs`` (id ->
+    (task id, code)): read from the result store, or run in the sandboxed executor (one job per
+    program, every input of the split, values returned) and kept there as each job ends.
+    ``counts`` gets ``reused`` and ``judged`` added in."""
     from evaluation.evalplus.truth import _program_for
     from evaluation.executor import CallTest, Job, Limits
     from evaluation.executor.engine import run_jobs
@@ -167,18 +164,19 @@ def signatures(gt: GroundTruth, programs: Mapping[str, tuple[str, str]], *, stor
     shelf = store.shelf("behaviours", f"faults-{gt.dataset}")
     out: dict[str, str] = {}
     jobs = []
-    plans: dict[str, tuple[list[Any], list[Any], list[float], list[int]]] = {}
+    plans: dict[str, tuple[list[Any], list[Any], list[float]]] = {}
     for pid, (task_id, code) in programs.items():
         tt = gt.tasks[task_id]
         program, fn = _program_for(code, tt.entry_point, gt.kind, reference=False)
-        k = key("behaviour", FAULTS_VERSION, gt.kind, tt.digest, TIMEOUT, SHORTEN_AFTER, content_id(program, length=32))
+        k = key("behaviour", FAULTS_VERSION, gt.kind, tt.digest, split, TIMEOUT, SHORTEN_AFTER,
+                content_id(program, length=32))
         rec = shelf.get(k)
         if isinstance(rec, str):
             out[pid] = rec
             continue
         if task_id not in plans:
-            plans[task_id] = _plan(gt.kind, tt, fn)
-        args, lims = plans[task_id][0], plans[task_id][2]
+            plans[task_id] = _plan(gt.kind, tt, split)
+        args, _, lims = plans[task_id]
         limits = Limits(timeout=max(lims, default=TIMEOUT) + 0.25, shorten_after=SHORTEN_AFTER, memory_mb=4096,
                         value_bytes=64 * 1024 * 1024)
         jobs.append(Job(program=program, tests=tuple(CallTest(entry_point=fn, args=a) for a in args), limits=limits,
@@ -187,10 +185,12 @@ def signatures(gt: GroundTruth, programs: Mapping[str, tuple[str, str]], *, stor
         counts["reused"] = counts.get("reused", 0) + len(out)
         counts["judged"] = counts.get("judged", 0) + len(jobs)
     if jobs:
+        # The longest first (by the task's input count), so both workers finish together.
+        jobs.sort(key=lambda j: -len(j.tests))
         for res in run_jobs(jobs, engine=engine, workers=workers):
             pid, task_id, k = res.tag
-            args, expected, lims, splits = plans[task_id]
-            sig = _signature(gt.kind, gt.tasks[task_id], res, expected, lims, splits, args)
+            args, expected, lims = plans[task_id]
+            sig = _signature(gt.kind, gt.tasks[task_id], res, expected, lims, args)
             shelf.put(k, sig)
             out[pid] = sig
     return out
@@ -208,7 +208,14 @@ def distinct_faults(
     """The distinct faults among ``solutions`` (the module docstring): their HumanEval+/MBPP+
     verdicts first (``testgen evaluate``'s, from the result store where judged before), then the
     signature of each distinct wrong program, then the groups. Solutions of tasks ``dataset``
-    lacks are ignored."""
+    lacks are ignored.
+
+    The plus inputs are run only where they can split a group: a program whose base signature no
+    other program of its task shares is a fault of its own whatever it does on plus, so only the
+    programs that share one (and those right on every base input, which plus alone tells apart
+    from the reference) run on plus. The groups are those of the full signatures, for a fraction
+    of the runs. A program out of time on every base input, or that does not load, is not run
+    on plus (it is no fault)."""
     from evaluation.dedup import behaviour_key
     from evaluation.evalplus import evaluate_solutions, ground_truth
     from evaluation.result_store import open_store
@@ -225,40 +232,51 @@ def distinct_faults(
     tasks = {s.task_id for s in wrong}
     gt = ground_truth(replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in tasks}),
                       workers=workers, store=kept)
-    counts: dict[str, int] = {}
-    sigs = signatures(gt, {pid: (m[0].task_id, m[0].code) for pid, m in members.items()}, store=kept,
-                      workers=workers, engine=engine, counts=counts)
+    counts: dict[str, dict[str, int]] = {"base": {}, "plus": {}}
+    programs = {pid: (m[0].task_id, m[0].code) for pid, m in members.items()}
+    base = signatures(gt, programs, "base", store=kept, workers=workers, engine=engine, counts=counts["base"])
+    shared = Counter((programs[pid][0], sig) for pid, sig in base.items())
+    again = {pid: programs[pid] for pid, sig in base.items() if sig != "L" and set(sig) != {"T"}
+             and (shared[(programs[pid][0], sig)] > 1 or set(sig) <= {"P"})}
+    plus = signatures(gt, again, "plus", store=kept, workers=workers, engine=engine, counts=counts["plus"])
     if notify is not None:
-        notify(f"faults: {len(members):,} distinct wrong programs, {counts.get('reused', 0):,} signatures reused "
-               f"from the store ({kept.root}), {counts.get('judged', 0):,} judged")
+        notify(f"faults: {len(members):,} distinct wrong programs; signatures on base: {counts['base'].get('reused', 0):,} "
+               f"reused from the store ({kept.root}), {counts['base'].get('judged', 0):,} judged; on plus (where base "
+               f"cannot tell them apart): {counts['plus'].get('reused', 0):,} reused, "
+               f"{counts['plus'].get('judged', 0):,} judged")
+    sigs = {pid: (sig, plus.get(pid)) for pid, sig in base.items()}
     return replace(_group(dataset, members, sigs, wrong=len(wrong), store=counts),
                    verdicts={sid: (v.base, v.plus) for sid, v in verdicts.items()})
 
 
-def _group(dataset: Dataset, members: Mapping[str, list[Solution]], sigs: Mapping[str, str], *, wrong: int,
-           store: Mapping[str, int]) -> FaultSet:
+def _group(dataset: Dataset, members: Mapping[str, list[Solution]], sigs: Mapping[str, tuple[str, str | None]], *,
+           wrong: int, store: Mapping[str, Mapping[str, int]]) -> FaultSet:
     """Programs with one signature are one fault; the programs that are no fault counted apart."""
     excluded = {"load_error": 0, "timeout_everywhere": 0, "no_deviation": 0}
     groups: dict[tuple[str, str], list[Solution]] = {}
     programs: Counter[tuple[str, str]] = Counter()
+    plus_known: dict[tuple[str, str], bool] = {}
     for pid, sols in members.items():
-        sig = sigs[pid]
-        if sig == "L":
+        base, plus = sigs[pid]
+        sig = base + (plus or "")
+        if base == "L" or plus == "L":
             excluded["load_error"] += 1
-        elif sig and set(sig) == {"T"}:
+        elif set(base) == {"T"} and set(plus or "T") == {"T"}:
             excluded["timeout_everywhere"] += 1
         elif set(sig) <= {"P"}:
             excluded["no_deviation"] += 1
         else:
             groups.setdefault((sols[0].task_id, sig), []).extend(sols)
             programs[(sols[0].task_id, sig)] += 1
+            plus_known[(sols[0].task_id, sig)] = plus is not None
     by_task: dict[str, list[Fault]] = {}
     for (task_id, sig), sols in groups.items():
         by_task.setdefault(task_id, []).append(Fault(
             task_id=task_id, fault_id=content_id(sig), signature=sig, program=sols[0].code, solutions=len(sols),
             models=dict(Counter(s.model for s in sols)), programs=programs[(task_id, sig)],
-            solution_ids=tuple(s.solution_id for s in sols)))
+            solution_ids=tuple(s.solution_id for s in sols), plus_known=plus_known[(task_id, sig)]))
     order = list(dataset.problems)
     faults = {t: tuple(sorted(by_task[t], key=lambda f: (-f.solutions, f.fault_id)))
               for t in sorted(by_task, key=order.index)}
-    return FaultSet(faults=faults, wrong=wrong, programs=len(members), excluded=excluded, store=dict(store))
+    return FaultSet(faults=faults, wrong=wrong, programs=len(members), excluded=excluded,
+                    store={split: dict(c) for split, c in store.items()})

@@ -258,7 +258,7 @@ def _write_faults(out_dir: Path, tasks: Sequence[str], fs: FaultSet, exposers: M
     fdir.mkdir(parents=True, exist_ok=True)
     write_jsonl(fdir / "faults.jsonl", (
         {"task_id": t, "fault_id": f.fault_id, "samples": f.solutions, "programs": f.programs, "models": dict(f.models),
-         "inputs": len(f.signature), "inputs_failed": f.inputs_failed,
+         "inputs": len(f.signature), "plus_run": f.plus_known, "inputs_failed": f.inputs_failed,
          "letters": {c: f.signature.count(c) for c in "PWET" if c in f.signature},
          "exposed_by_tests": len(exposers[f"{t}#{f.fault_id}"]), "program": f.program,
          "solution_ids": list(f.solution_ids)}

@@ -96,13 +96,15 @@ def test_faults_are_grouped_by_behaviour(tmp_path: Path, shared_data: Path) -> N
     assert (a.solutions, a.programs, dict(a.models)) == (4, 4, {"codegen16b": 3, "codellama": 1})
     assert set(a.solution_ids) == {*A, "ldb/codellama"} and b.solution_ids == (B,)
     assert a.signature != b.signature and a.program == next(s.code for s in sols if s.solution_id == A[0])
+    # B is wrong on base inputs no other program shares: a fault of its own, not run on plus.
+    assert a.plus_known and not b.plus_known and len(b.signature) == len(ds.problems[TASK].base_inputs)
     # The unloadable sample is wrong but no fault; the reference is not wrong.
     assert (fs.wrong, fs.programs, fs.excluded["load_error"]) == (6, 6, 1)
     assert fs.verdicts["reference"] == (True, True) and fs.verdicts[UNLOADABLE] == (False, False)
     # A's signature checked by hand: a wrong output exactly on the inputs where the closest two
     # numbers are exactly `threshold` apart (< says no, <= says yes), right everywhere else.
-    tt = ds.problems[TASK]
-    inputs = [*tt.base_inputs, *tt.plus_inputs]
+    prob = ds.problems[TASK]
+    inputs = [*prob.base_inputs, *prob.plus_inputs]
     assert len(a.signature) == len(inputs)
 
     def tie(numbers: list[float], threshold: float) -> bool:
@@ -133,18 +135,21 @@ def test_exposure_by_hand_and_a_second_run_reuses_the_store(tmp_path: Path, shar
     assert f["sources"][0]["labels"] == {"labelled": 1, "labelled_solved": 1, "disagree_plus": 1,
                                          "solved_but_wrong_on_plus": 1, "unsolved_but_right_on_plus": 0,
                                          "disagree_base": 0}
-    assert f["execution"]["signatures_store"] == {"reused": 0, "judged": 6}
+    # Every wrong program on base; on plus only A's four (right on every base input): B's base
+    # signature is its own, and the unloadable sample is no fault.
+    assert f["execution"]["signatures_store"] == {"base": {"reused": 0, "judged": 6}, "plus": {"reused": 0, "judged": 4}}
     faults = [json.loads(line) for line in (run / "eval" / "faults" / "faults.jsonl").open()]
     assert [(r["samples"], r["exposed_by_tests"]) for r in faults] == [(4, 1), (1, 2)]
 
     again = _eval(run, samples, "--out", str(tmp_path / "elsewhere"))
     assert again.exit_code == 0, again.output
     text = " ".join(again.output.split())
-    assert "faults: 6 distinct wrong programs, 6 signatures reused from the store" in text
+    assert "faults: 6 distinct wrong programs; signatures on base: 6 reused from the store" in text
+    assert "on plus (where base cannot tell them apart): 4 reused, 0 judged" in text
     assert "faults: 6 of 6 test runs from the store" in text  # 2 faults x T1, T2, T3
     f2 = json.loads((tmp_path / "elsewhere" / "metrics.json").read_text())["faults"]
     assert (f2["exposure"], f2["exposure_at"], f2["execution"]["tests_run"]) == (f["exposure"], f["exposure_at"], 0)
-    assert f2["execution"]["signatures_store"] == {"reused": 6, "judged": 0}
+    assert f2["execution"]["signatures_store"] == {"base": {"reused": 6, "judged": 0}, "plus": {"reused": 4, "judged": 0}}
 
 
 def test_faults_need_base_and_plus_inputs(tmp_path: Path, shared_data: Path) -> None:
