@@ -138,9 +138,9 @@ def fault_metrics(
     opts: FaultOptions,
     progress: ProgressFn | None = None,
     notify: Callable[[str], None] | None = None,
-) -> tuple[dict[str, Any], dict[str, int]]:
+) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
     """The ``faults`` block of ``metrics.json`` and, per generation id, the faults its tests expose
-    (the steps of the module docstring). Writes ``out_dir/faults/faults.jsonl``."""
+    and its task's faults (the steps of the module docstring). Writes ``out_dir/faults/faults.jsonl``."""
     from evaluation.faults import distinct_faults
 
     t0, cpu0 = time.perf_counter(), _cpu()
@@ -207,19 +207,20 @@ def _exposure_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str
 
 
 def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], fs: FaultSet,
-            exposers: Mapping[str, set[str]]) -> tuple[dict[str, int], dict[str, Any]]:
+            exposers: Mapping[str, set[str]]) -> tuple[dict[str, tuple[int, int]], dict[str, Any]]:
     """Step 4: per generation the faults its tests expose; the means over generations and tasks,
     the union per task, ``exposure_at`` and the distribution of faults per task."""
     def exposed(task: str, tests: set[str]) -> int:
         return sum(1 for f in fs.faults.get(task, ()) if exposers[f"{task}#{f.fault_id}"] & tests)
 
-    by_generation: dict[str, int] = {}
+    by_generation: dict[str, tuple[int, int]] = {}
     per_task: dict[str, list[float]] = {}
     with_tests: dict[str, list[float]] = {}
     ordered: dict[str, list[str]] = {}
     for g in generations:
         n = len(fs.faults.get(g.task_id, ()))
-        by_generation[g.generation_id] = hit = exposed(g.task_id, set(g.tests))
+        hit = exposed(g.task_id, set(g.tests))
+        by_generation[g.generation_id] = (hit, n)
         ordered.setdefault(g.task_id, []).extend(g.tests)
         if n:
             per_task.setdefault(g.task_id, []).append(hit / n)
@@ -231,6 +232,8 @@ def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], fs: Fa
     counts = [len(fs.faults.get(t, ())) for t in tasks]
     return by_generation, {
         "exposure": _mean([_mean(per_task[t]) for t in scored]),
+        # Per task, for intervals over tasks and paired tests (a leaderboard's bootstrap).
+        "per_task": {t: _mean(per_task[t]) for t in scored},
         "exposure_union": _mean([union[t] * share[t] for t in scored]),
         "exposure_generations_with_tests": _mean([_mean(with_tests[t]) for t in scored if t in with_tests]),
         "exposure_at": {str(n): _mean([exposed(t, set(ordered.get(t, [])[:n])) * share[t] for t in scored])

@@ -125,6 +125,7 @@ def test_exposure_by_hand_and_a_second_run_reuses_the_store(tmp_path: Path, shar
     # g1's tests fail on the reference: they expose nothing, though T4 fails on A as well.
     gens = {json.loads(line)["generation_id"]: json.loads(line) for line in (run / "eval" / "generations.jsonl").open()}
     assert {g: r["faults_exposed"] for g, r in gens.items()} == {"g1": 0, "g2": 1, "g3": 0, "g4": 2, "g5": 0}
+    assert {r["faults_of_task"] for r in gens.values()} == {2} and f["per_task"] == {TASK: f["exposure"]}
     assert f["exposure"] == pytest.approx((0 + 1 / 2 + 0 + 1 + 0) / 5)
     assert f["exposure_generations_with_tests"] == pytest.approx(1.5 / 4)
     assert (f["exposure_union"], f["faults"], f["exposed_union"]) == (1.0, 2, 2)

@@ -209,7 +209,8 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     write_jsonl(plan.out_dir / "generations.jsonl", (
         generation_record(r, measure=opts.measure)
         | ({"mutants_killed": killed_by_generation.get(r.generation_id)} if mutation is not None else {})
-        | ({"faults_exposed": exposed.get(r.generation_id)} if faults is not None else {}) for r in results))
+        | (dict(zip(("faults_exposed", "faults_of_task"), exposed.get(r.generation_id, (0, 0))))
+           if faults is not None else {}) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=plan.out_dir,
                       stats={"wall_s": metrics["execution"]["wall_s"], "cpu_s": metrics["execution"]["cpu_s"]})
 
@@ -413,7 +414,7 @@ def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, pr
 
 
 def _fault_exposure(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, notify: Callable[[str], None] | None
-                    ) -> tuple[dict[str, Any], dict[str, int]]:
+                    ) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
     """Step 4 (``--faults``): real-fault exposure of the kept tests (:mod:`testgen.fault_exposure`)."""
     from testgen.fault_exposure import FaultOptions, fault_metrics
     from testgen.mutation_score import GenerationTests
