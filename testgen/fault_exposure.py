@@ -103,10 +103,24 @@ def _read_sources(dataset: Dataset, ref_name: str, opts: FaultOptions) -> tuple[
     for i, (path, model) in enumerate(sources):
         found = read_solutions(path, dataset=dataset, model=model)
         sols = [replace(s, solution_id=f"{i}:{s.solution_id}") for s in found.solutions]
+        bodies = [j for j, s in enumerate(sols) if s.task_id in dataset.problems and not _defines(s.code, dataset, s.task_id)]
+        for j in bodies:
+            # A "solution" that is only the function's body (LDB's Reflexion rows): the
+            # program is the task's prompt + that body, as for a completion.
+            sols[j] = replace(sols[j], code=dataset.problems[sols[j].task_id].prompt + sols[j].code)
         solutions += sols
         records.append({"path": str(path), "format": found.format.value, "solutions": len(sols),
-                        "models": sorted({s.model for s in sols}), "_ids": [s.solution_id for s in sols]})
+                        "models": sorted({s.model for s in sols}), "bodies_completed_with_prompt": len(bodies),
+                        "_ids": [s.solution_id for s in sols]})
     return solutions, records
+
+
+def _defines(code: str, dataset: Dataset, task_id: str) -> bool:
+    """Whether ``code`` defines the task's entry point (a whole program, not a body)."""
+    import re
+
+    return re.search(rf"^\s*(async\s+)?def\s+{re.escape(dataset.problems[task_id].entry_point)}\s*\(", code,
+                     re.MULTILINE) is not None
 
 
 def _labels(record: dict[str, Any], verdicts: Mapping[str, tuple[bool, bool]]) -> dict[str, int] | None:

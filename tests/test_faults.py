@@ -40,8 +40,9 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
 
 
-def _samples(tmp: Path, shared_data: Path) -> Path:
-    """The samples above, in our samples format (LDB's ``is_solved`` label kept on its record)."""
+def _samples(tmp: Path, shared_data: Path, *, body: bool = False) -> Path:
+    """The samples above, in our samples format (LDB's ``is_solved`` label kept on its record);
+    ``body``: also LDB's Reflexion solution, which is the function's body alone (right)."""
     from evaluation.datasets import load_dataset
     from evaluation.solutions import read_solutions
 
@@ -50,13 +51,19 @@ def _samples(tmp: Path, shared_data: Path) -> Path:
     by_id = {s.solution_id: s for s in read_solutions(codet, dataset=ds, model="codegen16b").solutions
              if s.task_id == TASK}
     with gzip.open(shared_data / "ldb" / "humaneval_seed_solutions.jsonl.gz", "rt") as fh:
-        ldb = next(r for r in map(json.loads, fh) if r["task_id"] == TASK and r["model"] == "codellama")
+        ldb_rows = [r for r in map(json.loads, fh) if r["task_id"] == TASK]
+    ldb = next(r for r in ldb_rows if r["model"] == "codellama")
     rows = [{"task_id": TASK, "solution_id": sid, "model": "codegen16b", "solution": by_id[sid].code}
             for sid in [*A, B, UNLOADABLE]]
     rows.insert(3, {"task_id": TASK, "solution_id": "ldb/codellama", "model": "codellama", "solution": ldb["solution"],
                     "is_solved": ldb["is_solved"]})
     rows.append({"task_id": TASK, "solution_id": "reference", "model": "reference",
                  "solution": ds.problems[TASK].reference_code})
+    if body:
+        reflexion = next(r for r in ldb_rows if r["model"] == "reflexion")
+        assert reflexion["solution"].startswith("    for i in range(len(numbers)):")
+        rows.append({"task_id": TASK, "solution_id": "ldb/reflexion", "model": "reflexion",
+                     "solution": reflexion["solution"], "is_solved": reflexion["is_solved"]})
     path = tmp / "samples.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -116,7 +123,7 @@ def test_faults_are_grouped_by_behaviour(tmp_path: Path, shared_data: Path) -> N
 
 
 def test_exposure_by_hand_and_a_second_run_reuses_the_store(tmp_path: Path, shared_data: Path) -> None:
-    samples = _samples(tmp_path, shared_data)
+    samples = _samples(tmp_path, shared_data, body=True)
     run = _run(tmp_path, GENERATIONS)
     res = _eval(run, samples)
     assert res.exit_code == 0, res.output + repr(res.exception)
@@ -133,7 +140,9 @@ def test_exposure_by_hand_and_a_second_run_reuses_the_store(tmp_path: Path, shar
     assert f["exposure_at"] == {"1": 0.0, "5": 0.5, "10": 1.0}
     assert (f["wrong_samples"], f["wrong_programs"], f["not_faults"]["load_error"]) == (6, 6, 1)
     # LDB labels CodeLlama's `<=` solution solved (it passes HumanEval's base inputs); plus rejects it.
-    assert f["sources"][0]["labels"] == {"labelled": 1, "labelled_solved": 1, "disagree_plus": 1,
+    # Reflexion's body is run after the task's prompt, and is right, as labelled.
+    assert f["sources"][0]["bodies_completed_with_prompt"] == 1
+    assert f["sources"][0]["labels"] == {"labelled": 2, "labelled_solved": 2, "disagree_plus": 1,
                                          "solved_but_wrong_on_plus": 1, "unsolved_but_right_on_plus": 0,
                                          "disagree_base": 0}
     # Every wrong program on base; on plus only A's four (right on every base input): B's base
