@@ -20,7 +20,7 @@ every kept test on the reference:
    Cov@N (Yang et al., ACL 2025), the share of a task's faults the task's first N kept tests
    (in generation order, repeats counted) expose together, averaged over the tasks.
 
-Keys of the ``faults`` block of ``metrics.json`` and measured figures: docs/metrics.md.
+Keys of the ``fault_exposure`` block of ``metrics.json`` and measured figures: docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def fault_metrics(
     progress: ProgressFn | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
-    """The ``faults`` block of ``metrics.json`` and, per generation id, the faults its tests expose
+    """The ``fault_exposure`` block of ``metrics.json`` and, per generation id, the faults its tests expose
     and its task's faults (the steps of the module docstring). Writes ``out_dir/faults/faults.jsonl``."""
     from evaluation.faults import distinct_faults
 
@@ -245,6 +245,8 @@ def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], fs: Fa
     union = {t: exposed(t, set(ordered.get(t, ()))) for t in scored}
     counts = [len(fs.faults.get(t, ())) for t in tasks]
     return by_generation, {
+        # ``score`` (= ``exposure``) and ``per_task``: the shape a leaderboard reads a figure in.
+        "score": _mean([_mean(per_task[t]) for t in scored]),
         "exposure": _mean([_mean(per_task[t]) for t in scored]),
         # Per task, for intervals over tasks and paired tests (a leaderboard's bootstrap).
         "per_task": {t: _mean(per_task[t]) for t in scored},

@@ -344,7 +344,7 @@ METRICS.register("coverage", "testgen.metrics:COVERAGE")
 
 RESERVED_KEYS = frozenset({
     "coverage_measure", "empty_generations", "variants", "by_position", "counts", "per_task_distribution",
-    "prompt_coverage", "prompt_correctness", "code_pass1", "run", "options", "checks", "execution", "mutation", "faults",
+    "prompt_coverage", "prompt_correctness", "code_pass1", "run", "options", "checks", "execution", "mutation",
     "warnings"})
 """Keys ``metrics.json`` holds besides the metrics: no metric may take one of these names."""
 

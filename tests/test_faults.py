@@ -128,11 +128,12 @@ def test_exposure_by_hand_and_a_second_run_reuses_the_store(tmp_path: Path, shar
     res = _eval(run, samples)
     assert res.exit_code == 0, res.output + repr(res.exception)
     assert "F (real-fault exposure)" in res.output and "30.00%" in res.output
-    f = json.loads((run / "eval" / "metrics.json").read_text())["faults"]
+    f = json.loads((run / "eval" / "metrics.json").read_text())["fault_exposure"]
     # g1's tests fail on the reference: they expose nothing, though T4 fails on A as well.
     gens = {json.loads(line)["generation_id"]: json.loads(line) for line in (run / "eval" / "generations.jsonl").open()}
     assert {g: r["faults_exposed"] for g, r in gens.items()} == {"g1": 0, "g2": 1, "g3": 0, "g4": 2, "g5": 0}
     assert {r["faults_of_task"] for r in gens.values()} == {2} and f["per_task"] == {TASK: f["exposure"]}
+    assert f["score"] == f["exposure"]  # the block's headline, as a leaderboard reads it
     assert f["exposure"] == pytest.approx((0 + 1 / 2 + 0 + 1 + 0) / 5)
     assert f["exposure_generations_with_tests"] == pytest.approx(1.5 / 4)
     assert (f["exposure_union"], f["faults"], f["exposed_union"]) == (1.0, 2, 2)
@@ -157,7 +158,7 @@ def test_exposure_by_hand_and_a_second_run_reuses_the_store(tmp_path: Path, shar
     assert "faults: 6 distinct wrong programs; signatures on base: 6 reused from the store" in text
     assert "on plus (where base cannot tell them apart): 4 reused, 0 judged" in text
     assert "faults: 6 of 6 test runs from the store" in text  # 2 faults x T1, T2, T3
-    f2 = json.loads((tmp_path / "elsewhere" / "metrics.json").read_text())["faults"]
+    f2 = json.loads((tmp_path / "elsewhere" / "metrics.json").read_text())["fault_exposure"]
     assert (f2["exposure"], f2["exposure_at"], f2["execution"]["tests_run"]) == (f["exposure"], f["exposure_at"], 0)
     assert f2["execution"]["signatures_store"] == {"base": {"reused": 6, "judged": 0}, "plus": {"reused": 4, "judged": 0}}
 

@@ -184,7 +184,7 @@ def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
                   f"{checks['trusted_code']} / {checks['child']}")
     _prompt_rows(table, m)
     _mutation_rows(table, m.get("mutation"))
-    _fault_rows(table, m.get("faults"))
+    _fault_rows(table, m.get("fault_exposure"))
     table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
     return table
 

@@ -204,7 +204,7 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     faults, exposed = _fault_exposure(plan, cache, opts, notify) if opts.faults or opts.faults_samples else (None, {})
     metrics = _metrics(plan, results, cache, stats, opts, mutation=mutation, t0=t0, r0=r0)
     if faults is not None:
-        metrics["faults"] = faults
+        metrics["fault_exposure"] = faults
     (plan.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     write_jsonl(plan.out_dir / "generations.jsonl", (
         generation_record(r, measure=opts.measure)
