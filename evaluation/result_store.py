@@ -17,6 +17,7 @@ kind                    keyed by                                               w
 ``executions``          program, test, timeout, coverage                       outcome and arcs
 ``draws`` (blob)        strategy, limits file, seed, count, Hypothesis         PropertyEval's inputs
 ``propertyeval`` (blob) the task's draws, reference and contract               usable inputs
+``behaviours``          program, the task's ground truth, limits               a wrong program's signature
 ======================  =====================================================  ==================
 
 Every key also holds :data:`SEMANTICS`, the version of what an executor's result means: the
@@ -76,7 +77,7 @@ outcome (a new sandbox, another deadline rule, another comparison) bumps it, so 
 computed under the old meaning is reused. ``tests/test_store.py`` holds a fingerprint of the
 sources that decide results, so that such a change cannot go in without a decision on this."""
 
-KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval")
+KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval", "behaviours")
 """The kinds of result the store keeps (the module docstring says what each is keyed by)."""
 
 _FORMAT = "v1"

@@ -88,6 +88,15 @@ def _pct(x: Any) -> str:
                    "cache; then give RUN_DIR first, or use --pbt).")
 @click.option("--pbt", is_flag=True,
               help="Same as --propertyeval without a PATH: the snapshot found as 'testgen evaluate --pbt' finds it.")
+@click.option("--faults", is_flag=True,
+              help="Also real-fault exposure: the share of the distinct wrong programs models wrote (CodeT's "
+                   "CodeGen-16B samples and LDB's solutions on HumanEval+) that the valid tests reject (docs/metrics.md).")
+@click.option("--faults-samples", "faults_samples", multiple=True,
+              type=existing_path(dir_okay=True, path_type=Path),
+              help="A samples file of wrong programs (the formats 'testgen evaluate' reads), beside the default "
+                   "sources; repeatable; implies --faults.")
+@click.option("--no-default-faults", is_flag=True,
+              help="With --faults-samples: only those files, not the default sources.")
 @click.option("--limit", type=POSITIVE_INT, default=None,
               help="Score only the first N tasks of the dataset (as 'testgen run --limit N' chose them); "
                    "default: every task in RUN_DIR/generations.jsonl.")
@@ -98,7 +107,8 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
           mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: str | None,
-          pbt: bool, limit: int | None, no_cache: bool, quiet: bool, peer_mutants: str | None) -> None:
+          pbt: bool, faults: bool, faults_samples: tuple[Path, ...], no_default_faults: bool, limit: int | None,
+          no_cache: bool, quiet: bool, peer_mutants: str | None) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
@@ -126,6 +136,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         mutation=mutation or peer_mutants is not None, peer_mutants=Path(peer_mutants) if peer_mutants else None,
         mutation_timeout=mutation_timeout, mutation_shorten_after=mutation_shorten_after,
         pbt=pbt or propertyeval_path is not None, propertyeval=_snapshot(propertyeval_path), limit=limit,
+        faults=faults or bool(faults_samples), faults_samples=tuple(faults_samples), faults_defaults=not no_default_faults,
     )
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -177,6 +188,7 @@ def _metrics_table(m: Mapping[str, Any], run_dir: Path) -> Any:
                   f"{checks['trusted_code']} / {checks['child']}")
     _prompt_rows(table, m)
     _mutation_rows(table, m.get("mutation"))
+    _fault_rows(table, m.get("fault_exposure"))
     table.add_row("wall / CPU", f"{m['execution']['wall_s']:.1f} s / {m['execution']['cpu_s']:.1f} s")
     return table
 
@@ -215,3 +227,22 @@ def _mutation_rows(table: Any, mut: dict[str, Any] | None) -> None:
                       f"{peer['mutants']} / {peer['equivalent']} / {peer['killed_union']} of {peer['non_equivalent']}")
     table.add_row("mutation wall / CPU (equivalence, matrix)",
                   f"{ex['wall_s']:.1f} s / {ex['cpu_s']:.1f} s ({ex['equivalence_s']:.1f} s, {ex['matrix_s']:.1f} s)")
+
+
+def _fault_rows(table: Any, f: dict[str, Any] | None) -> None:
+    """Real-fault exposure and its counts (``--faults``)."""
+    if f is None:
+        return
+    table.add_row("F (real-fault exposure)", _pct(f["exposure"]))
+    table.add_row("F, generations without tests left out", _pct(f.get("exposure_generations_with_tests")))
+    table.add_row("F, the task's tests together", _pct(f["exposure_union"]))
+    table.add_row("F@1 / F@5 / F@10 (first N tests of a task)", " / ".join(_pct(v) for v in f["exposure_at"].values()))
+    dist = f["faults_per_task"]
+    table.add_row("distinct faults (per task: median, max) / exposed", f"{f['faults']} ({dist['median']}, {dist['max']}) "
+                  f"/ {f['exposed_union']}")
+    table.add_row("wrong samples / distinct programs / not faults",
+                  f"{f['wrong_samples']} / {f['wrong_programs']} / {sum(f['not_faults'].values())}")
+    table.add_row("tasks scored (without a fault)", f"{f['tasks_scored']} ({len(f['tasks_without_faults'])})")
+    ex = f["execution"]
+    table.add_row("faults wall / CPU (grouping, matrix)",
+                  f"{ex['wall_s']:.1f} s / {ex['cpu_s']:.1f} s ({ex['faults_s']:.1f} s, {ex['matrix_s']:.1f} s)")

@@ -43,6 +43,7 @@ from evaluation.executor.engine import EngineChoice
 from evaluation.io import write_jsonl
 from evaluation.records import content_id
 from testgen.coverage import CoverageMeasure, SourceCoverage
+from testgen.eval_checks import check_sites, eval_warnings
 from testgen.executions import (
     ExecutionCache,
     ProgressFn,
@@ -124,6 +125,12 @@ class EvalOptions:
     the cache)."""
     propertyeval: Path | None = None
     """A PropertyEval snapshot (directory or tarball) for :attr:`pbt` (implies it)."""
+    faults: bool = False
+    """Also real-fault exposure (:mod:`testgen.fault_exposure`, docs/metrics.md)."""
+    faults_samples: tuple[Path, ...] = ()
+    """Samples files of wrong programs beside the default sources (:attr:`faults` implied)."""
+    faults_defaults: bool = True
+    """Use the default fault sources of the reference dataset (CodeT's and LDB's on HumanEval+)."""
     limit: int | None = None
     """Score only the first ``limit`` tasks, in the run's dataset order (as ``testgen run
     --limit`` chose them); ``None``: every task of ``generations.jsonl``."""
@@ -196,11 +203,16 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     killed_by_generation: dict[str, int] = {}
     if opts.mutation:
         mutation, killed_by_generation = _mutation_score(plan, cache, opts, progress, notify)
+    faults, exposed = _fault_exposure(plan, cache, opts, notify) if opts.faults or opts.faults_samples else (None, {})
     metrics = _metrics(plan, results, cache, stats, opts, mutation=mutation, t0=t0, r0=r0)
+    if faults is not None:
+        metrics["fault_exposure"] = faults
     (plan.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     write_jsonl(plan.out_dir / "generations.jsonl", (
-        generation_record(r, measure=opts.measure) | ({"mutants_killed": killed_by_generation.get(r.generation_id)}
-                                                      if mutation is not None else {}) for r in results))
+        generation_record(r, measure=opts.measure)
+        | ({"mutants_killed": killed_by_generation.get(r.generation_id)} if mutation is not None else {})
+        | (dict(zip(("faults_exposed", "faults_of_task"), exposed.get(r.generation_id, (0, 0))))
+           if faults is not None else {}) for r in results))
     return EvalResult(metrics=metrics, generations=tuple(results), out_dir=plan.out_dir,
                       stats={"wall_s": metrics["execution"]["wall_s"], "cpu_s": metrics["execution"]["cpu_s"]})
 
@@ -283,12 +295,14 @@ def _what_is_scored(plan: _Scoring, opts: EvalOptions) -> str | None:
 
 def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> Any:
     """With ``--mutation``: the suites that judge which mutants are equivalent (PropertyEval's inputs
-    added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without them."""
-    if opts.mutation:
+    added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without
+    base/plus inputs for ``--mutation`` and ``--faults`` (whose faults are grouped on them)."""
+    if opts.mutation or opts.faults or opts.faults_samples:
         from evaluation.correctness import has_plus_inputs
 
         if not has_plus_inputs(ref_ds):
-            raise TestgenError(f"--mutation: equivalent mutants are judged on base/plus inputs, which {ref_name} does "
+            what = "--mutation: equivalent mutants" if opts.mutation else "--faults: faults"
+            raise TestgenError(f"{what} are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
     if opts.propertyeval is None and not opts.pbt:
         return None
@@ -405,6 +419,21 @@ def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, pr
     return ({**block, "peer": score(opts.peer_mutants)[0]} if opts.peer_mutants else block), killed
 
 
+def _fault_exposure(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, notify: Callable[[str], None] | None
+                    ) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
+    """Step 4 (``--faults``): real-fault exposure of the kept tests (:mod:`testgen.fault_exposure`)."""
+    from testgen.fault_exposure import FaultOptions, fault_metrics
+    from testgen.mutation_score import GenerationTests
+
+    return fault_metrics(
+        dataset=plan.ref_ds, ref_name=plan.ref_name, reference_cache=cache, reference_pid=plan.ref_pid,
+        out_dir=plan.out_dir, notify=notify,
+        generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id, tests=plan.kept[g.generation_id])
+                     for g in plan.run.generations],
+        opts=FaultOptions(samples=opts.faults_samples, defaults=opts.faults_defaults, workers=opts.workers,
+                          engine=opts.engine, chunk_size=opts.chunk_size, use_cache=opts.use_cache))
+
+
 def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCache,
              stats: Mapping[str, Mapping[str, Any]], opts: EvalOptions, *, mutation: dict[str, Any] | None,
              t0: float, r0: float) -> dict[str, Any]:
@@ -434,56 +463,19 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
         "prompt_coverage": plan.want_prompt, "verdicts": bool(plan.verdicts), "limit": opts.limit,
         "tasks_in_run": plan.tasks_in_run,
     }
-    metrics["checks"] = _check_sites(plan)
+    metrics["checks"] = check_sites(plan.run.generations, plan.ref_ds.problems, plan.kept)
     metrics["execution"] = {
         "reference": stats["reference"], "prompt_code": stats["prompt_code"],
         "generations_without_coverage": missing_cov,
         "coverage_py": coverage_version(), "engine": opts.engine.describe(),
         "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
     }
-    warnings = _warnings(plan, cache, stats, missing_cov, metrics["execution"])
+    warnings = eval_warnings(plan.ref_pid, cache, stats, missing_cov, metrics["execution"])
     if mutation is not None:
         metrics["mutation"] = mutation
     if warnings:
         metrics["warnings"] = warnings
     return metrics
-
-
-def _check_sites(plan: _Scoring) -> dict[str, dict[str, int]]:
-    """Where each kept test's verdict is reached: trusted code, or the program's own process."""
-    from evaluation.executor.trusted import trusted_check
-
-    gens, problems, kept = plan.run.generations, plan.ref_ds.problems, plan.kept
-    site = {(t, ep): trusted_check(t, ep) for (t, ep) in
-            {(t, problems[g.task_id].entry_point) for g in gens for t in kept[g.generation_id]}}
-    occurrences = [site[(t, problems[g.task_id].entry_point)] for g in gens for t in kept[g.generation_id]]
-    distinct = [site[(t, problems[task].entry_point)] for task, t in
-                {(g.task_id, t) for g in gens for t in kept[g.generation_id]}]
-    return {
-        "kept_tests": {"trusted_code": sum(occurrences), "child": len(occurrences) - sum(occurrences)},
-        "distinct_tests": {"trusted_code": sum(distinct), "child": len(distinct) - sum(distinct)},
-    }
-
-
-def _warnings(plan: _Scoring, cache: ExecutionCache, stats: Mapping[str, Mapping[str, Any]], missing_cov: int,
-              execution: dict[str, Any]) -> list[str]:
-    """What ``metrics.json`` warns of: coverage the executor did not return, a reference that did not
-    load (recorded under ``execution`` too)."""
-    ref_stats, prompt_stats = stats["reference"], stats["prompt_code"]
-    warnings = []
-    if missing_cov and ref_stats.get("arcs_missing"):
-        warnings.append(f"the executor returned no coverage arcs for {ref_stats['arcs_missing']} tests: "
-                        "coverage is unavailable for those generations")
-    for label, st in (("the reference solutions", ref_stats), ("the prompts' code", prompt_stats)):
-        if st.get("coverage_gaps"):
-            warnings.append(f"{st['coverage_gaps']} tests ran {label} while coverage.py recorded no arc (the code "
-                            "switched tracing off, or forged its report): their coverage is unknown")
-    ref_load_errors = {t: cache.load_error[pid] for t, pid in plan.ref_pid.items() if pid in cache.load_error}
-    if ref_load_errors:
-        execution["reference_load_errors"] = ref_load_errors
-        warnings.append(f"the reference solution did not load for {len(ref_load_errors)} tasks "
-                        f"(e.g. {next(iter(ref_load_errors))}): their tests count as errors")
-    return warnings
 
 
 def _dataset_tests(backend: str) -> bool:
