@@ -67,14 +67,22 @@ def test_greedy_generations_equal_the_in_process_backend(server: str, local: Bac
 
 def test_seeded_samples_are_reproducible_through_the_server(server: str) -> None:
     """n = 3 at temperature 1, one request per sample (llama.cpp's server answers one choice per
-    request), seeded seed + sample_offset + k: the same three samples again, not all equal. (They
-    are not compared with the in-process backend's: with sampling they have differed, while
-    greedy texts agree; the cause is not established.)"""
-    prompts = humaneval_prompts("chat", 1)
+    request), seeded seed + sample_offset + k: the same three samples again, not all equal.
+
+    The server keeps the last request's KV cache and evaluates only what a new prompt does not
+    share with it: after the same prompt, only its last token, whose logits then round otherwise,
+    and a sampled text can take another turn (greedy texts have not). So a sample depends on the
+    request before it; each run here follows the same unrelated request, as a run in a fresh
+    server follows none."""
+    prompts = humaneval_prompts("chat", 2)
     sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=16, n=3, seed=11)
     remote = openai_backend(server, endpoint="chat")
-    got = texts(remote.generate(prompts, sampling))
-    again = texts(remote.generate(prompts, sampling))
+
+    def run() -> list[list[str]]:
+        remote.generate(prompts[1:], Sampling(temperature=0.0, max_tokens=1))
+        return texts(remote.generate(prompts[:1], sampling))
+
+    got, again = run(), run()
     remote.close()
     assert got == again
     assert len(got[0]) == 3 and len(set(got[0])) > 1

@@ -193,9 +193,19 @@ def _reference(runs: Mapping[str, EvaluatedRun], given: str | None) -> str | Non
                 return label
         raise TestgenError(f"--reference {given!r}: no such row (the rows are {', '.join(runs)})")
     for label, run in runs.items():
-        if (run.metrics.get("run") or {}).get("backend") == "human" or run.model == "human":
+        if _writes_dataset_tests(str((run.metrics.get("run") or {}).get("backend", ""))):
             return label
     return None
+
+
+def _writes_dataset_tests(backend: str) -> bool:
+    """Whether ``backend`` returns the dataset's own (human-written) tests, by its capabilities."""
+    from testgen.backends import backend_capabilities
+
+    try:
+        return backend_capabilities(backend).dataset_tests
+    except Exception:  # noqa: BLE001 - a backend not installed here (or no backend recorded) is not the human tests
+        return False
 
 
 def _rerank_rows(runs: Mapping[str, EvaluatedRun], folders: Sequence[str | os.PathLike[str]], reranker: str,
