@@ -44,7 +44,7 @@ def test_leaderboard_table_errors_name_line_and_key(shared_data: Path, tmp_path:
     base = 'datasets = ["humaneval+"]\n[[model]]\nname = "human"\nbackend = "human"\n[leaderboard]\n'
     with pytest.raises(SpecError, match=r":6: key 'pol': unknown key in \[leaderboard\] \(did you mean 'pool'\?\)"):
         parse_spec(base + 'pol = "x"\n', tmp_path / "s.toml")
-    with pytest.raises(SpecError, match=r":6: key 'pool': .*missing.jsonl: no such file"):
+    with pytest.raises(SpecError, match=r":6: key 'pool': .*missing.jsonl: file not found"):
         parse_spec(base + f'pool = "{tmp_path}/missing.jsonl"\n', tmp_path / "s.toml")
     with pytest.raises(SpecError, match=r":6: key 'models': 'nobody' is not a model of the study"):
         parse_spec(base + 'models = ["nobody"]\n', tmp_path / "s.toml")

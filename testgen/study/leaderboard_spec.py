@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluation.errors import not_found
 from testgen.study.toml_lines import Reader
 
 __all__ = ["LeaderboardSpec", "parse_leaderboard", "LEADERBOARD_KEYS"]
@@ -63,7 +64,7 @@ def parse_leaderboard(r: Reader, d: Mapping[str, Any], model_names: Sequence[str
     prompts = r.get(lb, "prompts", str, t, None, None)
     for key, value in (("pool", pool), ("prompts", prompts)):
         if value is not None and not Path(expand(value)).is_file():
-            raise r.fail(t, key, None, f"{expand(value)}: no such file")
+            raise r.fail(t, key, None, not_found(expand(value)))
     timeout = r.get(lb, "timeout", float, t, None, 0.1)
     if timeout <= 0:
         raise r.fail(t, "timeout", None, f"must be > 0, got {timeout}")
