@@ -71,7 +71,7 @@ def test_seeded_samples_are_reproducible_through_the_server(server: str) -> None
 
     The server keeps the last request's KV cache and evaluates only what a new prompt does not
     share with it: after the same prompt, only its last token, whose logits then round otherwise,
-    and a sampled text can take another turn (greedy texts have not). So a sample depends on the
+    and a sampled text can take another turn (a greedy one rarely). So a sample depends on the
     request before it; each run here follows the same unrelated request, as a run in a fresh
     server follows none."""
     prompts = humaneval_prompts("chat", 2)
