@@ -73,10 +73,11 @@ def test_seeded_samples_are_reproducible_through_the_server(server: str) -> None
     share with it: after the same prompt, only its last token, whose logits then round otherwise,
     and a sampled text can take another turn (a greedy one rarely). So a sample depends on the
     request before it; each run here follows the same unrelated request, as a run in a fresh
-    server follows none."""
+    server follows none; and the three samples go one at a time (with requests in flight side by
+    side, which sample follows which is the order they arrive in)."""
     prompts = humaneval_prompts("chat", 2)
     sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=16, n=3, seed=11)
-    remote = openai_backend(server, endpoint="chat")
+    remote = openai_backend(server, endpoint="chat", concurrency="1")
 
     def run() -> list[list[str]]:
         remote.generate(prompts[1:], Sampling(temperature=0.0, max_tokens=1))
