@@ -224,6 +224,10 @@ def cross_validate(
     ``eval_pools``: other pools of the same tasks (e.g. other tests of the same samples);
     each fold's model, trained on ``pool``'s training tasks, is also scored on their
     held-out tasks.
+
+    Longer than 80 lines: the checks of the pools, the baselines scored once, the loop over
+    seeds and folds and the per-task summary share the same per-pool arrays (task positions,
+    feature tables, learned and baseline pass@1), read top to bottom as the one procedure.
     """
     from sklearn.model_selection import KFold
 

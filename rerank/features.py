@@ -131,7 +131,7 @@ _BASE_FEATURES: tuple[FeatureSpec, ...] = (
                     "program of the task)."),
     FeatureSpec(name="task_log_programs", needs="matrix", source="task context",
                 doc="log of the number of distinct programs of the task."),
-    # Shape-invariant forms (issue 31): ranks and shares within the task, in [0, 1], whose
+    # Shape-invariant forms: ranks and shares within the task, in [0, 1], whose
     # meaning does not change with the number of samples, generations or tests per generation.
     FeatureSpec(name="codet_pct", needs="matrix", source="CodeT",
                 doc="within-task percentile of CodeT's score: share of the task's loaded samples (by "
@@ -206,7 +206,7 @@ logs is a weighted product of the four)."""
 
 SHAPE_FEATURES: tuple[str, ...] = ("b4_gap_per_test", "codet_score_rel", "functional_overlap_rel",
                                    "behaviour_share_rel")
-"""The published rerankers' scores in forms that mean the same on any pool shape (issue 31):
+"""The published rerankers' scores in forms that mean the same on any pool shape:
 B4's log-posterior gap to the task's best per test, CodeT's score and SRank's functional
 overlap relative to the task's best, the MBR-exec class relative to the largest. The shipped
 model's features (``docs/rerankers.md``)."""
@@ -335,6 +335,11 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
 
     Raises :class:`MissingFeatureInput` when a requested feature needs outputs, sizes or
     log-probabilities that the matrix does not carry.
+
+    Longer than 80 lines: one short block per feature of :data:`FEATURES`, in one place so that
+    a feature's formula reads beside the task's arrays it shares with the others (loaded
+    weights, the pass matrix, CodeT's and B4's scores, the output codes), which a split into
+    steps would pass around as a dozen arguments.
     """
     unknown = [nm for nm in names if nm not in _SPEC]
     if unknown:

@@ -1,4 +1,4 @@
-"""Cross-validation of the learned reranker across pool shapes (issue 31).
+"""Cross-validation of the learned reranker across pool shapes.
 
 One pool whose matrix and verdicts were computed once (:class:`rerank.shapes.FullTask`) is
 subsampled into many shapes (samples x test generations x tests per generation), several
@@ -51,8 +51,8 @@ SHAPE_BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
 """(report name, registered reranker, options) scored on every subsample."""
 
 BEST_RULE = "max(codet,b4)"
-"""Name of the per-shape better of CodeT and B4 (the bar of issue 31), chosen by its mean on
-the shape's tasks."""
+"""Name of the per-shape better of CodeT and B4 (the bar a learned reranker must clear),
+chosen by its mean on the shape's tasks."""
 
 
 @dataclass(frozen=True, kw_only=True)

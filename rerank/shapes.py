@@ -77,7 +77,7 @@ SHAPE_GRID: tuple[PoolShape, ...] = tuple(
     PoolShape(samples=s, generations=g, tests_per_generation=a)
     for s in (5, 10, 20, 50, 100) for g in (1, 5, 20, 100) for a in (1, 5)
 )
-"""The 40 shapes the shipped model is trained and evaluated on (issue 31): samples per task 5,
+"""The 40 shapes the shipped model is trained and evaluated on: samples per task 5,
 10, 20, 50, 100; test generations 1, 5, 20, 100; tests per generation 1 or 5."""
 
 

@@ -245,8 +245,8 @@ def _check_canary(res: Any) -> None:
 
 
 def coverage_version() -> str:
-    """The installed coverage.py's version (C's counting differs slightly between releases:
-    98.73 % vs 98.79 % for HumanEval's human tests on 7.17 and 7.5)."""
+    """The installed coverage.py's version, recorded because C's counting differs slightly
+    between releases (``docs/dependencies.md`` has an example)."""
     from importlib.metadata import version
 
     return version("coverage")

@@ -21,7 +21,7 @@ The rules:
   nor ``rerank`` (so ``rerank``'s CLI can import it);
 * no two modules share a file name (``__init__.py`` aside), so none is taken for another;
 * no function runs over 80 lines unless its docstring says why, on a line starting ``Longer than
-  80 lines:`` (or it is in :data:`LONG_FUNCTIONS_ELSEWHERE`, being split on another branch);
+  80 lines:``;
 * no module runs over 500 lines without a reason at its top, the same way.
 
 The first tests build small trees that break each rule, so the checker is shown to catch what
@@ -302,18 +302,16 @@ def test_layers(edges: list[Edge]) -> None:
 # --- module size ----------------------------------------------------------------------------------
 
 MAX_LINES = 500
-BEING_SPLIT: dict[str, str] = {}
-"""Modules over the limit whose split is under way elsewhere, with where it goes."""
 
 
 def test_no_module_over_500_lines_without_a_reason() -> None:
     """A module longer than :data:`MAX_LINES` says why at its top (a line of its docstring
-    starting ``Longer than 500 lines:``), or is being split (:data:`BEING_SPLIT`)."""
+    starting ``Longer than 500 lines:``)."""
     long = []
     for module, (path, _) in modules(ROOT, PACKAGES).items():
         text = path.read_text(encoding="utf-8")
         rel = str(path.relative_to(ROOT))
-        if len(text.splitlines()) <= MAX_LINES or rel in BEING_SPLIT:
+        if len(text.splitlines()) <= MAX_LINES:
             continue
         doc = ast.get_docstring(ast.parse(text)) or ""
         if not any(line.startswith("Longer than 500 lines:") for line in doc.splitlines()):
@@ -349,13 +347,14 @@ def test_no_two_modules_share_a_file_name() -> None:
 # --- function size --------------------------------------------------------------------------------
 
 MAX_FUNCTION_LINES = 80
-LONG_FUNCTIONS_ELSEWHERE: dict[str, str] = {
-    "evaluation/executor/guarded.py:_runtime": "issue 27 (the executor's security rewrite) splits it",
-    "rerank/cli_train.py:train_cmd": "issue 31 (the learned reranker) is rewriting it",
-    "rerank/crossval.py:cross_validate": "issue 31 (the learned reranker) is rewriting it",
-    "rerank/features.py:pool_features": "issue 31 (the learned reranker) is rewriting it",
-}
-"""Functions over the limit in files another branch is rewriting, with which: they are split there."""
+# Temporary: these files are edited by concurrent work (the same files as
+# tests/test_no_history.py's OWNED_ELSEWHERE_UNTIL_MERGE), so the reason or the split is added
+# there; the lead removes this after merging it.
+LONG_FUNCTIONS_OWNED_ELSEWHERE_UNTIL_MERGE: tuple[str, ...] = (
+    "evaluation/executor/guarded.py:_runtime",
+    "rerank/cli_train.py:train_cmd",
+)
+"""Functions over the limit, with no reason yet, in files this change may not edit."""
 
 
 def long_functions(root: Path, packages: Iterable[str]) -> list[str]:
@@ -386,5 +385,6 @@ def test_the_function_size_check_counts_from_def_and_reads_the_reason(tmp_path: 
 
 
 def test_no_function_over_80_lines_without_a_reason() -> None:
-    long = [f for f in long_functions(ROOT, PACKAGES) if f.rsplit(":", 1)[0] not in LONG_FUNCTIONS_ELSEWHERE]
+    long = [f for f in long_functions(ROOT, PACKAGES)
+            if f.rsplit(":", 1)[0] not in LONG_FUNCTIONS_OWNED_ELSEWHERE_UNTIL_MERGE]
     assert not long, "split into named steps, or say why at the top:\n" + "\n".join(long)

@@ -3,8 +3,8 @@
 Each command step runs the same command a user types (``testgen ...``, ``rerank ...``: the installed
 console script's function, found through its entry point) in a child process of its own, with the study's folder as its working directory and
 its output in the step's log. The children are forks of a ``forkserver`` that has imported the CLI
-and torch once (a fresh interpreter per step spent 20-30 s importing torch on the loaded 2-core
-machine). Why separate processes rather than calls in the study's process: every command already
+and torch once (a fresh interpreter per step would import torch again, which takes many seconds:
+``docs/study.md``). Why separate processes rather than calls in the study's process: every command already
 resumes from its own files (``run``/``sample`` append and skip what is there, ``eval`` and
 ``rerank`` cache executions), a crash or a hung model server in one step cannot take the study
 down, ``--jobs`` runs steps side by side without sharing an interpreter (torch, the executor's
@@ -161,7 +161,7 @@ _CTX: Any = None
 def _context(torch: bool = False) -> Any:
     """A ``forkserver`` context whose server has imported the CLI (and torch and transformers when
     they are installed): each step starts as a fork of a warm, single-threaded process instead of
-    a fresh interpreter that imports torch again (20-30 s per step on a loaded 2-core machine)."""
+    a fresh interpreter that imports torch again, many seconds per step (``docs/study.md``)."""
     global _CTX
     if _CTX is None:
         import importlib.util
