@@ -10,8 +10,8 @@ and names ``file:line`` for each of:
 * an issue reference: ``issue 33``, ``issue #33``, ``(issue``, a bare ``#33``;
 * a calendar date: ``2026-11-27``, ``2026-11``, a month name with a year (``November 2026``);
 * a load figure: ``load 12``, ``at load``;
-* a timing or measurement from the past: ``114 s -> 62 s``, ``56.74 -> 56.66``, ``was 138 s``,
-  ``measured ... on this machine``;
+* a timing or measurement from the past: ``114 s -> 62 s``, ``from 114 s to 62 s``, ``56.74 ->
+  56.66``, ``was 138 s``, ``300x cheaper``, ``measured ... on this machine``;
 * branch talk: ``on another branch``, ``this branch``, ``being split``.
 
 Versions (``0.3.1``), percentages in definitions and citations with a year alone (``Liu et al.,
@@ -73,6 +73,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"\b{_NUMBER} ?{_UNIT} ?(?:->|→|=>) ?~?\d"  # 114 s -> 62 s
         r"|\b\d+\.\d+ ?(?:->|→|=>) ?\d+\.\d+"  # 56.74 -> 56.66
         rf"|\b(?:was|were|took|used to take) (?:about |~|only )?{_NUMBER} ?{_UNIT}(?!\w)"
+        rf"|\bfrom {_NUMBER} ?{_UNIT} to {_NUMBER} ?{_UNIT}(?!\w)"  # the matrix from 114 s to 62 s
+        r"|~?\b\d+(?:\.\d+)? ?(?:x|×|times) (?:faster|slower|cheaper|dearer)\b"
         r"|\bmeasured\b(?:(?!\. ).){0,80}\bthis (?:machine|box|host)\b", re.I)),
     ("branch talk", re.compile(
         r"\b(?:another|other|a separate|a different|this|that) branch\b|\bbeing split\b", re.I)),
@@ -152,6 +154,8 @@ CAUGHT = {
         "x = 1  # codet 56.74 -> 56.66\n",
         "x = 1\n'''The whole run was 138 s before the cache.'''\n",
         '"""Measured at 0.9 CPU-s on this machine."""\n',
+        "x = 1  # the matrix from 114 s to 62 s\n",
+        '"""The internals, ~300x cheaper with the parse cached."""\n',
     ],
     "branch talk": [
         "x = 1  # split on another branch\n",
