@@ -24,12 +24,11 @@ and ``while True:`` as non-branches), exactly as a ``coverage report`` without a
 
 coverage.py's public API has no function from (source, arcs) to these counts: the public path
 (:func:`public_counts`) writes the source to a file, adds the arcs to a ``CoverageData`` and
-reads ``Coverage.json_report``, a file and a report per call. The parser and the analysis used
-here are coverage.py internals (``coverage.python.PythonParser``, ``coverage.results.
-analysis_from_file_reporter``, ``coverage.config.DEFAULT_*``, ``coverage.misc.join_regex``;
-listed, with what each path costs, in ``docs/dependencies.md``), far cheaper with the parse
-cached, which matters at one count per generation. They are checked once
-per process against the public path on known programs (:func:`internal_analysis_ok`); where they
+reads ``Coverage.json_report`` per call. The parser and the analysis used here are coverage.py
+internals (``coverage.python.PythonParser``, ``coverage.results.analysis_from_file_reporter``,
+``coverage.config.DEFAULT_*``, ``coverage.misc.join_regex``; listed, with what each path costs,
+in ``docs/dependencies.md``), far cheaper with the parse cached. They are checked once per
+process against the public path on known programs (:func:`internal_analysis_ok`); where they
 are missing or differ, every count takes the public path, with a one-line warning.
 """
 
