@@ -27,7 +27,7 @@ from commandline import (
     workers_option,
 )
 from rerank import __version__
-from rerank.cli_shared import matrix_options, parse_tests_option, progress_bars
+from rerank.cli_shared import matrix_options, parse_tests_option, pool_options, progress_bars, store_options
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
@@ -132,15 +132,12 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
 
 @click.command(name="rerank", cls=FriendlyCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rerank")
-@click.option("--samples", required=True, type=existing_path(dir_okay=False),
-              help="Sampled solutions: our solutions.jsonl, EvalPlus samples, or CodeT's {prompt, samples}.")
-@click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
-              help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
-                   "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.")
+@pool_options(tests_help="Test generations (our generations.jsonl or CodeT's format); repeat with labels, "
+                         "e.g. --tests sg=RUN1/generations.jsonl --tests placeholder=RUN2/generations.jsonl.",
+              verdicts_help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, "
+                            "completion, passed).")
 @dataset_option()
 @dataset_path_option()
-@click.option("--prompts", type=existing_path(dir_okay=False),
-              help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them if absent.")
 @click.option("--method", "methods", multiple=True, help=_method_help())
 @click.option("--method-option", "method_option", multiple=True, metavar="RERANKER.OPTION=VALUE",
               help="An option of a reranker (repeat), e.g. b4.alpha_xy=500 or codet-rw.combine=codet; every option "
@@ -152,20 +149,13 @@ def _print_tables(summary: dict[str, dict[str, dict[str, Any]]], ks: tuple[int, 
                    "'from m import *' inside a test) has all its solutions fail to run, as in CodeT.")
 @workers_option()
 @engine_options()
-@click.option("--verdicts", type=existing_path(dir_okay=False),
-              help="Extra verdicts scored as 'original' (e.g. CodeT's HumanEval verdicts: task_id, completion, passed).")
-@click.option("--evalplus/--no-evalplus", default=True, show_default=True,
-              help="Compute HumanEval+/MBPP+ verdicts (base and plus; MBPP sanitized: base = its original asserts).")
 @click.option("--baseline", type=existing_path(dir_okay=False),
               help="A 'testgen evaluate' verdicts file (the model's samples at T=0.2): its pass@k is shown as "
                    "the 'baseline' row beside random (the paper's Table 5 baseline).")
 @click.option("--ks", default="1,2,10", show_default=True, help="Comma-separated k of pass@k.")
 @click.option("--out", default="rerank-out", show_default=True, type=click.Path(file_okay=False),
               help="Output directory (summary.json, picks.jsonl, run.json).")
-@click.option("--cache-dir", type=click.Path(file_okay=False),
-              help="A cache folder whose result store keeps the matrices and verdicts (default: the shared store "
-                   "in $TESTGEN_CACHE, which testgen evaluate and the other commands read too).")
-@click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
+@store_options()
 @debug_option()
 def rerank_cmd(
     samples: str,

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from commandline import POSITIVE_INT, FriendlyCommand, debug_option, existing_path, notice, workers_option
+from rerank.cli_shared import store_options
 
 __all__ = ["cv_cmd"]
 
@@ -47,8 +48,7 @@ __all__ = ["cv_cmd"]
 @workers_option()
 @click.option("--out", default="rerank-cv", show_default=True, type=click.Path(file_okay=False),
               help="Output directory: cv-generators.json, cv-generators.md, model.json.")
-@click.option("--cache-dir", type=click.Path(file_okay=False),
-              help="A cache folder whose result store keeps the matrices and verdicts (default: $TESTGEN_CACHE's).")
+@store_options(progress=False)
 @debug_option()
 def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds: int, seeds: str, old_model: str | None,
            ablation: bool, annotate: str | None, trained_on: tuple[str, ...],

@@ -1,5 +1,7 @@
-"""What the ``rerank`` and ``rerank train`` commands share: the ``--tests [LABEL=]FILE`` values
-and the progress bars. Its own module so that neither command module imports the other.
+"""What the ``rerank`` commands share, each option defined once: the pool's inputs (``--samples``,
+``--tests [LABEL=]FILE``, ``--prompts``, ``--verdicts``, ``--evalplus``), how the outcome matrix is
+built, where the result store is (``--cache-dir``) and the progress bars. Its own module so that
+no command module imports another.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from typing import Any, TypeVar
 
 import click
 
-from commandline import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, timeout_option
+from commandline import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, existing_path, timeout_option
 from evaluation.errors import MissingFile
 
-__all__ = ["parse_tests_option", "progress_bars", "matrix_options"]
+__all__ = ["parse_tests_option", "progress_bars", "matrix_options", "pool_options", "store_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -87,5 +89,41 @@ def matrix_options() -> Callable[[F], F]:
         f = timeout_option(default=0.1, help="Seconds per test (CodeT: 0.1).")(f)
         return click.option("--tests-per-generation", default=5, show_default=True, type=POSITIVE_INT,
                             help="Keep the first N tests of each generation (CodeT: 5).")(f)
+
+    return apply
+
+
+def pool_options(*, tests_help: str, verdicts_help: str) -> Callable[[F], F]:
+    """The pool a ``rerank`` command reads: ``--samples``, ``--tests [LABEL=]FILE`` (repeatable),
+    ``--prompts``, ``--verdicts``, ``--evalplus/--no-evalplus``; what the tests and the extra
+    verdicts are for differs between ``rerank`` and ``rerank train``."""
+
+    def apply(f: F) -> F:
+        f = click.option("--evalplus/--no-evalplus", default=True, show_default=True,
+                         help="Compute HumanEval+/MBPP+ verdicts (base and plus; MBPP sanitized: base = its original "
+                              "asserts).")(f)
+        f = click.option("--verdicts", type=existing_path(dir_okay=False), help=verdicts_help)(f)
+        f = click.option("--prompts", type=existing_path(dir_okay=False),
+                         help="CodeT prompt file (task_id, prompt) to match CodeT-format inputs; found next to them "
+                              "if absent.")(f)
+        f = click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE", help=tests_help)(f)
+        return click.option("--samples", required=True, type=existing_path(dir_okay=False),
+                            help="Sampled solutions: our solutions.jsonl, EvalPlus samples, or CodeT's "
+                                 "{prompt, samples}.")(f)
+
+    return apply
+
+
+def store_options(*, progress: bool = True) -> Callable[[F], F]:
+    """``--cache-dir`` (the result store that keeps matrices and verdicts) and, unless
+    ``progress`` is false, ``--progress/--no-progress``."""
+
+    def apply(f: F) -> F:
+        if progress:
+            f = click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")(f)
+        return click.option("--cache-dir", type=click.Path(file_okay=False),
+                            help="A cache folder whose result store keeps the matrices and verdicts (default: the "
+                                 "shared store in $TESTGEN_CACHE, which testgen evaluate and the other commands "
+                                 "read too).")(f)
 
     return apply

@@ -22,13 +22,12 @@ from commandline import (
     dataset_path_option,
     debug_option,
     engine_options,
-    existing_path,
     notice,
     results_console,
     titled_table,
     workers_option,
 )
-from rerank.cli_shared import matrix_options
+from rerank.cli_shared import matrix_options, pool_options, store_options
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
@@ -140,19 +139,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 @click.command(name="rerank train", cls=FriendlyCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--samples", required=True, type=existing_path(dir_okay=False),
-              help="Sampled solutions (as for rerank).")
-@click.option("--tests", "tests", required=True, multiple=True, metavar="[LABEL=]FILE",
-              help="Test generations. The first is the training pool; more (other tests of the same samples) "
-                   "are only evaluated: each fold's model is also scored on their held-out tasks.")
+@pool_options(tests_help="Test generations. The first is the training pool; more (other tests of the same "
+                         "samples) are only evaluated: each fold's model is also scored on their held-out tasks.",
+              verdicts_help="Verdicts scored (and trainable) as 'original' (e.g. CodeT's HumanEval verdicts).")
 @dataset_option()
 @dataset_path_option()
-@click.option("--prompts", type=existing_path(dir_okay=False),
-              help="CodeT prompt file to match CodeT-format inputs; found next to them if absent.")
-@click.option("--verdicts", type=existing_path(dir_okay=False),
-              help="Verdicts scored (and trainable) as 'original' (e.g. CodeT's HumanEval verdicts).")
-@click.option("--evalplus/--no-evalplus", default=True, show_default=True,
-              help="Compute HumanEval+/MBPP+ verdicts (base and plus).")
 @click.option("--label", default="original", show_default=True, type=click.Choice(["original", "base", "plus"]),
               help="Verdict kind to train on: original (--verdicts), base or plus (HumanEval+).")
 @click.option("--kind", default="direct", show_default=True,
@@ -190,39 +181,14 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @engine_options()
 @click.option("--out", default="rerank-model", show_default=True, type=click.Path(file_okay=False),
               help="Output directory: model.json, cv.json, cv.md.")
-@click.option("--cache-dir", type=click.Path(file_okay=False),
-              help="A cache folder whose result store keeps the matrices and verdicts (default: the shared store in "
-                   "$TESTGEN_CACHE, where a rerank run of the same pool left them).")
-@click.option("--progress/--no-progress", default=True, help="Progress bars on stderr.")
+@store_options()
 @debug_option()
 def train_cmd(
-    samples: str,
-    tests: tuple[str, ...],
-    dataset: str,
-    dataset_path: str | None,
-    prompts: str | None,
-    verdicts: str | None,
-    evalplus: bool,
-    label: str,
-    kind: str,
-    feature_set: str,
-    c_value: float | None,
-    c_grid: str,
-    folds: int,
-    seeds: str,
-    cv: bool,
-    shapes_text: str | None,
-    shape_seeds: str,
-    transfer_shapes: str | None,
-    tests_per_generation: int,
-    timeout: float,
-    shorten_timeouts_after: int,
-    short_timeout: float,
-    workers: int | None,
-    engine: EngineChoice,
-    out: str,
-    cache_dir: str | None,
-    progress: bool,
+    samples: str, tests: tuple[str, ...], dataset: str, dataset_path: str | None, prompts: str | None,
+    verdicts: str | None, evalplus: bool, label: str, kind: str, feature_set: str, c_value: float | None,
+    c_grid: str, folds: int, seeds: str, cv: bool, shapes_text: str | None, shape_seeds: str,
+    transfer_shapes: str | None, tests_per_generation: int, timeout: float, shorten_timeouts_after: int,
+    short_timeout: float, workers: int | None, engine: EngineChoice, out: str, cache_dir: str | None, progress: bool,
     debug: bool,
 ) -> None:
     """Train the learned reranker: cross-validate by task, then fit on every task and save.
@@ -234,9 +200,8 @@ def train_cmd(
     """
     from evaluation.errors import TestgenError
     from rerank.cli_shared import parse_tests_option, progress_bars
-    from rerank.crossval import CVConfig, choose_c, cross_validate, pools_from_run
-    from rerank.features import FEATURE_SETS, pool_features
-    from rerank.learned import fit, save_model
+    from rerank.crossval import CVConfig, cross_validate, pools_from_run
+    from rerank.features import FEATURE_SETS
     from rerank.pipeline import RerankConfig, load
 
     grid = _floats(c_grid, "--c-grid")
@@ -244,17 +209,8 @@ def train_cmd(
         grid = ()  # a fixed C, or a kind without one
     features = FEATURE_SETS[feature_set]
     seed_list = _ints(seeds, "--seeds")
-    if label == "original" and not verdicts:
-        raise click.BadParameter("training on 'original' needs --verdicts (or use --label base/plus)",
-                                 param_hint="'--label'")
-    if label in ("base", "plus") and not evalplus:
-        raise click.BadParameter(f"training on {label!r} needs the HumanEval+ evaluator (--evalplus)",
-                                 param_hint="'--label'")
-    if kind == "boosting" and not cv:
-        raise click.BadParameter("a boosting model is not saved; it only makes sense with --cv", param_hint="'--kind'")
-    shapes, transfer = _shape_options(shapes_text, transfer_shapes)
-    if shapes and kind == "boosting":
-        raise click.BadParameter("--shapes trains a model to save: not with --kind boosting", param_hint="'--kind'")
+    shapes, transfer = _check_options(label=label, verdicts=verdicts, evalplus=evalplus, kind=kind, cv=cv,
+                                      shapes_text=shapes_text, transfer_text=transfer_shapes)
     if shapes and shorten_timeouts_after:
         notice("--shapes: building the matrix with exact deadlines (--shorten-timeouts-after 0) and without "
                "CodeT's packing rule, so that every subsample is a sub-matrix of it")
@@ -290,34 +246,65 @@ def train_cmd(
         if cv:
             result = cross_validate(pools[0], cv_config, eval_pools=pools[1:], progress=factory("cross-validation"))
             cv_summary = result.summary()
-            (outdir / "cv.json").write_text(json.dumps({
-                "config": {"folds": folds, "seeds": list(seed_list), "kind": kind, "c": cv_config.c,
-                           "c_grid": list(grid), "label": label, "features": list(cv_config.features)},
-                "train_pool": result.train_pool, "pools": result.extra, "seconds": result.seconds,
-                "summary": cv_summary,
-                "folds": [{"seed": f.seed, "fold": f.fold, "pool": f.pool, "tasks": f.tasks, "c": f.c,
-                           "pass@1": f.pass1} for f in result.folds],
-            }, indent=1) + "\n")
-            (outdir / "cv.md").write_text(cv_markdown(result, cv_summary), encoding="utf-8")
-        if kind == "boosting":
-            model_path = None
-        else:
-            pool = pools[0]
-            tables = [pool_features(m, features) for m in pool.matrices]
-            c_final = choose_c(tables, pool, list(range(len(pool.matrices))), cv_config, seed=0) if grid else cv_config.c
-            model = fit(pool.matrices, pool.verdicts[label], features=features, kind=kind,  # type: ignore[arg-type]
-                        c=c_final, label=label,
-                        inputs={"samples": Path(samples).name, "tests": Path(config.tests[0][1]).name,
-                                "dataset": dataset, "tests_per_generation": tests_per_generation,
-                                "timeout": timeout, "shorten_timeouts_after": shorten_timeouts_after})
-            if cv_summary is not None:
-                model = _with_cv(model, cv_summary, cv_config, grid)
-            model_path = outdir / "model.json"
-            save_model(model, model_path)
+            _write_cv(outdir, result, cv_summary, cv_config, grid)
+        model_path = None if kind == "boosting" else _fit_and_save(
+            pools[0], cv_config, grid, cv_summary, outdir / "model.json",
+            inputs={"samples": Path(samples).name, "tests": Path(config.tests[0][1]).name, "dataset": dataset,
+                    "tests_per_generation": tests_per_generation, "timeout": timeout,
+                    "shorten_timeouts_after": shorten_timeouts_after})
     if cv_summary is not None:
         _print_summary(cv_summary)
     wrote = ", ".join(p for p in ("model.json" if model_path else "", "cv.json, cv.md" if cv else "") if p)
     click.echo(f"wrote {out}/{{{wrote}}}", err=True)
+
+
+def _fit_and_save(pool: Any, config: Any, grid: tuple[float, ...], cv_summary: dict[str, Any] | None, path: Path, *,
+                  inputs: dict[str, Any]) -> Path:
+    """Fit the model on every task of the training pool (C chosen by an inner CV when there is a
+    grid), with its cross-validated figures when there are some, and save it to ``path``."""
+    from rerank.crossval import choose_c
+    from rerank.features import pool_features
+    from rerank.learned import fit, save_model
+
+    tables = [pool_features(m, config.features) for m in pool.matrices]
+    c_final = choose_c(tables, pool, list(range(len(pool.matrices))), config, seed=0) if grid else config.c
+    model = fit(pool.matrices, pool.verdicts[config.label], features=config.features, kind=config.kind,
+                c=c_final, label=config.label, inputs=inputs)
+    if cv_summary is not None:
+        model = _with_cv(model, cv_summary, config, grid)
+    save_model(model, path)
+    return path
+
+
+def _check_options(*, label: str, verdicts: str | None, evalplus: bool, kind: str, cv: bool,
+                   shapes_text: str | None, transfer_text: str | None) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Refuse option combinations that cannot train before any work; ``--shapes`` and
+    ``--transfer-shapes`` parsed."""
+    if label == "original" and not verdicts:
+        raise click.BadParameter("training on 'original' needs --verdicts (or use --label base/plus)",
+                                 param_hint="'--label'")
+    if label in ("base", "plus") and not evalplus:
+        raise click.BadParameter(f"training on {label!r} needs the HumanEval+ evaluator (--evalplus)",
+                                 param_hint="'--label'")
+    if kind == "boosting" and not cv:
+        raise click.BadParameter("a boosting model is not saved; it only makes sense with --cv", param_hint="'--kind'")
+    shapes, transfer = _shape_options(shapes_text, transfer_text)
+    if shapes and kind == "boosting":
+        raise click.BadParameter("--shapes trains a model to save: not with --kind boosting", param_hint="'--kind'")
+    return shapes, transfer
+
+
+def _write_cv(outdir: Path, result: Any, summary: dict[str, Any], config: Any, grid: tuple[float, ...]) -> None:
+    """OUT/cv.json (configuration, per-fold pass@1, summary) and OUT/cv.md."""
+    (outdir / "cv.json").write_text(json.dumps({
+        "config": {"folds": config.folds, "seeds": list(config.seeds), "kind": config.kind, "c": config.c,
+                   "c_grid": list(grid), "label": config.label, "features": list(config.features)},
+        "train_pool": result.train_pool, "pools": result.extra, "seconds": result.seconds,
+        "summary": summary,
+        "folds": [{"seed": f.seed, "fold": f.fold, "pool": f.pool, "tasks": f.tasks, "c": f.c,
+                   "pass@1": f.pass1} for f in result.folds],
+    }, indent=1) + "\n")
+    (outdir / "cv.md").write_text(cv_markdown(result, summary), encoding="utf-8")
 
 
 def _shape_options(shapes_text: str | None, transfer_text: str | None) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -35,7 +35,7 @@ from rerank.methods import Ranking, b4, codet, codet_rw
 __all__ = ["FeatureSpec", "FEATURES", "FEATURE_NAMES", "DEFAULT_FEATURES", "LOG_OF", "SCORE_FEATURES", "FEATURE_SETS",
            "SHAPE_FEATURES", "SG_FEATURES", "SG_SET",
            "pool_features",
-           "with_pool_info", "MissingFeatureInput"]
+           "MissingFeatureInput"]
 
 Needs = Literal["matrix", "outputs", "sizes", "logprobs", "authors"]
 """What a feature is computed from: the pass/fail matrix (always there), the programs'
@@ -227,26 +227,6 @@ class MissingFeatureInput(ValueError):
     """A requested feature needs an input the matrix does not carry (outputs, sizes, ...)."""
 
 
-def with_pool_info(
-    matrix: TaskMatrix,
-    *,
-    sizes: Sequence[int] | None = None,
-    logprobs: Sequence[float | None] | None = None,
-    authors: tuple[tuple[int, ...], ...] | None = None,
-) -> TaskMatrix:
-    """The matrix with per-program sizes, log-probabilities and (SG) test authors attached
-    (for features; see :attr:`TaskMatrix.test_authors`)."""
-    lp: npt.NDArray[np.float64] | None = None
-    if logprobs is not None and all(v is not None for v in logprobs):
-        lp = np.asarray([float(v) for v in logprobs if v is not None], np.float64)
-    return replace(
-        matrix,
-        solution_sizes=None if sizes is None else np.asarray(sizes, np.int64),
-        solution_logprobs=lp,
-        test_authors=authors,
-    )
-
-
 def _per_program(ranking: Ranking, n: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Score and 0-based tie-group index of each program (NaN / -1 when unranked)."""
     score = np.full(n, np.nan)
@@ -348,7 +328,7 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
     if "outputs" in needs and matrix.output_keys is None:
         raise MissingFeatureInput(f"{matrix.task_id}: features need the programs' outputs (build the matrix with outputs)")
     if "sizes" in needs and matrix.solution_sizes is None:
-        raise MissingFeatureInput(f"{matrix.task_id}: features need program sizes (rerank.features.with_pool_info)")
+        raise MissingFeatureInput(f"{matrix.task_id}: features need program sizes (rerank.matrix.with_pool_info)")
     if "logprobs" in needs and matrix.solution_logprobs is None:
         raise MissingFeatureInput(f"{matrix.task_id}: features need log-probabilities (samples carry no 'logprob')")
     if "authors" in needs and matrix.test_authors is None:

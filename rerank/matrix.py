@@ -11,12 +11,13 @@ tests by occurrence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["TaskMatrix"]
+__all__ = ["TaskMatrix", "with_pool_info"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +49,7 @@ class TaskMatrix:
     when output values were not collected."""
     solution_sizes: npt.NDArray[np.int64] | None = None
     """Per distinct solution, the characters of its completion (its program when no
-    completion is known); ``None`` when not attached (:func:`rerank.features.with_pool_info`).
+    completion is known); ``None`` when not attached (:func:`with_pool_info`).
     Facts about the samples, not outcomes: read only by the learned reranker's features."""
     solution_logprobs: npt.NDArray[np.float64] | None = None
     """Per distinct solution, the sample's mean token log-probability when the samples
@@ -57,7 +58,7 @@ class TaskMatrix:
     """Self-generated tests (SG): per distinct test, aligned with :attr:`test_positions`, the
     distinct solution whose sample was in the prompt of each occurrence's generation (-1: none,
     or a solution not in the pool); ``None`` when the tests do not say (placeholder tests).
-    A fact about the inputs, not an outcome: attached by :func:`rerank.features.with_pool_info`."""
+    A fact about the inputs, not an outcome: attached by :func:`with_pool_info`."""
 
     def __post_init__(self) -> None:
         n, m = len(self.solution_keys), len(self.test_keys)
@@ -127,3 +128,23 @@ class TaskMatrix:
             passed=arr,
             output_keys=None if output_keys is None else tuple(tuple(o) for o in output_keys),
         )
+
+
+def with_pool_info(
+    matrix: TaskMatrix,
+    *,
+    sizes: Sequence[int] | None = None,
+    logprobs: Sequence[float | None] | None = None,
+    authors: tuple[tuple[int, ...], ...] | None = None,
+) -> TaskMatrix:
+    """The matrix with per-program sizes, log-probabilities and (SG) test authors attached
+    (for features; see :attr:`TaskMatrix.test_authors`)."""
+    lp: npt.NDArray[np.float64] | None = None
+    if logprobs is not None and all(v is not None for v in logprobs):
+        lp = np.asarray([float(v) for v in logprobs if v is not None], np.float64)
+    return replace(
+        matrix,
+        solution_sizes=None if sizes is None else np.asarray(sizes, np.int64),
+        solution_logprobs=lp,
+        test_authors=authors,
+    )

@@ -58,7 +58,7 @@ from rerank.ground_truth import (
     read_baseline,
 )
 from rerank.inputs import TestSet, read_samples, read_tests
-from rerank.matrix import TaskMatrix
+from rerank.matrix import TaskMatrix, with_pool_info
 from rerank.reranker import MethodSpec, Ranking, bind_reranker, default_methods, reranker_spec
 from rerank.scoring import TaskScore, mean_scores, score_task
 from rerank.significance import add_statistics
@@ -189,8 +189,6 @@ class LoadedRun:
 
 
 def _with_sizes(matrix: TaskMatrix, task: TaskInputs, authors: tuple[tuple[int, ...], ...] | None = None) -> TaskMatrix:
-    from rerank.features import with_pool_info
-
     return with_pool_info(
         matrix,
         sizes=[len(s.completion if s.completion is not None else s.code) for s in task.first_solution],

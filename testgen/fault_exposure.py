@@ -36,6 +36,7 @@ from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl, write_jsonl
 from evaluation.records import Outcome, Solution, content_id
 from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_programs
+from testgen.metrics import cpu_seconds, mean_of_present
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
@@ -157,7 +158,7 @@ def fault_metrics(
     and its task's faults (the steps of the module docstring). Writes ``out_dir/faults/faults.jsonl``."""
     from evaluation.faults import distinct_faults
 
-    t0, cpu0 = time.perf_counter(), _cpu()
+    t0, cpu0 = time.perf_counter(), cpu_seconds()
     say = notify or (lambda _msg: None)
     tasks = list(dict.fromkeys(g.task_id for g in generations))
     scoped = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in set(tasks)})
@@ -182,7 +183,7 @@ def fault_metrics(
         "options": {"timeout": opts.timeout, "shorten_after": opts.shorten_after, "at": list(AT)},
         "execution": {**stats, "signatures_store": dict(fs.store), "faults_s": round(faults_s, 3),
                       "matrix_s": round(matrix_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
-                      "cpu_s": round(_cpu() - cpu0, 3)},
+                      "cpu_s": round(cpu_seconds() - cpu0, 3)},
     })
     return block, by_generation
 
@@ -246,13 +247,13 @@ def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], fs: Fa
     counts = [len(fs.faults.get(t, ())) for t in tasks]
     return by_generation, {
         # ``score`` (= ``exposure``) and ``per_task``: the shape a leaderboard reads a figure in.
-        "score": _mean([_mean(per_task[t]) for t in scored]),
-        "exposure": _mean([_mean(per_task[t]) for t in scored]),
+        "score": mean_of_present([mean_of_present(per_task[t]) for t in scored]),
+        "exposure": mean_of_present([mean_of_present(per_task[t]) for t in scored]),
         # Per task, for intervals over tasks and paired tests (a leaderboard's bootstrap).
-        "per_task": {t: _mean(per_task[t]) for t in scored},
-        "exposure_union": _mean([union[t] * share[t] for t in scored]),
-        "exposure_generations_with_tests": _mean([_mean(with_tests[t]) for t in scored if t in with_tests]),
-        "exposure_at": {str(n): _mean([exposed(t, set(ordered.get(t, [])[:n])) * share[t] for t in scored])
+        "per_task": {t: mean_of_present(per_task[t]) for t in scored},
+        "exposure_union": mean_of_present([union[t] * share[t] for t in scored]),
+        "exposure_generations_with_tests": mean_of_present([mean_of_present(with_tests[t]) for t in scored if t in with_tests]),
+        "exposure_at": {str(n): mean_of_present([exposed(t, set(ordered.get(t, [])[:n])) * share[t] for t in scored])
                         for n in AT},
         "tasks": len(tasks),
         "tasks_scored": len(scored),
@@ -282,15 +283,3 @@ def _write_faults(out_dir: Path, tasks: Sequence[str], fs: FaultSet, exposers: M
          "exposed_by_tests": len(exposers[f"{t}#{f.fault_id}"]), "program": f.program,
          "solution_ids": list(f.solution_ids)}
         for t in tasks for f in fs.faults.get(t, ())))
-
-
-def _mean(xs: Sequence[float | None]) -> float | None:
-    values = [x for x in xs if x is not None]
-    return sum(values) / len(values) if values else None
-
-
-def _cpu() -> float:
-    import resource
-
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import enum
 import math
+import resource
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -42,6 +43,8 @@ from evaluation.registry import Registry
 from testgen.coverage import CoverageCounts, CoverageMeasure
 
 __all__ = [
+    "cpu_seconds",
+    "mean_of_present",
     "DedupKey",
     "EmptyPolicy",
     "GenerationResult",
@@ -448,3 +451,16 @@ def generation_record(g: GenerationResult, *, measure: CoverageMeasure = Coverag
         "dropped_unparsable": g.dropped_unparsable,
         "dropped_rebinding": g.dropped_rebinding,
     }
+
+
+def mean_of_present(xs: Sequence[float | None]) -> float | None:
+    """Mean of the values that are not None (a task or generation with nothing to score is left
+    out, not counted as 0); None when there are none."""
+    values = [x for x in xs if x is not None]
+    return sum(values) / len(values) if values else None
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its waited-for children (the cost a metrics file reports)."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime

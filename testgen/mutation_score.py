@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from evaluation.io import write_jsonl
 from evaluation.records import Outcome, content_id
 from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_programs
+from testgen.metrics import cpu_seconds, mean_of_present
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
@@ -103,7 +104,7 @@ def mutation_metrics(
     from evaluation.mutants import EQUIVALENCE_SUITES, mutants_of
 
     t0 = time.perf_counter()
-    cpu0 = _cpu()
+    cpu0 = cpu_seconds()
     suites = EQUIVALENCE_SUITES if suites is None else suites
     say = notify or (lambda _msg: None)
     mdir = out_dir / "mutation" / ("peer" if peer is not None else "")
@@ -154,7 +155,7 @@ def mutation_metrics(
                                                      for split, n in store_counts.items()},
                       "equivalence_s": round(equivalence_s, 3),
                       "matrix_s": round(matrix_s, 3), "wall_s": round(time.perf_counter() - t0, 3),
-                      "cpu_s": round(_cpu() - cpu0, 3)},
+                      "cpu_s": round(cpu_seconds() - cpu0, 3)},
     })
     return block, by_generation
 
@@ -219,11 +220,11 @@ def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], mutant
     every = [m for t in tasks for m in mutants[t]]
     n_equivalent = sum(1 for m in every if told_apart[_mkey(m)] == "")
     return by_generation, {
-        "score": _mean([_mean(per_task[t]) for t in scored]),
-        "score_union": _mean([union[t] / len(live[t]) for t in scored]),
+        "score": mean_of_present([mean_of_present(per_task[t]) for t in scored]),
+        "score_union": mean_of_present([union[t] / len(live[t]) for t in scored]),
         # Generations without a test left out (as --empty exclude does for P' and C); tasks
         # none of whose generations has a test are then left out too.
-        "score_generations_with_tests": _mean([_mean(per_task_with_tests[t]) for t in scored
+        "score_generations_with_tests": mean_of_present([mean_of_present(per_task_with_tests[t]) for t in scored
                                                if t in per_task_with_tests]),
         "tasks": len(tasks),
         "tasks_scored": len(scored),
@@ -258,15 +259,3 @@ def _by_operator(tasks: Sequence[str], mutants: Mapping[str, tuple[Mutant, ...]]
                             "told_apart_by": why or None, "killed_by_tests": killed_by, "program": m.program})
     write_jsonl(mdir / "mutants.jsonl", records)
     return ops
-
-
-def _mean(xs: Sequence[float | None]) -> float | None:
-    values = [x for x in xs if x is not None]
-    return sum(values) / len(values) if values else None
-
-
-def _cpu() -> float:
-    import resource
-
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime

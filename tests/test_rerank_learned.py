@@ -27,7 +27,6 @@ from rerank.features import (
     FEATURES,
     MissingFeatureInput,
     pool_features,
-    with_pool_info,
 )
 from rerank.inputs import read_samples, read_tests
 from rerank.learned import (
@@ -40,7 +39,7 @@ from rerank.learned import (
     save_model,
     shipped_model_path,
 )
-from rerank.matrix import TaskMatrix
+from rerank.matrix import TaskMatrix, with_pool_info
 from rerank.methods import b4, codet, mbr_exec
 
 SOLUTIONS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"

@@ -1,6 +1,8 @@
-"""Options that ``testgen run`` and ``testgen sample`` share: which tasks, and how to reach and
-configure the backend (``--base-url``, ``--backend-option KEY=VALUE``, ``--list-backend-options``).
-The options both CLIs share (``--dataset``, ``--workers``, ...) are in :mod:`commandline`.
+"""Options that ``testgen run`` and ``testgen sample`` share, each defined once here: which tasks,
+which backend and how to reach and configure it (``--base-url``, ``--backend-option KEY=VALUE``,
+``--list-backend-options``), and how to sample (``--model``, ``--temperature``, ``--top-p``,
+``--max-tokens``, ``--seed``, ``--prompt-style``, ``--progress``). The options that ``testgen`` and
+``rerank`` share (``--dataset``, ``--workers``, ...) are in :mod:`commandline`.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-from commandline import POSITIVE_INT
+from commandline import NON_NEGATIVE_FLOAT, POSITIVE_INT, PROBABILITY
 
-__all__ = ["task_options", "backend_options", "parse_backend_options", "resolve_backend_options"]
+__all__ = ["task_options", "backend_options", "sampling_options", "parse_backend_options", "resolve_backend_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +39,29 @@ def backend_options() -> Callable[[F], F]:
         return click.option("--base-url", "base_url", multiple=True,
                             help="openai: the server's base URL (e.g. http://localhost:8000/v1); repeat it to spread "
                                  "the requests over several servers (or -o base_url_file=FILE).")(f)
+
+    return apply
+
+
+def sampling_options(*, backend_help: str, max_tokens: int, max_tokens_help: str, temperature_help: str
+                     ) -> Callable[[F], F]:
+    """``--backend``, ``--model``, ``--temperature``, ``--top-p``, ``--max-tokens``, ``--seed``,
+    ``--prompt-style`` and ``--progress/--no-progress``; what the two commands do not share (which
+    backends write their output, the token budget) is passed in."""
+    from testgen.backends import DEFAULT_BACKEND
+
+    def apply(f: F) -> F:
+        f = click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")(f)
+        f = click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto",
+                         show_default=True)(f)
+        f = click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")(f)
+        f = click.option("--max-tokens", type=POSITIVE_INT, default=max_tokens, show_default=True,
+                         help=max_tokens_help)(f)
+        f = click.option("--top-p", type=PROBABILITY, default=0.95, show_default=True)(f)
+        f = click.option("--temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True,
+                         help=temperature_help)(f)
+        f = click.option("--model", default=None, help="Model name (server model id, HF name or path).")(f)
+        return click.option("--backend", default=DEFAULT_BACKEND, show_default=True, help=backend_help)(f)
 
     return apply
 

@@ -12,7 +12,6 @@ import click
 from commandline import (
     NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
-    PROBABILITY,
     dataset_option,
     dataset_path_option,
     existing_path,
@@ -20,8 +19,7 @@ from commandline import (
 )
 from evaluation.errors import TestgenError
 from evaluation.extraction import EXTRACTION_MODES
-from testgen.backends import DEFAULT_BACKEND
-from testgen.cli.options import backend_options, resolve_backend_options, task_options
+from testgen.cli.options import backend_options, resolve_backend_options, sampling_options, task_options
 
 __all__ = ["run"]
 
@@ -41,18 +39,15 @@ def _solutions_file(path: str | None) -> str | None:
 @click.command(name="run")
 @dataset_option()
 @dataset_path_option()
-@click.option("--backend", default=DEFAULT_BACKEND, show_default=True,
-              help="A registered backend: openai, vllm, hf, replay, human, fake, or a plugin's (docs/extending.md).")
-@click.option("--model", default=None, help="Model name (server model id, HF name or path).")
+@sampling_options(backend_help="A registered backend: openai, vllm, hf, replay, human, fake, or a plugin's "
+                               "(docs/extending.md).",
+                  max_tokens=300, max_tokens_help="New tokens per test generation.",
+                  temperature_help="Sampling temperature of the tests (0 = greedy).")
 @click.option("--setting", type=click.Choice(["oracle", "self", "cross", "placeholder"]), default="oracle", show_default=True)
 @click.option("-n", "--num-generations", "n", type=POSITIVE_INT, default=100, show_default=True,
               help="Test generations per task (the paper's N). The human backend always makes 1.")
 @click.option("--tests-per-generation", type=POSITIVE_INT, default=3, show_default=True,
               help="Tests asked for in the prompt and kept by the metrics (all are recorded).")
-@click.option("--temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True)
-@click.option("--top-p", type=PROBABILITY, default=0.95, show_default=True)
-@click.option("--max-tokens", type=POSITIVE_INT, default=300, show_default=True, help="New tokens per test generation.")
-@click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
 @click.option("--code-temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True, help="self: temperature of the solutions.")
 @click.option("--code-max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="self: new tokens per solution.")
 @click.option("--code-pool", "code_pools", type=existing_path(), multiple=True,
@@ -61,7 +56,6 @@ def _solutions_file(path: str | None) -> str | None:
 @click.option("--code-from", type=existing_path(), default=None,
               help="self: take the first N solutions per task from this file (e.g. 'testgen sample' output) "
                    "instead of sampling them.")
-@click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
 @click.option("--prompt-template", default=None, help="Test-prompt template file (or built-in name, e.g. tests_codet).")
 @click.option("--code-template", default=None, help="self: code-prompt template file (or built-in name).")
 @click.option("--keep-examples", is_flag=True,
@@ -76,7 +70,6 @@ def _solutions_file(path: str | None) -> str | None:
                    "module: whole test files of other tools (pytest functions, Pynguin's module_0.f).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory [default: runs/<dataset>/<model>/<setting>].")
-@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
 def run(
     dataset: str, dataset_path: str | None, backend: str, model: str | None, setting: str, n: int,
     tests_per_generation: int, temperature: float, top_p: float, max_tokens: int, seed: int | None,

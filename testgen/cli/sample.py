@@ -14,15 +14,12 @@ from pathlib import Path
 import click
 
 from commandline import (
-    NON_NEGATIVE_FLOAT,
     POSITIVE_INT,
-    PROBABILITY,
     dataset_option,
     dataset_path_option,
     notice,
 )
-from testgen.backends import DEFAULT_BACKEND
-from testgen.cli.options import backend_options, resolve_backend_options, task_options
+from testgen.cli.options import backend_options, resolve_backend_options, sampling_options, task_options
 
 __all__ = ["sample"]
 
@@ -30,18 +27,12 @@ __all__ = ["sample"]
 @click.command(name="sample")
 @dataset_option()
 @dataset_path_option()
-@click.option("--backend", default=DEFAULT_BACKEND, show_default=True,
-              help="A registered backend that writes code: openai, vllm, hf, replay, fake, or a plugin's "
-                   "(docs/extending.md).")
-@click.option("--model", default=None, help="Model name (server model id, HF name or path).")
+@sampling_options(backend_help="A registered backend that writes code: openai, vllm, hf, replay, fake, or a plugin's "
+                               "(docs/extending.md).",
+                  max_tokens=512, max_tokens_help="New tokens per sample.",
+                  temperature_help="Sampling temperature (Table 1: 0.2, 0.6, 0.8; 0 = greedy).")
 @click.option("-n", "--num-samples", "n", type=POSITIVE_INT, default=200, show_default=True,
               help="Samples per task (the paper's Table 1: 200).")
-@click.option("--temperature", type=NON_NEGATIVE_FLOAT, default=0.2, show_default=True,
-              help="Sampling temperature (Table 1: 0.2, 0.6, 0.8; 0 = greedy).")
-@click.option("--top-p", type=PROBABILITY, default=0.95, show_default=True)
-@click.option("--max-tokens", type=POSITIVE_INT, default=512, show_default=True, help="New tokens per sample.")
-@click.option("--seed", type=int, default=None, help="Sampling seed, where the backend supports one.")
-@click.option("--prompt-style", type=click.Choice(["auto", "completion", "chat"]), default="auto", show_default=True)
 @click.option("--code-template", default=None,
               help="Code-prompt template file (or built-in name) [default: code_completion / code_chat].")
 @click.option("--strip-code-examples", is_flag=True,
@@ -51,7 +42,6 @@ __all__ = ["sample"]
 @backend_options()
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory [default: runs/<dataset>/<model>/sample-t<temperature>].")
-@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
 def sample(
     dataset: str, dataset_path: str | None, backend: str, model: str | None, n: int, temperature: float,
     top_p: float, max_tokens: int, seed: int | None, prompt_style: str, code_template: str | None,
