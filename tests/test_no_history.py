@@ -50,10 +50,6 @@ OWNED_ELSEWHERE_UNTIL_MERGE: tuple[str, ...] = (
     "testgen/commands/score_tests.py",
     "rerank/pipeline.py",
     "rerank/ground_truth.py",
-    "testgen/cli/",
-    "rerank/cli*.py",
-    "testgen/fault_exposure.py",
-    "testgen/mutation_score.py",
 )
 """Paths relative to the repository root: a trailing ``/`` is a folder, others ``fnmatch`` patterns."""
 
