@@ -226,6 +226,7 @@ def _scores(generations: Sequence[GenerationTests], tasks: Sequence[str], mutant
         # none of whose generations has a test are then left out too.
         "score_generations_with_tests": mean_of_present([mean_of_present(per_task_with_tests[t]) for t in scored
                                                if t in per_task_with_tests]),
+        "per_task": {t: mean_of_present(per_task[t]) for t in scored},
         "tasks": len(tasks),
         "tasks_scored": len(scored),
         "tasks_without_nonequivalent_mutants": [t for t in tasks if not live[t]],

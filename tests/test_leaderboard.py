@@ -46,8 +46,9 @@ def runs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
         _invoke(["run", "--dataset", "humaneval+", "--backend", "replay", "--model", model, "--setting", "placeholder",
                  "-o", f"file={shared_data / (CODET + 'test_case.jsonl.gz')}", "--prompt-template", "tests_codet",
                  "-n", "20", "--extraction", "codet", "--limit", limit, "--out", str(out[name]), "--no-progress"])
-    for path in out.values():
-        _invoke(["eval", str(path), "--mutation", "--quiet"])
+    for name, path in out.items():  # the human tests on MuTAP's MutPy mutants too
+        peer = ["--peer-mutants", str(shared_data / "mutap" / "humaneval_mutants.jsonl.gz")] if name == "human" else []
+        _invoke(["eval", str(path), "--mutation", *peer, "--quiet"])
     pool = root / "pool.jsonl"
     with gzip.open(shared_data / (CODET + "code_solution.jsonl.gz"), "rt") as fh, open(pool, "w") as dst:
         for _, line in zip(range(3), fh):
@@ -123,6 +124,17 @@ def test_common_tasks_intervals_paired_tests_and_reranking(runs: dict[str, Path]
     kills = {g["task_id"]: g["mutants_killed"] / live[g["task_id"]] for g in _generations(runs["human"])
              if g["task_id"] in live}
     assert m["estimate"] == pytest.approx(sum(kills.values()) / 2)
+    # M on the peer's mutants (one generation per task: the share of its live mutants some test kills)
+    peer_live: dict[str, list[bool]] = {t: [] for t in compared}
+    for line in (runs["human"] / "eval" / "mutation" / "peer" / "mutants.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["task_id"] in peer_live and not rec["equivalent"]:
+            peer_live[rec["task_id"]].append(bool(rec["killed_by_tests"]))
+    scored = {t: sum(v) / len(v) for t, v in peer_live.items() if v}
+    assert scored, "MuTAP has mutants of the first tasks"
+    peer_rows = stats["columns"]["mutation_peer"]["rows"]
+    assert set(peer_rows) == {"human/oracle"}  # the rows evaluated without --peer-mutants have no such figure
+    assert peer_rows["human/oracle"]["estimate"] == pytest.approx(sum(scored.values()) / len(scored))
     # the reranking column: CodeT's pick with the row's tests, beside random and the human tests
     picks = [json.loads(line) for line in (runs["rerank"] / "picks.jsonl").read_text().splitlines()]
     codet = {r["task_id"]: r["expected_pass@1"]["plus"] for r in picks if r["method"] == "codegen16b:codet"}

@@ -25,10 +25,15 @@ def test_models_spec_ends_in_a_leaderboard_of_every_test_run(shared_data: Path) 
     rerank = plan.step("leaderboard/humaneval+/rerank")
     mutap = ["codex-zeroshot", "codex-fewshot", "llama2chat-zeroshot", "llama2chat-fewshot", "copilot-zeroshot",
              "copilot-fewshot", "pynguin"]
-    assert board.meta["rows"] == ["human/oracle", "codegen16b/placeholder", *(f"{m}/oracle" for m in mutap)]
-    for m in mutap:  # one file per task: one generation each, whatever the study's n
+    assert board.meta["rows"] == ["human/oracle", "codegen16b/placeholder", *(f"{m}/oracle" for m in mutap),
+                                  "smollm2/oracle"]
+    for m in [*mutap, "smollm2"]:  # one suite per task: one generation each, whatever the study's n
         run = plan.step(f"{m}/humaneval+/run-oracle").argv
-        assert run[run.index("-n") + 1] == "1" and run[run.index("--extraction") + 1] == "module"
+        assert run[run.index("-n") + 1] == "1"
+        assert run[run.index("--extraction") + 1] == ("robust" if m == "smollm2" else "module")
+    for s in (s for s in plan.steps if s.kind == "eval"):  # M, M on MuTAP's mutants and F on every row
+        assert "--mutation" in s.argv and "--faults" in s.argv
+        assert s.argv[s.argv.index("--peer-mutants") + 1] == str(shared_data / "mutap" / "humaneval_mutants.jsonl.gz")
     codegen = plan.step("codegen16b/humaneval+/run-placeholder").argv
     assert codegen[codegen.index("-n") + 1] == "100"  # the study's n
     evals = [s for s in plan.steps if s.kind == "eval"]
@@ -75,3 +80,25 @@ def test_a_small_models_study_from_nothing_then_nothing_to_do(shared_data: Path,
     res = CliRunner().invoke(cli, ["study", str(spec), "--out", str(out), "--no-progress"])
     assert res.exit_code == 0, res.output
     assert re.search(r": 0 steps ran, 9 already done", res.output), res.output
+
+
+def test_faults_and_peer_mutants_only_where_they_apply(shared_data: Path, tmp_path: Path) -> None:
+    """``faults`` and ``peer_mutants`` reach the eval steps of the datasets that have fault sources
+    and HumanEval's mutants (humaneval+), not MBPP+'s; a wrong type is one line with the key."""
+    text = ('name = "t"\ndatasets = ["humaneval+", "mbpp+"]\nmutation = true\n{}\n'
+            '[[model]]\nname = "human"\nbackend = "human"\n')
+    keys = 'faults = true\npeer_mutants = "${TESTGEN_DATA}/mutap/humaneval_mutants.jsonl.gz"'
+    evals = {s.dataset: s.argv for s in build_plan(parse_spec(text.format(keys), tmp_path / "t.toml")).steps
+             if s.kind == "eval"}
+    assert set(evals) == {"humaneval+", "mbpp+"}
+    assert "--faults" in evals["humaneval+"] and "--faults" not in evals["mbpp+"]
+    he = evals["humaneval+"]
+    assert he[he.index("--peer-mutants") + 1] == str(shared_data / "mutap" / "humaneval_mutants.jsonl.gz")
+    assert "--peer-mutants" not in evals["mbpp+"]
+    off = {s.dataset: s.argv for s in build_plan(parse_spec(text.format(""), tmp_path / "t.toml")).steps
+           if s.kind == "eval"}
+    assert not any("--faults" in a or "--peer-mutants" in a for a in off.values())
+    with pytest.raises(SpecError, match=r":4: key 'faults': expected bool"):
+        parse_spec(text.format('faults = "yes"'), tmp_path / "t.toml")
+    with pytest.raises(SpecError, match=r"key 'peer_mutants': expected str"):
+        parse_spec(text.format("peer_mutants = 3"), tmp_path / "t.toml")

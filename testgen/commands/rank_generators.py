@@ -97,6 +97,16 @@ def _mutation_per_task(run: EvaluatedRun, records: Sequence[Mapping[str, Any]]) 
                        else g["mutants_killed"] / live[str(g["task_id"])])
 
 
+def _peer_per_task(run: EvaluatedRun, tasks: set[str]) -> dict[str, float]:
+    """Per task, M on another tool's mutants (``metrics.json``'s ``mutation.peer.per_task``)."""
+    mutation = run.metrics.get("mutation")
+    peer = mutation.get("peer") if isinstance(mutation, Mapping) else None
+    given = peer.get("per_task") if isinstance(peer, Mapping) else None
+    if not isinstance(given, Mapping):
+        return {}
+    return {str(t): float(v) for t, v in given.items() if str(t) in tasks and _figure(v) is not None}
+
+
 def _figure(value: Any) -> float | None:
     """A number of ``metrics.json`` (or a block's numeric ``score``), else ``None``."""
     if isinstance(value, Mapping):
@@ -124,7 +134,11 @@ def _metrics_json_columns(runs: Mapping[str, EvaluatedRun], tasks: set[str], war
     columns = [Column(key="mutation", title="M", per_task={label: v for label, run in runs.items()
                                                           if (v := _mutation_per_task(run, raw[label]))},
                       help="mutation score: the share of the reference's non-equivalent mutants a generation's "
-                           "tests kill, mean over generations (docs/mutation.md)")]
+                           "tests kill, mean over generations (docs/mutation.md)"),
+               Column(key="mutation_peer", title="M (peer)", per_task={label: v for label, run in runs.items()
+                                                                    if (v := _peer_per_task(run, tasks))},
+                      help="the same on another tool's mutants ('testgen eval --peer-mutants', e.g. MuTAP's MutPy "
+                           "ones; docs/mutation.md)")]
     for key in _other_keys(runs):
         per_task: dict[str, dict[str, float]] = {}
         headline: dict[str, float] = {}

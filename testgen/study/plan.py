@@ -318,6 +318,12 @@ class _Builder:
             argv += ["-k", str(s.tests_per_generation)]
         if s.mutation and measures_mutation(ds):
             argv += ["--mutation"]
+        if s.peer_mutants and measures_mutation(ds) and dataset_spec(ds).family == "HumanEval":
+            argv += ["--peer-mutants", s.peer_mutants]
+        if s.faults:
+            from testgen.fault_exposure import DEFAULT_SOURCES
+
+            argv += ["--faults"] if ds in DEFAULT_SOURCES else []
         deps = [run.id]
         if verdicts is not None and verdicts.blocked is None:
             argv += ["--verdicts-file", f"{verdicts.dir}/verdicts.jsonl"]

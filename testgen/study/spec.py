@@ -8,6 +8,9 @@ file, the line and the key (exit status 2), as every wire format of the project 
 
 String values may use ``${TESTGEN_DATA}`` (the shared data folder: ``$TESTGEN_DATA``, default
 ``../shared/data``) and ``${STUDY_DIR}`` (the spec file's folder).
+
+Longer than 500 lines: the whole schema of the spec file, one documented field per key beside
+the code that reads it, so that a key's meaning and its checks are read in one place.
 """
 
 from __future__ import annotations
@@ -196,6 +199,12 @@ class StudySpec:
     mutation: bool = False
     """Also the mutation score M of the tests (``testgen eval --mutation``; docs/mutation.md) on
     the datasets with base/plus inputs (``humaneval+``, ``mbpp+``), beside P' and C in Tables 2-3."""
+    peer_mutants: str | None = None
+    """Also M on another tool's mutants of HumanEval (``testgen eval --peer-mutants FILE``, e.g.
+    ``${TESTGEN_DATA}/mutap/humaneval_mutants.jsonl.gz``), on the ``humaneval+`` eval steps."""
+    faults: bool = False
+    """Also real-fault exposure F (``testgen eval --faults``; docs/metrics.md) on the datasets with
+    default fault sources in the data folder (``humaneval+``)."""
     workers: int | None = None
     """Executor workers per step (``None``: the commands' default)."""
     engine: str = "local"
@@ -232,8 +241,8 @@ class StudySpec:
 
 _TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
              "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "mutation", "propertyeval", "model", "cross", "rerank",
-             "augment", "leaderboard"}
+             "workers", "engine", "ray_address", "mutation", "peer_mutants", "faults", "propertyeval", "model",
+             "cross", "rerank", "augment", "leaderboard"}
 _MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
                "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
                "extraction", "rerank", "build", "note", "n"}
@@ -439,7 +448,8 @@ def parse_spec(text: str, path: str | os.PathLike[str] = "<spec>") -> StudySpec:
         seed=r.get(d, "seed", int, None, None, 0),
         limit=r.get(d, "limit", int, None, None, None),
         timeout=r.get(d, "timeout", float, None, None, 5.0),
-        mutation=r.get(d, "mutation", bool, None, None, False),
+        mutation=r.get(d, "mutation", bool, None, None, False), faults=r.get(d, "faults", bool, None, None, False),
+        peer_mutants=_expand(pm, spec_dir) if (pm := r.get(d, "peer_mutants", str, None, None, None)) else None,
         workers=r.get(d, "workers", int, None, None, None),
         engine=r.get(d, "engine", str, None, None, "local"),
         ray_address=r.get(d, "ray_address", str, None, None, None),
