@@ -1,4 +1,6 @@
-"""The trusted checker: evaluates a generated test against the calls the program's child recorded.
+"""Runs in: worker (the client) and the checker process. Starting a checker process per recorded
+test and the pipe to it: the worker's side (:class:`Checker`) and the process's (:func:`check_child`);
+what the process evaluates, and how, is :mod:`evaluation.executor.guarded`.
 
 Each check runs in a **fresh process**, forked for it by the worker's checker template (a
 sub-server of the worker's zygote, :mod:`evaluation.executor.forkserver`, that has built the

@@ -1,4 +1,5 @@
-"""Fork servers: the processes that fork a worker's sandboxed children, and never hold a test.
+"""Runs in: worker and its fork servers.
+Fork servers: the processes that fork a worker's sandboxed children, and never hold a test.
 
 Each worker forks, right after its own set-up and before it receives any unit, a **zygote**: a
 process that holds the prepared sandbox and nothing of any program or test, and that only ever
@@ -214,7 +215,7 @@ class ServerState:
 
         coverage.py does its expensive set-up (configuration, stdlib and third-party path
         detection) on the first ``start()``; doing that here (a start/stop with nothing
-        traced) leaves each child only the collector's own start (~30 ms saved per child)."""
+        traced) leaves each child only the collector's own start."""
         if self.coverage is not None:
             return
         import coverage

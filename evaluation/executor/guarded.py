@@ -1,4 +1,6 @@
-"""The trusted checker's evaluation of a generated test against the calls the child recorded.
+"""Runs in: the checker process only. What a checker evaluates: the generated test, rewritten so that
+every attribute read and call is checked, run against a replay of the child's recorded calls (how
+the worker starts a checker and talks to it is :mod:`evaluation.executor.checker`).
 
 Runs only in the checker process (:mod:`evaluation.executor.checker`), which never runs program
 code. The test is parsed and planned as :mod:`evaluation.executor.trusted` says (only tests it

@@ -1,4 +1,4 @@
-"""Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
+"""Runs in: worker. Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
 
 A test's deadline is CPU time, counted by the child itself (``ITIMER_PROF``): on a loaded machine
 a program gets less CPU per second of wall time, and a wall-clock deadline made verdicts depend

@@ -1,4 +1,5 @@
-"""Framing between the executor's processes, and short descriptions of errors and values.
+"""Runs in: parent, worker, fork servers, child and checker.
+Framing between the executor's processes, and short descriptions of errors and values.
 
 Frames are a 4-byte little-endian length followed by a payload. Between the trusted processes
 (parent, workers, fork servers) the payload is :mod:`marshal`. A child's messages to its worker
