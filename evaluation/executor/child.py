@@ -1,21 +1,18 @@
 """Runs in: child. What a child runs: its unit, read from its worker, under the sandbox.
 
-A child is forked per unit by the worker's zygote or a template (:mod:`evaluation.executor.forkserver`),
-which holds nothing of any program or test; :func:`run_child` reads its unit from the worker
-(the program, and per test only what it must run: the call of a judged test with its arguments,
-the expression of a comparison test without its literal), applies the sandbox, loads the
-program once, runs the tests in order under its own CPU-time alarm and writes one message per
-finished test to its result pipe (:mod:`evaluation.executor.protocol`); the worker judges them.
-The tests whose text the child must have (tests run whole in the child, recorded tests) come in a
-second part of the unit, sent only once the child has reported every test of the first part: the
-expected values of the split tests are not in the child's memory while they run, even when another
-test of the same unit spells them out.
+A fork server forks the child (:mod:`evaluation.executor.forkserver`); :func:`run_child` reads its
+unit from the worker (the program, and per test only what it must run: never a comparison's
+literal, never a judged call's expected value), applies the sandbox, loads the program once, runs
+the tests in order under its own CPU-time alarm and writes one message per finished test
+(:mod:`evaluation.executor.protocol`). The tests whose text it must have come in a second part,
+sent only once every test of the first part is reported: the expected values of split tests are
+not in its memory while those run, even when another test of the unit spells them out.
 
-Everything here that runs in the child after the program has loaded runs beside untrusted
-code in the same process: the builtins, functions and constants it uses are bound before
-the program runs (module globals shadowing the builtins, locals in :func:`_run`), so a
-program that patches ``builtins``, ``marshal`` or ``os`` cannot change what the harness does.
-It can still write to the result pipe itself: the worker trusts no message it does not expect.
+Everything here that runs after the program has loaded runs beside untrusted code: the builtins,
+functions and constants it uses are bound before the program runs (module globals shadowing the
+builtins, locals in :func:`_run`), so a program that patches ``builtins``, ``marshal`` or ``os``
+cannot change what the harness does. It can still write to the result pipe itself: the worker
+trusts no message it does not expect.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Runs in: parent. The executor's pool: long-lived worker processes, deduplication, streaming results.
 
-:func:`execute` (or an :class:`Executor`, to keep workers warm across calls) takes jobs,
-deduplicates them (identical program + limits + options run once, with the union of their
-distinct tests; results are fanned out to every occurrence), hands the resulting units to a
-few worker processes (default: one per core) and yields one :class:`ExecutionResult` per job
-as soon as its unit is finished, in any order (``.index`` is the job's position).
-
-The parent drives the workers with a single-threaded, non-blocking event loop over their
-pipes (no threads, no deadlock when a large unit and a large result cross). Everything on the
-wire is plain data (:mod:`evaluation.executor.wire`); a worker that dies is restarted and its
-units resent (twice at most, then their tests are ERROR). See :mod:`evaluation.executor.worker`
-for what happens inside a worker, and :mod:`evaluation.executor.sandbox` for the isolation.
+:func:`execute` (or an :class:`Executor`, which keeps its workers warm) deduplicates jobs into
+units (one program and options, the union of their distinct tests; results fan out to every
+job), sends them to worker processes from one non-blocking event loop over their pipes (no
+threads, no deadlock when a large unit and a large result cross) and yields one
+:class:`ExecutionResult` per job as its unit finishes, in any order. A worker that dies is
+restarted and its units resent (twice at most). What crosses the pipes: docs/executor.md.
 
 Longer than 500 lines: the deduplicating plan and the event loop that drains it share the
 units in flight and the workers' state; split, the two halves would pass that state back and forth.
@@ -475,7 +470,6 @@ class Executor:
             built.append((_OUTCOMES[row.outcome], row.value, row.seconds, row.detail,
                           tuple(tuple(a) for a in row.arcs) if row.arcs is not None else None))
         out = []
-        load_error, load_arcs = reply.load_error, reply.load_arcs
         stats = dict(reply.stats)
         stats["distinct_tests"] = len(unit.tests)
         stats["duplicates"] = len(unit.jobs) - 1
@@ -487,8 +481,8 @@ class Executor:
                     value = None
                 per_test.append(TestResult(outcome=outcome, value=value, duration=duration, detail=detail,
                                            arcs=arcs if job.measure_coverage else None))
-            out.append(ExecutionResult(index=index, tag=job.tag, results=tuple(per_test), load_error=load_error,
-                                       load_arcs=tuple(tuple(a) for a in load_arcs) if load_arcs is not None else None,
+            out.append(ExecutionResult(index=index, tag=job.tag, results=tuple(per_test), load_error=reply.load_error,
+                                       load_arcs=tuple(tuple(a) for a in reply.load_arcs) if reply.load_arcs is not None else None,
                                        stats=stats))
         return out
 

@@ -1,21 +1,14 @@
 """Runs in: parent, worker and child. The executor's messages, as named records, and the check of a child's.
 
-Every pipe's records are defined here, so that a field is added in one place (the map of who
-sends what: docs/executor.md). Between the trusted processes they travel as marshal tuples
-(:func:`evaluation.executor.wire.frame`; marshal refuses tuple subclasses, so a record is sent
-as ``tuple(record)`` and read back with ``Record._make``): :class:`UnitLimits` goes parent ->
-worker -> child inside a unit, a :class:`Reply` with one :class:`ResultRow` per test goes back.
-
-A child runs untrusted code, and the code can write to the child's result pipe as well as the
-harness can. So nothing a child sends is taken as it comes: each message is decoded against a
-fixed binary schema (:func:`decode`, into a :class:`ChildTest`, :class:`ChildLoad` or
-:class:`ChildText`), and a :class:`Session` checks that it is one the worker expects now
-(``W``, ``L``, a ``T`` per test in the order sent, ``D``), with a status :data:`ALLOWED` for the
-kind of test now running. Anything else is a :class:`ProtocolViolation`, charged to that program
-as an error. The sandbox report ``W`` comes before any untrusted code runs, so a program cannot
-forge it. Limits: ``detail`` at most :data:`MAX_DETAIL_BYTES`, text at most the unit's output
-cap, a value at most the unit's value cap (then :func:`evaluation.executor.wire.loads_plain`'s
-limits), ``seconds`` finite and >= 0, ``arcs`` only in coverage units, at most :data:`MAX_ARCS`.
+Every pipe's records are here, so that a field is added in one place (who sends what: the map in
+docs/executor.md). Between trusted processes a record travels as a marshal tuple (marshal refuses
+tuple subclasses: ``tuple(record)`` out, ``Record._make`` in). A child runs untrusted code, which
+can write to its result pipe as well as the harness can: each of its messages is decoded against
+a fixed binary schema (:func:`decode`), and a :class:`Session` checks that it is one the worker
+expects now, with a status :data:`ALLOWED` for the kind of test running; anything else is a
+:class:`ProtocolViolation`, charged to that program. The sandbox report ``W`` comes before any
+untrusted code runs, so no program can forge it. Sizes are capped (:data:`MAX_DETAIL_BYTES`,
+:data:`MAX_ARCS`, the unit's output and value caps) and ``seconds`` must be finite and >= 0.
 """
 
 from __future__ import annotations
@@ -23,7 +16,7 @@ from __future__ import annotations
 import math
 import struct
 from array import array
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_type_hints
 
 __all__ = ["ProtocolViolation", "Session", "decode", "ALLOWED", "MAX_ARCS", "MAX_DETAIL_BYTES", "UnitLimits", "ResultRow",
            "Reply", "ChildTest", "ChildLoad", "ChildText", "OUTCOME_CODES", "HELLO", "REPLY", "SANDBOX", "LOAD", "TEST", "DONE"]
@@ -54,11 +47,10 @@ class UnitLimits(NamedTuple):
     def of(cls, limits: Any) -> UnitLimits:
         """``limits``'s fields of these names, each made this record's type (an int timeout
         is sent as a float: the details that print it read the same)."""
-        return cls._make(_TYPES[name](getattr(limits, name)) for name in cls._fields)
+        return cls._make(kind(getattr(limits, name)) for name, kind in zip(cls._fields, _TYPES))
 
 
-_TYPES: dict[str, type[float] | type[int]] = {"timeout": float, "load_timeout": float, "short_timeout": float}
-_TYPES.update((name, int) for name in UnitLimits._fields if name not in _TYPES)
+_TYPES: tuple[Any, ...] = tuple(get_type_hints(UnitLimits).values())
 
 
 class ResultRow(NamedTuple):

@@ -1,8 +1,7 @@
-"""Runs in: worker, fork servers, child and checker.
-Isolation mechanisms for the executor's children: detection, preparation, application.
+"""Runs in: worker, fork servers, child and checker. Isolation mechanisms for the executor's children: detection, preparation, application.
 
 Each worker process prepares once (at start) what can be prepared once, and every child it
-forks applies it in a few microseconds:
+forks applies it cheaply:
 
 * **namespaces**: the worker unshares a user, a network, an IPC and a mount namespace for
   itself at start (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children

@@ -1,5 +1,4 @@
-"""Runs in: worker; the filter it compiles binds child and checker.
-The seccomp filter of the executor's children: what it denies, and how it is compiled.
+"""Runs in: worker (the filter binds child and checker). The seccomp filter of the executor's children: what it denies, how it is compiled.
 
 Compiled once per worker, to BPF, in a short-lived helper (:func:`compile_in_helper`: the worker
 never imports pyseccomp), with :data:`PID_SENTINEL` wherever the child's own pid goes; each child

@@ -1,5 +1,4 @@
-"""Runs in: worker and its template servers.
-Template processes: fork servers whose children find a heavy library already imported.
+"""Runs in: worker and its templates. Template processes: fork servers whose children find a heavy library already imported.
 
 A program that imports one of :data:`HEAVY_MODULES` has its child forked by the worker's heavy
 template instead of its zygote (:mod:`evaluation.executor.forkserver`): a sub-server of the

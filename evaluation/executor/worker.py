@@ -1,18 +1,17 @@
 """Runs in: worker. A long-lived executor worker: receives units (one program + its distinct
 tests), runs each in sandboxed children, judges what they report, and streams the results back.
 
-The parent sends a unit dict (:meth:`_Worker.run_unit`; a judged unit's expected values follow
-in a frame of their own), the worker answers a :class:`~evaluation.executor.protocol.Reply`;
-the records of every pipe are in :mod:`evaluation.executor.protocol`, the map in docs/executor.md.
-
-Per unit a fork server forks a child (:mod:`evaluation.executor.forkserver`) that gets the program
-and, per test, only what it must run (:mod:`evaluation.executor.child`). The worker trusts nothing
-the child sends as it comes (:class:`~evaluation.executor.protocol.Session`), decodes values within
-limits (:func:`evaluation.executor.wire.loads_plain`) and judges: comparisons and judged calls here,
-recorded tests in a fresh checker (:mod:`evaluation.executor.checker`), so no pass of a test checked
-in trusted code comes from the child. A judged unit's expected values reach the worker only after
-its child was forked. A killed (:mod:`evaluation.executor.watch`) or crashed child costs the test
-it was running; the tests after it run in a fresh child.
+The parent sends a unit dict (:meth:`_Worker.run_unit`; a judged unit's expected values follow in
+a frame of their own, read only once its child is forked) and gets a
+:class:`~evaluation.executor.protocol.Reply` (every pipe's records: :mod:`evaluation.executor.protocol`;
+the map: docs/executor.md). A fork server forks each child (:mod:`evaluation.executor.forkserver`),
+which gets the program and, per test, only what it must run (:mod:`evaluation.executor.child`).
+Nothing the child sends is trusted as it comes (:class:`~evaluation.executor.protocol.Session`);
+values are decoded within limits (:func:`evaluation.executor.wire.loads_plain`) and judged here
+(comparisons, judged calls) or in a fresh checker (recorded tests, :mod:`evaluation.executor.checker`),
+so no pass of a test checked in trusted code comes from the child. A killed
+(:mod:`evaluation.executor.watch`) or crashed child costs the test it was running; the tests after
+it run in a fresh child.
 
 Longer than 500 lines: one child's session (:class:`_ChildRun`) and the unit's passes over its
 children (:class:`_Worker`) share that unit's state.
@@ -824,7 +823,7 @@ class _ChildRun:
             elif self.killed_for:
                 out.load_error = self._load_timeout_detail()
             else:
-                out.load_error = f"child died while loading the program ({_describe(status, '')})"
+                out.load_error = f"child died while loading the program ({_describe(status)})"
             return out
         if not out.loaded:
             return out
@@ -848,7 +847,7 @@ class _ChildRun:
             elif self.killed_for:
                 self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened)
             else:
-                self.results[i] = ResultRow(R_ERROR, None, 0.0, f"child died during this test ({_describe(status, '')})", None)
+                self.results[i] = ResultRow(R_ERROR, None, 0.0, f"child died during this test ({_describe(status)})", None)
             out.unfinished = self.order[pos + 1:]
         return out
 
@@ -872,9 +871,7 @@ def _write_some(fd: int, buf: bytearray) -> bool:
     return False
 
 
-def _describe(status: int, killed_for: str) -> str:
-    if killed_for:
-        return f"killed: {killed_for}"
+def _describe(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -924,22 +921,12 @@ def main() -> None:
     hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
     _write_all(out_fd, frame((HELLO, hello, os.getpid())))
     try:
-        while True:
-            head = _read_exact(in_fd, 4)
-            if head is None:
-                break
-            (size,) = HEADER.unpack(head)
-            payload = _read_exact(in_fd, size)
-            if payload is None:
-                break
-            unit = marshal.loads(payload)  # from the trusted parent
-            if unit is None:
-                break
+        while (unit := read_frame()) is not None:  # None: the parent asks the worker to exit
             _write_all(out_fd, worker.run_unit_frame(unit))
             if worker.faulted:
                 break
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the parent stopped reading (closed early): exit quietly
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        pass  # the parent closed the pipe, or stopped reading (closed early): exit quietly
     finally:
         # Stop the fork servers before exiting, so that once the parent has waited for this
         # worker none of its processes is left.
