@@ -54,6 +54,20 @@ def test_call_values_round_trip_as_plain_data(ex: Executor) -> None:
     assert math.isnan(res.results[1].value)
 
 
+def test_every_limit_crosses_to_the_worker_and_child_by_name() -> None:
+    """``UnitLimits`` (the wire's record) has exactly ``Limits``'s fields, in order, each of its
+    wire type: a limit added to one and not the other fails here, not in a child."""
+    import dataclasses
+    import marshal
+
+    from evaluation.executor.protocol import UnitLimits
+
+    assert UnitLimits._fields == tuple(f.name for f in dataclasses.fields(Limits))
+    sent = UnitLimits._make(marshal.loads(marshal.dumps(tuple(UnitLimits.of(Limits(timeout=1, memory_mb=3.0))))))
+    assert sent.timeout == 1.0 and type(sent.timeout) is float and type(sent.memory_mb) is int
+    assert sent == UnitLimits.of(Limits(timeout=1.0, memory_mb=3))
+
+
 def test_parent_comparison_follows_python_equality(ex: Executor) -> None:
     prog = "def one(): return 1\ndef f1(): return 1.0\ndef t(): return True\ndef nan(): return float('nan')\n" \
            "def tup(): return (1, 2)\n"

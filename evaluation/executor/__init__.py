@@ -1,8 +1,8 @@
-"""The sandboxed batch executor: runs untrusted programs against batches of tests.
+"""Runs in: parent. The sandboxed batch executor: runs untrusted programs against batches of tests.
 
-Public API (see :mod:`evaluation.executor.api`): build :class:`Job` objects, hand them to
-:func:`execute` (or an :class:`Executor`), and read one :class:`TestResult` per test, streamed
-per job as results arrive.
+Build :class:`Job` objects, hand them to :func:`execute` (or an :class:`Executor`), and read one
+:class:`TestResult` per test, streamed per job. Which process runs each module and what crosses
+each boundary: the map in docs/executor.md ("The protocol").
 """
 
 from typing import TYPE_CHECKING

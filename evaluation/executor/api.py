@@ -1,4 +1,4 @@
-"""Data types of the executor's interface. Plain, picklable, frozen.
+"""Runs in: parent. Data types of the executor's interface. Plain, picklable, frozen.
 
 A :class:`Job` is one program plus the tests to run against it. The program is loaded
 once (in a forked, sandboxed child) and each test then runs against it. Two kinds of test:

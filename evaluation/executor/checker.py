@@ -1,21 +1,16 @@
-"""The trusted checker: evaluates a generated test against the calls the program's child recorded.
+"""Runs in: worker (the client) and the checker process. Starting a checker process per recorded
+test and the pipe to it: the worker's side (:class:`Checker`) and the process's (:func:`check_child`);
+what the process evaluates, and how, is :mod:`evaluation.executor.guarded`.
 
-Each check runs in a **fresh process**, forked for it by the worker's checker template (a
-sub-server of the worker's zygote, :mod:`evaluation.executor.forkserver`, that has built the
-allow-lists of :mod:`evaluation.executor.guarded` from freshly imported standard modules and has
-never run a test). So whatever a test binds, rebinds or mutates, the next check, of this unit or
-of any other, starts from the same pristine state. The checker never runs program code and only
-ever receives plain data: the test's source, the name of the function under test and the calls
-the child recorded (arguments and results as marshal bytes). It answers with the verdict.
-
-A generated test is untrusted text too, so a checker is sandboxed like a child (seccomp,
-Landlock, rlimits: 1 GiB of address space, no file writes), its evaluation is restricted by
-allow-lists (see :mod:`evaluation.executor.guarded`), and the worker ends a check that runs past
-its deadline, in CPU time or in waiting time (:mod:`evaluation.executor.watch`): a test may
-compute ``10 ** 10 ** 10``.
-
-Protocol over two pipes, one marshal frame each way: worker -> checker ``(source,
-entry_point, calls, max_bytes)``; checker -> worker ``(outcome, value, detail, literal_free)``.
+Each check runs in a **fresh process** forked by the worker's checker template (a sub-server of
+the zygote, :mod:`evaluation.executor.forkserver`, that built the allow-lists from freshly imported
+standard modules and never ran a test), so every check starts from the same pristine state. It
+never runs program code and receives plain data only, one marshal frame each way: ``(source,
+entry_point, calls, max_bytes)`` (the calls the child recorded, as marshal bytes), answered
+``(outcome, value, detail, literal_free)``. A generated test is untrusted text too: the checker is
+sandboxed like a child (seccomp, Landlock, 1 GiB of address space, no file writes), and the worker
+ends a check past its deadline in CPU or waiting time (:mod:`evaluation.executor.watch`): a test
+may compute ``10 ** 10 ** 10``.
 
 A check is a function of its request alone (a pristine process, the test's text, the recorded
 calls as bytes; the hash seed is fixed): the worker keeps the verdicts of the checks it ran

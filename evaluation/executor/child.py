@@ -1,24 +1,18 @@
-"""The executor's child side: how a test is prepared for a child, and what a child runs.
+"""Runs in: child. What a child runs: its unit, read from its worker, under the sandbox.
 
-A worker (:mod:`evaluation.executor.worker`) compiles each test once
-(:mod:`evaluation.executor.prepare`: a kind, what the child needs to run it, and what the worker
-needs to judge it). A child is forked per unit by the worker's zygote (:mod:`evaluation.executor.forkserver`),
-which holds nothing of any program or test; the child (:func:`run_child`) reads its unit from
-the worker (the program, and per test only what it must run: the call of a judged test with its
-arguments, the expression of a comparison test without its literal), applies the sandbox, loads
-the program once, runs the tests in order under its own CPU-time alarm and writes one message per
-finished test to its result pipe (:mod:`evaluation.executor.protocol`); the worker judges them.
+A fork server forks the child (:mod:`evaluation.executor.forkserver`); :func:`run_child` reads its
+unit from the worker (the program, and per test only what it must run: never a comparison's
+literal, never a judged call's expected value), applies the sandbox, loads the program once, runs
+the tests in order under its own CPU-time alarm and writes one message per finished test
+(:mod:`evaluation.executor.protocol`). The tests whose text it must have come in a second part,
+sent only once every test of the first part is reported: the expected values of split tests are
+not in its memory while those run, even when another test of the unit spells them out.
 
-The tests whose text the child must have (tests run whole in the child, recorded tests: see
-docs/sandbox.md) come in a second part of the unit, sent by the worker only once the child has
-reported every test of the first part: the expected values of the split tests are not in the
-child's memory while they run, even when another test of the same unit spells them out.
-
-Everything here that runs in the child after the program has loaded runs beside untrusted
-code in the same process: the builtins, functions and constants it uses are bound before
-the program runs (module globals shadowing the builtins, locals in :func:`_run`), so a
-program that patches ``builtins``, ``marshal`` or ``os`` cannot change what the harness does.
-It can still write to the result pipe itself: the worker trusts no message it does not expect.
+Everything here that runs after the program has loaded runs beside untrusted code: the builtins,
+functions and constants it uses are bound before the program runs (module globals shadowing the
+builtins, locals in :func:`_run`), so a program that patches ``builtins``, ``marshal`` or ``os``
+cannot change what the harness does. It can still write to the result pipe itself: the worker
+trusts no message it does not expect.
 """
 
 from __future__ import annotations
@@ -33,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.executor import protocol, sandbox
 from evaluation.executor.protocol import (
+    DONE,
     K_CALL,
     K_CMP,
     K_CMP_LIT,
@@ -50,6 +45,8 @@ from evaluation.executor.protocol import (
     S_RECORD,
     S_TIMEOUT,
     S_VALUE,
+    SANDBOX,
+    UnitLimits,
 )
 from evaluation.executor.wire import (
     DETAIL_CHARS as _DETAIL_CHARS,
@@ -236,22 +233,23 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
 
     Longer than 80 lines: one pass over the unit's phases (load, the tests of the first part under
     the alarm, the second part) sharing a dozen locals (the alarm's state, coverage, the writer,
-    the order the worker expects); splitting it into named steps is follow-up work of issue 27."""
+    the order the worker expects): split into steps, they would pass those locals back and forth."""
     exit_now = _exit
     dumps = marshal.dumps
     perf = time.process_time  # CPU seconds, as the deadline
     encode_test, encode_load, encode_text = protocol.encode_test, protocol.encode_load, protocol.encode_text
-    limits = unit["limits"]
-    timeout, load_timeout, memory_mb, output_bytes, max_files, file_size_mb, value_bytes = limits[:7]
+    done_tag = DONE.encode()
+    limits = UnitLimits._make(unit["limits"])  # read into locals before the program runs
+    timeout, load_timeout, output_bytes, value_bytes = limits.timeout, limits.load_timeout, limits.output_bytes, limits.value_bytes
     tests: list[Any] = unit["tests"]
     more: bool = unit["more"]
     count = len(tests) + unit["more_count"]
     cpu = int(load_timeout + timeout * max(1, count) + 2)
-    failed = sandbox.apply_in_child(prep, memory_mb=memory_mb, cpu_seconds=cpu, file_size_mb=file_size_mb,
-                                    max_files=max_files)
+    failed = sandbox.apply_in_child(prep, memory_mb=limits.memory_mb, cpu_seconds=cpu, file_size_mb=limits.file_size_mb,
+                                    max_files=limits.max_files)
     # The sandbox report comes first, before any untrusted code runs (so no program can write
     # one); a child whose limits are not all in place runs nothing.
-    send(encode_text(b"W", "not applied: " + ", ".join(failed) if failed else "", 300))
+    send(encode_text(SANDBOX.encode(), "not applied: " + ", ".join(failed) if failed else "", 300))
     if failed:
         exit_now(0)
     out = _CappedText(output_bytes)
@@ -282,9 +280,8 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
 
     def on_alarm(signum: int, frame: Any) -> None:
         # ITIMER_PROF counts CPU time by the scheduler's tick (a whole tick to the process running
-        # at each tick): on a loaded machine it rings when the process has used as little as 60 %
-        # of the deadline. The deadline is the CPU time the process has really used (``perf``, the
-        # scheduler's own account): rung early, the alarm is set again for the rest.
+        # at each tick), so on a loaded machine it rings early. The deadline is the CPU time the
+        # process has really used (``perf``): rung early, the alarm is set again for the rest.
         if armed[0]:
             left = until[0] - perf()
             if left > 0.0:
@@ -396,7 +393,7 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
         if called and cov is not None and not arcs:
             arcs = False  # the worker counts it: stats["coverage_gaps"]
         send(encode_test(i, status, dt, detail, value_blob, arcs))
-    send(encode_text(b"D", out.text(), output_bytes))
+    send(encode_text(done_tag, out.text(), output_bytes))
 
 
 def _judge_in_child(kind: int, spec: Any, value: Any) -> tuple[int, str]:
@@ -431,13 +428,11 @@ def _arcs(cov: Any, filename: str, context: str) -> Any:
     """The arcs recorded in the program's file during ``context`` (the load, or one test),
     through coverage.py's public API only: each test runs in a dynamic context of its own
     (``Coverage.switch_context``), and its arcs are read back with
-    ``CoverageData.set_query_contexts`` and ``CoverageData.arcs``. (Reading the collector's
-    private state instead was ~3x cheaper per test, and silently wrong once coverage.py 7.17
-    changed it: every test reported no arc and the default job printed C = 21 %.) The query is
-    anchored: coverage.py matches query contexts with ``re.search``, so a bare ``t1`` also read
-    ``t10``-``t19``, ``t100``..., whose calls run *before* test 1 when test 1 runs from its text
-    (after every trusted-plan call): a test that raised before calling anything was credited
-    with other tests' arcs (C of CodeT's placeholder tests 10.61 % instead of 10.48 %)."""
+    ``CoverageData.set_query_contexts`` and ``CoverageData.arcs`` (the collector's private state
+    changes between coverage.py releases without notice: docs/executor.md#coverage). The query is
+    anchored: coverage.py matches query contexts with ``re.search``, so a bare ``t1`` would also
+    read ``t10``-``t19``, ``t100``..., whose calls run *before* test 1 when test 1 runs from its
+    text, crediting a test that raised before calling anything with other tests' arcs."""
     if cov is None:
         return None
     cov.switch_context(context + "/end")

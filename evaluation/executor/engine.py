@@ -1,4 +1,4 @@
-"""Where jobs run: the one entry point every command that executes programs goes through.
+"""Runs in: parent. Where jobs run: the one entry point every command that executes programs goes through.
 
 :func:`open_engine` returns an object with the executor's contract (``run(jobs)`` yields one
 :class:`~evaluation.executor.ExecutionResult` per job, in any order, ``.index`` its position;
@@ -10,7 +10,7 @@ a context manager that stops what it started):
   (:class:`~evaluation.executor.ray_engine.RayEngine`); Ray is imported only then.
 
 A caller holds an :class:`EngineChoice` (what the user asked for, from ``--engine`` and
-``--ray-address``) and opens the engine where it used to open an ``Executor``::
+``--ray-address``) and opens the engine where it would open an ``Executor``::
 
     with open_engine(choice, workers=workers, limits=limits) as engine:
         for res in engine.run(jobs):

@@ -1,4 +1,4 @@
-"""Fork servers: the processes that fork a worker's sandboxed children, and never hold a test.
+"""Runs in: worker and its fork servers. Fork servers: the processes that fork a worker's sandboxed children, and never hold a test.
 
 Each worker forks, right after its own set-up and before it receives any unit, a **zygote**: a
 process that holds the prepared sandbox and nothing of any program or test, and that only ever
@@ -21,20 +21,13 @@ programs that import them), the drawing template (Hypothesis imported, for the p
 import it: PropertyEval's draws) and the checker template (the trusted checks' allow-lists built,
 forking one checker per check; :mod:`evaluation.executor.checker`).
 
-Protocol, over a ``SOCK_SEQPACKET`` socket pair (one marshal record per message, descriptors
-as ``SCM_RIGHTS``):
-
-* worker -> server ``("F", role, options)`` + the child's descriptors: fork a child running
-  ``role`` (``"run"``: a program's child; ``"check"``: a checker); server -> worker ``("P",
-  pid)`` + a pidfd of the child (the worker signals and watches it through the pidfd: pids
-  mean nothing across namespaces, and are reused).
-* worker -> server ``("T", kind)`` + one end of a new socket pair: fork a sub-server of
-  ``kind`` (``"heavy"``, ``"drawing"``, ``"checker"``) serving on it; answered like ``F``.
-* server -> worker ``("S", pid, wait status)`` when a process it forked has been reaped.
-* server -> worker ``("X", why)`` instead of ``P`` when its own state (resource limits,
-  priority, scheduling: :func:`evaluation.executor.sandbox.server_state`) is no longer what it
-  was when it started; it then exits, and the worker starts a fresh one. Checked before each
-  fork where seccomp is off: with it on, no child can change a server at all.
+Protocol (a ``SOCK_SEQPACKET`` pair, one marshal record per message, descriptors as ``SCM_RIGHTS``;
+the map in docs/executor.md): ``("F", role, options)`` forks a child running ``role`` (``"run"``,
+``"check"``), ``("T", kind)`` a sub-server (``"heavy"``, ``"drawing"``, ``"checker"``), both
+answered ``("P", pid)`` with a pidfd (pids mean nothing across namespaces, and are reused);
+``("S", pid, status)``: a process it forked was reaped; ``("X", why)`` instead of ``P``: the
+server's own state (:func:`evaluation.executor.sandbox.server_state`) changed, checked before each
+fork where seccomp is off; it exits, and the worker starts a fresh one.
 """
 
 from __future__ import annotations
@@ -214,7 +207,7 @@ class ServerState:
 
         coverage.py does its expensive set-up (configuration, stdlib and third-party path
         detection) on the first ``start()``; doing that here (a start/stop with nothing
-        traced) leaves each child only the collector's own start (~30 ms saved per child)."""
+        traced) leaves each child only the collector's own start."""
         if self.coverage is not None:
             return
         import coverage

@@ -1,15 +1,16 @@
-"""The trusted checker's evaluation of a generated test against the calls the child recorded.
+"""Runs in: the checker process only. What a checker evaluates: the generated test, rewritten so that
+every attribute read and call is checked, run against a replay of the child's recorded calls (how
+the worker starts a checker and talks to it is :mod:`evaluation.executor.checker`).
 
-Runs only in the checker process (:mod:`evaluation.executor.checker`), which never runs program
-code. The test is parsed and planned as :mod:`evaluation.executor.trusted` says (only tests it
-accepts get here), compiled with every attribute load rewritten to ``__tg_attr(obj, name)``
-and every call to ``__tg_fn(func)(...)``, and executed with fresh globals: the allow-listed
-builtins (:data:`~evaluation.executor.trusted.BUILTINS`), an ``__import__`` that hands out
-proxies of the allow-listed standard modules (:data:`~evaluation.executor.trusted.MODULES`,
-imported fresh in this process), and the function under test bound to a replay of the
-recording. ``__tg_attr`` and ``__tg_fn`` check, on the objects actually reached, that no
-attribute starting with ``_`` is read and that only allow-listed functions, types, methods of
-allow-listed types and the test's own lambdas are called. See ``docs/sandbox.md``.
+The test is parsed and planned as :mod:`evaluation.executor.trusted` says (only tests it accepts
+get here), compiled with every attribute load rewritten to ``__tg_attr(obj, name)`` and every call
+to ``__tg_fn(func)(...)``, and executed with fresh globals: the allow-listed builtins
+(:data:`~evaluation.executor.trusted.BUILTINS`), an ``__import__`` that hands out proxies of the
+allow-listed standard modules (:data:`~evaluation.executor.trusted.MODULES`, imported fresh in this
+process), and the function under test bound to the replay. ``__tg_attr`` and ``__tg_fn`` check, on
+the objects actually reached, that no attribute starting with ``_`` is read and that only
+allow-listed functions, types, methods of allow-listed types and the test's own lambdas are
+called. See ``docs/sandbox.md``.
 """
 
 from __future__ import annotations

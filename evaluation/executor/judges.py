@@ -1,4 +1,4 @@
-"""Built-in judges for :attr:`evaluation.executor.Job.judge` (trusted code run in the worker).
+"""Runs in: worker. Built-in judges for :attr:`evaluation.executor.Job.judge` (trusted code run in the worker).
 
 A judge factory takes the job's ``judge_args`` and returns ``check(args, value, duration,
 expected) -> (outcome, detail)``, outcome an index into ``passed, failed, error, timeout``.

@@ -1,9 +1,9 @@
-"""Plain data a child sent, decoded within limits: what the worker makes of a value.
+"""Runs in: worker and checker. Plain data a child sent, decoded within limits: what the worker makes of a value.
 
 A child runs untrusted code, and what it sends as a value (what a function returned, the calls
 a test recorded, the HumanEval+ wrapper's pickled output) is untrusted bytes. ``marshal.loads``
 checks nothing a hostile child cannot defeat: it builds code objects, a set of keys that all
-hash alike in quadratic time (4,000 colliding ints take 70 ms, 400,000 take hours), and a few
+hash alike in quadratic time, and a few
 hundred bytes of references to shared objects can stand for a value with more elements than
 there are atoms (a DAG that doubles at each level), which every later ``==``, ``hash``, ``repr``
 or walk expands. :func:`loads_plain` accepts only plain data (None, bool, int, float, complex,
@@ -21,7 +21,7 @@ limits, in bytes, depth, elements and time:
 ``marshal.loads`` (C speed) decodes a blob only where none of that can go wrong while it runs:
 when the blob has no byte that could start a set, frozenset or dict (nothing is hashed), or when
 it is at most :data:`SMALL_BLOB` bytes and has no byte that could start a reference (a set's
-building then costs at most ~1 ms). Every other blob is decoded by :class:`_PyMarshal`, which
+building then costs little). Every other blob is decoded by :class:`_PyMarshal`, which
 checks the limits *before* it builds anything that hashes. The result is then measured
 (:func:`measure`: types, depth, elements, key collisions, linear in the distinct objects).
 :func:`evaluation.executor.plain_pickle.loads_plain_pickle` does the same for the HumanEval+
@@ -41,13 +41,13 @@ __all__ = ["NotPlain", "loads_plain", "is_plain", "measure", "check_hashable", "
 MAX_DEPTH = 200
 """Nesting of a value the executor accepts: fewer levels than this."""
 MAX_ELEMENTS = 1 << 22
-"""Most elements a value may have (4,194,304), every occurrence of a shared object counted
-(HumanEval+'s largest expected output has 1,000,001)."""
+"""Most elements a value may have (4,194,304, above HumanEval+'s largest expected output),
+every occurrence of a shared object counted."""
 MAX_SAME_HASH = 64
 """Most keys of one set, frozenset or dict that may share one hash value."""
 SMALL_BLOB = 2048
 """Blobs up to this size without a reference byte are decoded by ``marshal.loads`` even when
-they may hold sets: at most ~400 keys, so colliding ones cost at most ~1 ms."""
+they may hold sets: a few hundred keys at most, so colliding ones cost little."""
 
 SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
 """The plain scalar types (exact)."""

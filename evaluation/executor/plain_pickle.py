@@ -1,4 +1,4 @@
-"""Pickles a child produced (the HumanEval+ wrapper's outputs), decoded within limits.
+"""Runs in: worker. Pickles a child produced (the HumanEval+ wrapper's outputs), decoded within limits.
 
 The wrapper that calls a HumanEval+ sample's function returns its output pickled, so that it
 travels type-exactly; the program controls those bytes (it can patch ``pickle.dumps``). A

@@ -1,16 +1,11 @@
-"""The executor's pool: long-lived worker processes, deduplication, streaming results.
+"""Runs in: parent. The executor's pool: long-lived worker processes, deduplication, streaming results.
 
-:func:`execute` (or an :class:`Executor`, to keep workers warm across calls) takes jobs,
-deduplicates them (identical program + limits + options run once, with the union of their
-distinct tests; results are fanned out to every occurrence), hands the resulting units to a
-few worker processes (default: one per core) and yields one :class:`ExecutionResult` per job
-as soon as its unit is finished, in any order (``.index`` is the job's position).
-
-The parent drives the workers with a single-threaded, non-blocking event loop over their
-pipes (no threads, no deadlock when a large unit and a large result cross). Everything on the
-wire is plain data (:mod:`evaluation.executor.wire`); a worker that dies is restarted and its
-units resent (twice at most, then their tests are ERROR). See :mod:`evaluation.executor.worker`
-for what happens inside a worker, and :mod:`evaluation.executor.sandbox` for the isolation.
+:func:`execute` (or an :class:`Executor`, which keeps its workers warm) deduplicates jobs into
+units (one program and options, the union of their distinct tests; results fan out to every
+job), sends them to worker processes from one non-blocking event loop over their pipes (no
+threads, no deadlock when a large unit and a large result cross) and yields one
+:class:`ExecutionResult` per job as its unit finishes, in any order. A worker that dies is
+restarted and its units resent (twice at most). What crosses the pipes: docs/executor.md.
 
 Longer than 500 lines: the deduplicating plan and the event loop that drains it share the
 units in flight and the workers' state; split, the two halves would pass that state back and forth.
@@ -31,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.executor.api import AssertTest, CallTest, ExecutionResult, ExecutorFault, Job, Limits, TestResult
+from evaluation.executor.protocol import HELLO, R_ERROR, REPLY, Reply, ResultRow, UnitLimits
 from evaluation.executor.sandbox import MECHANISMS, Mechanism
 from evaluation.executor.wire import HEADER, PROGRAM_FILENAME, exception_detail, frame, read_size
 from evaluation.records import Outcome
@@ -68,23 +64,19 @@ class _Unit:
     """The program does not parse: its load error, exactly as a child would report it (the
     unit is answered without a worker)."""
 
-    def unparsable_payload(self) -> tuple[Any, ...]:
+    def unparsable_reply(self) -> Reply:
         """The worker's answer for a program that cannot load because it does not parse."""
         detail = self.parse_error or ""
-        results = [(2, None, 0.0, detail, None)] * len(self.tests)
+        results = [ResultRow(R_ERROR, None, 0.0, detail, None)] * len(self.tests)
         stats = {"children": 0, "restarts": 0, "shared": 0, "deadlines_hit": 0, "shortened_deadlines_hit": 0,
                  "seconds": 0.0}
-        return ("R", self.id, results, detail, None, stats)
+        return Reply(REPLY, self.id, results, detail, None, stats)
 
     def message(self) -> bytes:
         """The unit's frame; for a judged unit followed by a frame of the expected values,
         which the worker reads only after it has forked the child (see the worker)."""
-        lim = self.limits
         head = frame({
-            "id": self.id, "program": self.program, "tests": self.tests,
-            "limits": (float(lim.timeout), float(lim.load_timeout), int(lim.memory_mb), int(lim.output_bytes),
-                       int(lim.max_files), int(lim.file_size_mb), int(lim.value_bytes),
-                       int(lim.shorten_after), float(lim.short_timeout)),
+            "id": self.id, "program": self.program, "tests": self.tests, "limits": tuple(UnitLimits.of(self.limits)),
             "coverage": self.coverage, "isolation": self.isolation,
             "judge": self.judge, "judge_args": self.judge_args,
         })
@@ -95,10 +87,9 @@ def _parse_error(program: str) -> str | None:
     """The load error a child reports for ``program`` when it does not parse, else None.
 
     Loading compiles with the same interpreter and flags, and parsing is deterministic, so
-    such a program needs no fork: 736 of CodeGen-16B's 10,786 distinct HumanEval solutions
-    (truncated samples). Only called for programs :func:`~evaluation.dedup.behaviour_key`
-    could not parse (the parent parses every program for that anyway). MemoryError and
-    RecursionError depend on the process, so those programs still go to a child."""
+    such a program (a truncated sample) needs no fork. Only called for programs
+    :func:`~evaluation.dedup.behaviour_key` could not parse (the parent parses every program for
+    that anyway). MemoryError and RecursionError depend on the process: those go to a child."""
     try:
         compile(program, PROGRAM_FILENAME, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError) as exc:
@@ -205,7 +196,7 @@ class _WorkerProc:
 
 
 _PLAN_CHUNK = 64
-"""Jobs planned per turn of :meth:`Executor.run` (~20 ms), between polls of the workers."""
+"""Jobs planned per turn of :meth:`Executor.run`, between polls of the workers."""
 _SUITES_KEPT = 256
 """Test suites whose keys :class:`_Plan` keeps (see :meth:`_Plan.suite`)."""
 
@@ -254,12 +245,12 @@ class _Plan:
         self.source = source
         self.open = True
         self.units: dict[tuple[Any, ...], _Unit] = {}
-        self.payloads: dict[int, tuple[Any, ...]] = {}
+        self.payloads: dict[int, Reply] = {}
         """Results of units that finished while jobs were still being planned."""
         self.suites: dict[int, tuple[tuple[Any, ...], _Suite]] = {}
         """:class:`_Suite` by the identity of a job's tests tuple (kept alive here, so the
-        identity stays its own): jobs built from one tuple (the HumanEval+ evaluator's ~1,000
-        inputs of a split, a matrix's tests of a task) key and lay out their tests once."""
+        identity stays its own): jobs built from one tuple (the HumanEval+ evaluator's inputs of
+        a split, a matrix's tests of a task) key and lay out their tests once."""
 
     def suite(self, tests: tuple[AssertTest | CallTest, ...]) -> _Suite:
         hit = self.suites.get(id(tests))
@@ -430,8 +421,8 @@ class Executor:
         """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes.
 
         Jobs are planned (deduplicated) a chunk at a time between polls of the workers, so the
-        first units run while later jobs are still being planned (a behaviour key costs ~0.3 ms
-        per program: seconds for a large matrix)."""
+        first units run while later jobs are still being planned (behaviour keys of a large
+        matrix take seconds)."""
         plan = _Plan(self, iter(enumerate(jobs)))
         queue: deque[_Unit] = deque()
         remaining = 0
@@ -459,7 +450,7 @@ class Executor:
                         unit = queue.popleft()
                         unit.sent = True
                         if unit.parse_error is not None:
-                            done.append((unit, unit.unparsable_payload()))
+                            done.append((unit, unit.unparsable_reply()))
                             continue
                         proc.inflight.append(unit)
                         proc.outbuf += unit.message()
@@ -472,15 +463,14 @@ class Executor:
             while finished:
                 yield finished.popleft()
 
-    def _fan_out(self, unit: _Unit, payload: tuple[Any, ...],
+    def _fan_out(self, unit: _Unit, reply: Reply,
                  only: list[tuple[int, Job, list[int]]] | None = None) -> list[ExecutionResult]:
-        _, _, results, load_error, load_arcs, stats = payload
         built = []
-        for code, value, duration, detail, arcs in results:
-            built.append((_OUTCOMES[code], value, duration, detail,
-                          tuple(tuple(a) for a in arcs) if arcs is not None else None))
+        for row in map(ResultRow._make, reply.results):
+            built.append((_OUTCOMES[row.outcome], row.value, row.seconds, row.detail,
+                          tuple(tuple(a) for a in row.arcs) if row.arcs is not None else None))
         out = []
-        stats = dict(stats)
+        stats = dict(reply.stats)
         stats["distinct_tests"] = len(unit.tests)
         stats["duplicates"] = len(unit.jobs) - 1
         for index, job, positions in (unit.jobs if only is None else only):
@@ -491,13 +481,13 @@ class Executor:
                     value = None
                 per_test.append(TestResult(outcome=outcome, value=value, duration=duration, detail=detail,
                                            arcs=arcs if job.measure_coverage else None))
-            out.append(ExecutionResult(index=index, tag=job.tag, results=tuple(per_test), load_error=load_error,
-                                       load_arcs=tuple(tuple(a) for a in load_arcs) if load_arcs is not None else None,
+            out.append(ExecutionResult(index=index, tag=job.tag, results=tuple(per_test), load_error=reply.load_error,
+                                       load_arcs=tuple(tuple(a) for a in reply.load_arcs) if reply.load_arcs is not None else None,
                                        stats=stats))
         return out
 
     def _poll(self, queue: deque[_Unit] | None, *, timeout: float | None,
-              expect_hello: bool = False) -> list[tuple[_Unit, tuple[Any, ...]]]:
+              expect_hello: bool = False) -> list[tuple[_Unit, Reply]]:
         assert self._sel is not None
         sel = self._sel
         for proc in self._procs:
@@ -507,7 +497,7 @@ class Executor:
                 sel.register(proc.wfd, selectors.EVENT_WRITE, proc)
             elif not proc.outbuf and registered:
                 sel.unregister(proc.wfd)
-        done: list[tuple[_Unit, tuple[Any, ...]]] = []
+        done: list[tuple[_Unit, Reply]] = []
         ready = sel.select(timeout)
         if not ready and expect_hello:
             raise RuntimeError("executor workers did not start within 30 s")
@@ -533,18 +523,19 @@ class Executor:
                 continue
             proc.inbuf += chunk
             for msg in proc.frames():
-                if msg[0] == "H":
+                if msg[0] == HELLO:
                     proc.hello = msg[1]
                     self._record_isolation(msg[1])
-                elif msg[0] == "R":
+                elif msg[0] == REPLY:
                     self._deaths_in_a_row = 0
                     unit = proc.inflight.popleft()
-                    if unit.id != msg[1]:
-                        raise RuntimeError(f"executor protocol error: unit {msg[1]} != {unit.id}")
-                    if "fault" in msg[5]:  # the worker ends after it: start a fresh one
-                        self._fault(proc, unit, str(msg[5]["fault"]), queue)
+                    reply = Reply._make(msg)
+                    if unit.id != reply.unit_id:
+                        raise RuntimeError(f"executor protocol error: unit {reply.unit_id} != {unit.id}")
+                    if "fault" in reply.stats:  # the worker ends after it: start a fresh one
+                        self._fault(proc, unit, str(reply.stats["fault"]), queue)
                         break
-                    done.append((unit, msg))
+                    done.append((unit, reply))
         return done
 
     def _record_isolation(self, hello: dict[str, tuple[bool, str]]) -> None:
@@ -572,7 +563,7 @@ class Executor:
         queue.appendleft(unit)
 
     def _worker_died(self, proc: _WorkerProc, queue: deque[_Unit] | None,
-                     charge: bool = True) -> list[tuple[_Unit, tuple[Any, ...]]]:
+                     charge: bool = True) -> list[tuple[_Unit, Reply]]:
         """Restart a dead worker; resend its units, or fail them after too many attempts
         (``charge``: the first unit in flight was running when it died)."""
         assert self._sel is not None
@@ -588,7 +579,7 @@ class Executor:
         if self._deaths_in_a_row > 10 * self.workers + 2 * _MAX_ATTEMPTS:
             raise RuntimeError("executor workers keep dying; see their stderr")
         self._add_proc(proc.slot)
-        failed: list[tuple[_Unit, tuple[Any, ...]]] = []
+        failed: list[tuple[_Unit, Reply]] = []
         if queue is None:
             return failed
         # A worker runs its units in order: the first one in flight was running when it died;
@@ -600,8 +591,8 @@ class Executor:
                 err = (f"executor worker died {unit.attempts} times running this program "
                        f"(job tags: {', '.join(repr(job.tag) for _, job, _ in unit.jobs[:3])})")
                 warnings.warn(err, RuntimeWarning, stacklevel=4)
-                results = [(2, None, 0.0, err, None)] * len(unit.tests)
-                failed.append((unit, ("R", unit.id, results, err, None, {"worker_deaths": unit.attempts})))
+                results = [ResultRow(R_ERROR, None, 0.0, err, None)] * len(unit.tests)
+                failed.append((unit, Reply(REPLY, unit.id, results, err, None, {"worker_deaths": unit.attempts})))
             else:
                 queue.appendleft(unit)
         return failed

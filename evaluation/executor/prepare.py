@@ -1,4 +1,4 @@
-"""How a test is prepared for a child: compiled once, in the worker.
+"""Runs in: worker. How a test is prepared for a child: compiled once, in the worker.
 
 :func:`_analyze_assert` and :func:`_analyze_trusted` give ``(kind, spec, extra)``: the kind of
 test (:mod:`evaluation.executor.protocol`), what the child gets to run it (``spec``: compiled

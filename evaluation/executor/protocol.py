@@ -1,30 +1,14 @@
-"""What a child may tell its worker: the message schema, and the order messages must come in.
+"""Runs in: parent, worker and child. The executor's messages, as named records, and the check of a child's.
 
-A child runs untrusted code, and the code can write to the child's result pipe as well as the
-harness can (it can find the descriptor, or write to every one). So nothing a child sends is
-taken as it comes: each message is decoded against a fixed binary schema (:func:`decode`), and
-a :class:`Session` checks that it is one the worker expects now, for the kind of test now
-running. Anything else is a :class:`ProtocolViolation`, charged to that program as an error.
-
-Messages (each in a length-prefixed frame, :data:`evaluation.executor.wire.HEADER`):
-
-* ``W`` (the sandbox report): text, empty when every limit and mechanism was applied, else
-  what was not (the child then ends without running the program: an infrastructure fault,
-  never the program's result). Always the first message, once: the child writes it before any
-  untrusted code runs, so a program cannot forge it (a second one is a violation).
-* ``L`` (the program loaded, or did not): ``loaded``, ``detail``, ``arcs``. Once, after ``W``.
-* ``T`` (a test finished): ``index``, ``status``, ``seconds`` (CPU), ``detail``, ``value``
-  (marshal bytes, for the statuses that carry one), ``arcs``. One per test the worker sent,
-  in the order it sent them, each once.
-* ``D`` (all tests ran): the program's captured output. Last.
-
-Which statuses a test may report depends on its kind (:data:`ALLOWED`): a test checked in
-trusted code reports a value or the recorded calls, an exception or a timeout, never a
-verdict of its own; in particular a judged call (the HumanEval+ evaluator) accepts only a
-value. Limits: ``detail`` at most :data:`MAX_DETAIL_BYTES`, text at most the unit's output cap,
-a value at most the unit's value cap (and then :func:`evaluation.executor.wire.loads_plain`'s
-limits), ``seconds`` a finite number >= 0, ``arcs`` only in coverage units, at most
-:data:`MAX_ARCS` pairs of 32-bit line numbers.
+Every pipe's records are here, so that a field is added in one place (who sends what: the map in
+docs/executor.md). Between trusted processes a record travels as a marshal tuple (marshal refuses
+tuple subclasses: ``tuple(record)`` out, ``Record._make`` in). A child runs untrusted code, which
+can write to its result pipe as well as the harness can: each of its messages is decoded against
+a fixed binary schema (:func:`decode`), and a :class:`Session` checks that it is one the worker
+expects now, with a status :data:`ALLOWED` for the kind of test running; anything else is a
+:class:`ProtocolViolation`, charged to that program. The sandbox report ``W`` comes before any
+untrusted code runs, so no program can forge it. Sizes are capped (:data:`MAX_DETAIL_BYTES`,
+:data:`MAX_ARCS`, the unit's output and value caps) and ``seconds`` must be finite and >= 0.
 """
 
 from __future__ import annotations
@@ -32,9 +16,93 @@ from __future__ import annotations
 import math
 import struct
 from array import array
-from typing import Any
+from typing import Any, NamedTuple, get_type_hints
 
-__all__ = ["ProtocolViolation", "Session", "decode", "ALLOWED", "MAX_ARCS", "MAX_DETAIL_BYTES"]
+__all__ = ["ProtocolViolation", "Session", "decode", "ALLOWED", "MAX_ARCS", "MAX_DETAIL_BYTES", "UnitLimits", "ResultRow",
+           "Reply", "ChildTest", "ChildLoad", "ChildText", "OUTCOME_CODES", "HELLO", "REPLY", "SANDBOX", "LOAD", "TEST", "DONE"]
+
+OUTCOME_CODES = ("passed", "failed", "error", "timeout")
+"""What :attr:`ResultRow.outcome` codes (:class:`evaluation.records.Outcome`), by index."""
+R_PASSED, R_FAILED, R_ERROR, R_TIMEOUT = range(4)
+HELLO, REPLY = "H", "R"
+"""Kinds of a worker's frame to its parent: its sandbox mechanisms once at start, a unit's reply."""
+SANDBOX, LOAD, TEST, DONE = "W", "L", "T", "D"
+"""Kinds of a child's message to its worker, in the order they come: see :class:`Session`."""
+
+
+class UnitLimits(NamedTuple):
+    """A unit's :class:`evaluation.executor.Limits`, as parent, worker and child read them."""
+
+    timeout: float
+    load_timeout: float
+    memory_mb: int
+    output_bytes: int
+    max_files: int
+    file_size_mb: int
+    value_bytes: int
+    shorten_after: int
+    short_timeout: float
+
+    @classmethod
+    def of(cls, limits: Any) -> UnitLimits:
+        """``limits``'s fields of these names, each made this record's type (an int timeout
+        is sent as a float: the details that print it read the same)."""
+        return cls._make(kind(getattr(limits, name)) for name, kind in zip(cls._fields, _TYPES))
+
+
+_TYPES: tuple[Any, ...] = tuple(get_type_hints(UnitLimits).values())
+
+
+class ResultRow(NamedTuple):
+    """One test's result, worker -> parent."""
+
+    outcome: int  # R_PASSED, R_FAILED, R_ERROR or R_TIMEOUT
+    value: Any  # plain data, or None
+    seconds: float  # CPU seconds
+    detail: str
+    arcs: Any  # coverage arcs (pairs of ints), or None
+
+
+class Reply(NamedTuple):
+    """A unit's results, worker -> parent (sent by :meth:`wire`)."""
+
+    kind: str  # REPLY
+    unit_id: int
+    results: list[ResultRow]  # one per test of the unit, in its order; empty with stats["fault"]
+    load_error: str
+    load_arcs: Any
+    stats: dict[str, Any]  # diagnostics (ExecutionResult.stats); "fault": the worker could not run it
+
+    def wire(self) -> tuple[Any, ...]:
+        return (self.kind, self.unit_id, [tuple(r) for r in self.results], self.load_error, self.load_arcs, self.stats)
+
+
+class ChildTest(NamedTuple):
+    """``T``, child -> worker: a test finished."""
+
+    kind: str
+    test: int  # its index in the unit
+    status: int  # one of S_*, ALLOWED for the test's kind
+    seconds: float  # CPU seconds
+    detail: str
+    value: Any  # marshal bytes for S_VALUE and S_RECORD, else None
+    arcs: Any  # None outside coverage units; False: the tracer recorded nothing
+
+
+class ChildLoad(NamedTuple):
+    """``L``, child -> worker: the program loaded, or did not (``detail`` says why)."""
+
+    kind: str
+    loaded: bool
+    detail: str
+    arcs: Any
+
+
+class ChildText(NamedTuple):
+    """``W`` (the sandbox report: empty, or what could not be applied) or ``D`` (the captured output)."""
+
+    kind: str
+    text: str
 
 # Kinds of prepared test. K_VAL, K_RVAL and K_REC are checked in trusted code
 # (evaluation.executor.trusted): a call of the function under test whose value the worker
@@ -183,10 +251,9 @@ class _Reader:
             raise ProtocolViolation("trailing bytes in a message")
 
 
-def decode(payload: bytes, *, max_value: int, max_text: int) -> tuple[Any, ...]:
-    """One message from its frame's payload, as a tuple: ``("T", index, status, seconds,
-    detail, value, arcs)``, ``("L", loaded, detail, arcs)``, ``("D", text)`` or ``("W",
-    text)``. Raises :class:`ProtocolViolation` for anything that does not fit the schema."""
+def decode(payload: bytes, *, max_value: int, max_text: int) -> ChildTest | ChildLoad | ChildText:
+    """One message from its frame's payload: a :class:`ChildTest`, :class:`ChildLoad` or
+    :class:`ChildText`. Raises :class:`ProtocolViolation` for anything that does not fit the schema."""
     if not payload:
         raise ProtocolViolation("empty message")
     tag = payload[:1]
@@ -216,12 +283,12 @@ def decode(payload: bytes, *, max_value: int, max_text: int) -> tuple[Any, ...]:
         if (value is not None) != (status in _WITH_VALUE):
             raise ProtocolViolation("a value where none belongs, or none where one does")
         if pos + 4 == size and payload[pos:] == _NONE_BYTES:
-            return ("T", index, status, seconds, detail, value, None)
+            return ChildTest(TEST, index, status, seconds, detail, value, None)
         r = _Reader(payload)
         r.pos = pos
         arcs = r.arcs()
         r.end()
-        return ("T", index, status, seconds, detail, value, arcs)
+        return ChildTest(TEST, index, status, seconds, detail, value, arcs)
     if tag == b"L":
         if len(payload) < _L.size:
             raise ProtocolViolation("truncated message")
@@ -235,13 +302,13 @@ def decode(payload: bytes, *, max_value: int, max_text: int) -> tuple[Any, ...]:
         r.end()
         if arcs is False:
             raise ProtocolViolation("malformed load message")
-        return ("L", bool(loaded), detail, arcs)
+        return ChildLoad(LOAD, bool(loaded), detail, arcs)
     if tag in (b"D", b"W"):
         r = _Reader(payload)
         r.pos = 1
         text = r.text(max_text if tag == b"D" else MAX_DETAIL_BYTES)
         r.end()
-        return (tag.decode(), text)
+        return ChildText(tag.decode(), text)
     raise ProtocolViolation(f"unknown message {tag!r}")
 
 
@@ -265,43 +332,43 @@ class Session:
         self.reported = False
         """The sandbox report (``W``) came."""
 
-    def accept(self, msg: tuple[Any, ...]) -> str:
-        tag = msg[0]
+    def accept(self, msg: ChildTest | ChildLoad | ChildText) -> str:
+        kind = msg.kind
         if self.done:
             raise ProtocolViolation("a message after the end")
         if not self.reported:
-            if tag != "W":
+            if kind != SANDBOX or not isinstance(msg, ChildText):
                 raise ProtocolViolation("a message before the sandbox report")
             self.reported = True
-            if msg[1]:
+            if msg.text:
                 self.done = True
             return "sandbox"
-        if tag == "T":
+        if isinstance(msg, ChildTest):
             if not self.loaded or self.pos >= len(self.order):
                 raise ProtocolViolation("a test result that was not asked for")
-            index, status = msg[1], msg[2]
+            index, status = msg.test, msg.status
             if index != self.order[self.pos]:
                 raise ProtocolViolation(f"the result of test {index} where test {self.order[self.pos]} runs")
             if status not in ALLOWED.get(self.kinds[index], ()):
                 raise ProtocolViolation(f"status {status} for a test of kind {self.kinds[index]}")
-            if (msg[6] is not None) != self.coverage and not (self.coverage and msg[6] is False):
+            if (msg.arcs is not None) != self.coverage and not (self.coverage and msg.arcs is False):
                 raise ProtocolViolation("arcs where none belong, or none where they do")
             self.pos += 1
             return "test"
-        if tag == "L":
+        if isinstance(msg, ChildLoad):
             if self.loaded is not None:
                 raise ProtocolViolation("a second load message")
-            if msg[3] is not None and not self.coverage:
+            if msg.arcs is not None and not self.coverage:
                 raise ProtocolViolation("arcs where none belong")
-            self.loaded = msg[1]
+            self.loaded = msg.loaded
             if not self.loaded:
                 self.done = True
             return "load"
-        if tag == "D":
+        if kind == DONE:
             if not self.loaded or self.pos != len(self.order):
                 raise ProtocolViolation("the end before every test was reported")
             self.done = True
             return "done"
-        if tag == "W":
+        if kind == SANDBOX:
             raise ProtocolViolation("a second sandbox report")
-        raise ProtocolViolation(f"unknown message {tag!r}")
+        raise ProtocolViolation(f"unknown message {kind!r}")

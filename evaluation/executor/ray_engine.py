@@ -1,4 +1,5 @@
-"""The executor on a Ray cluster (Moritz et al., "Ray: A Distributed Framework for Emerging AI
+"""Runs in: parent (the Ray driver and its tasks).
+The executor on a Ray cluster (Moritz et al., "Ray: A Distributed Framework for Emerging AI
 Applications", OSDI 2018; https://docs.ray.io): ``--engine ray``.
 
 The driver splits the jobs into batches and runs each batch as one Ray task, which hands it to

@@ -1,7 +1,7 @@
-"""Isolation mechanisms for the executor's children: detection, preparation, application.
+"""Runs in: worker, fork servers, child and checker. Isolation mechanisms for the executor's children: detection, preparation, application.
 
 Each worker process prepares once (at start) what can be prepared once, and every child it
-forks applies it in a few microseconds:
+forks applies it cheaply:
 
 * **namespaces**: the worker unshares a user, a network, an IPC and a mount namespace for
   itself at start (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children
@@ -131,8 +131,8 @@ class Prepared:
     libc: Any = None
     """ctypes handle on libc, opened once."""
     seccomp_prog: bytearray | None = None
-    """The BPF; each child patches its pid into its own copy (plain bytearray slices: no
-    ctypes call, which would cost the child ~25 page faults)."""
+    """The BPF; each child patches its pid into its own copy (plain bytearray slices: a ctypes
+    call would cost the child page faults)."""
     seccomp_fprog: Any = None
     """``struct sock_fprog`` pointing at :attr:`seccomp_prog`'s buffer."""
     seccomp_fprog_ptr: Any = None
@@ -250,7 +250,7 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
     try:
         prepared.libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE: resolves and warms the ctypes call path
         # Resolved here, once: a function first looked up in a child costs that child a dlsym
-        # and a new function object (~40 more page faults per child, measured).
+        # and a new function object (more page faults per child).
         prepared.libc.syscall  # noqa: B018
         # Inherited by every child and required before seccomp; the worker never needs to
         # gain privileges through exec either.

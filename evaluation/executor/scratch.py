@@ -1,4 +1,4 @@
-"""Scratch directories of the executor's workers: made private, emptied between children, and
+"""Runs in: worker and parent. Scratch directories of the executor's workers: made private, emptied between children, and
 removed however deep, wide or hostile the tree a program left in them.
 
 A program (or a test run in its process) may leave anything in its scratch directory: a tree
@@ -24,8 +24,8 @@ def make_scratch(root: str | None) -> str:
     """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp).
 
     Not ``tempfile.mkdtemp``: importing :mod:`tempfile` imports :mod:`random`, whose at-fork
-    hook reseeds its generator in every forked child: ~45 more page faults per child
-    (measured: 115 against 71 right after the fork). A program that uses :mod:`random` or
+    hook reseeds its generator in every forked child (more page faults per child, see
+    docs/benchmarks.md). A program that uses :mod:`random` or
     :mod:`tempfile` imports them itself (``TMPDIR`` points at the scratch directory)."""
     root = root or os.environ.get("TMPDIR") or "/tmp"
     while True:

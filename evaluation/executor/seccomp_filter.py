@@ -1,4 +1,4 @@
-"""The seccomp filter of the executor's children: what it denies, and how it is compiled.
+"""Runs in: worker (the filter binds child and checker). The seccomp filter of the executor's children: what it denies, how it is compiled.
 
 Compiled once per worker, to BPF, in a short-lived helper (:func:`compile_in_helper`: the worker
 never imports pyseccomp), with :data:`PID_SENTINEL` wherever the child's own pid goes; each child
@@ -169,9 +169,8 @@ def compile_filter() -> tuple[bytes, tuple[int, ...]]:
 def compile_in_helper() -> tuple[bytes, tuple[int, ...]]:
     """:func:`compile_filter` in a short-lived forked helper, so that the worker never
     imports pyseccomp. Its import (``ctypes.util.find_library`` runs ``ldconfig``; libseccomp
-    is mapped) leaves the worker with 64 more memory mappings, and every child forked from
-    it then takes ~100 more page faults (~0.4 ms of CPU, measured: ~280 against ~185 faults
-    per child of a minimal program)."""
+    is mapped) leaves the worker with more memory mappings, and every child forked from it
+    then takes more page faults (docs/benchmarks.md)."""
     import marshal
 
     rfd, wfd = os.pipe()

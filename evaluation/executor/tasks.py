@@ -1,4 +1,4 @@
-"""Bounding a child's tasks (threads): one pids cgroup per worker, holding its zygote and
+"""Runs in: worker and parent. Bounding a child's tasks (threads): one pids cgroup per worker, holding its zygote and
 everything the zygote forks. See :func:`make_tasks_cgroup`, and docs/sandbox.md for what holds
 where no cgroup can be made."""
 

@@ -1,4 +1,4 @@
-"""Template processes: fork servers whose children find a heavy library already imported.
+"""Runs in: worker and its templates. Template processes: fork servers whose children find a heavy library already imported.
 
 A program that imports one of :data:`HEAVY_MODULES` has its child forked by the worker's heavy
 template instead of its zygote (:mod:`evaluation.executor.forkserver`): a sub-server of the
@@ -21,13 +21,11 @@ __all__ = ["HEAVY_MODULES", "DRAWING_MODULES", "template_for", "import_heavy_mod
 
 HEAVY_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn", "requests")
 """Modules a worker's template process imports once, so the programs that import them (often
-for nothing: 128 of CodeGen-16B's 10,786 distinct HumanEval solutions) skip the import: 0.1 s
-(numpy), 0.14 s (requests) to 1.8 s (sklearn) each, in every child that loads such a program. Forking from a
-process holding them costs ~6-13 ms instead of ~1 ms, so only those programs use it."""
+for nothing) skip the import in every child that loads such a program. Forking from a process
+holding them costs several times a light fork, so only those programs use it (docs/executor.md)."""
 DRAWING_MODULES = ("hypothesis", "hypothesis.strategies")
-"""What the drawing template imports: each PropertyEval task's draw is one sandboxed child, and
-importing Hypothesis there cost ~0.08 CPU-s of each task's ~1 s (and building its table of Unicode
-categories another ~0.08 s in each task whose strategy draws text)."""
+"""What the drawing template imports: each PropertyEval task's draw is one sandboxed child, which
+then neither imports Hypothesis nor builds its table of Unicode categories (docs/executor.md)."""
 _HEAVY_IMPORT = re.compile(
     r"^[ \t]*(?:import|from)[ \t]+(?:{})\b".format("|".join(sorted({m.split(".")[0] for m in HEAVY_MODULES}))), re.M)
 _DRAWING_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+hypothesis\b", re.M)

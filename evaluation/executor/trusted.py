@@ -1,4 +1,4 @@
-"""Checks of generated tests in trusted code: which tests can be checked there, and how.
+"""Runs in: worker and checker. Checks of generated tests in trusted code: which tests can be checked there, and how.
 
 A generated test (``assert ...``) is untrusted text, run against an untrusted program. Run
 whole inside the program's process (as CodeT's and EvalPlus's harnesses do), its verdict can be

@@ -1,38 +1,21 @@
-"""Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
+"""Runs in: worker. Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
 
-A test's deadline is CPU time, counted by the child itself (``ITIMER_PROF``): on a loaded machine
-a program gets less CPU per second of wall time, and a wall-clock deadline made verdicts depend
-on the load. But CPU time does not advance while a program sleeps, or blocks on a lock, a pipe
-or ``select``: such a program was never stopped. So the worker also watches, from outside, how
-long the child has been **waiting**: off the CPU and not waiting to run. Linux reports, per
-thread, the CPU time and the time spent runnable but waiting for a CPU
-(``/proc/<pid>/task/<tid>/schedstat``: run-queue delay, which is what load adds); so over an
-interval of wall time W, a single-threaded process waited ``W - cpu - run_delay``. A test ends
-when its CPU time reaches the deadline (the child's alarm) **or** its waiting time does (the
-worker kills the child). Neither advances with the load.
+A test's deadline is CPU time, counted by the child itself (``ITIMER_PROF``), so that it does not
+move with the machine's load; but CPU time does not advance while a program sleeps or blocks. So
+the worker also watches, from outside, how long the child has been **waiting**: off the CPU and
+not waiting to run (``/proc/<pid>/task/<tid>/schedstat``: over wall time W, a thread waited
+``W - cpu - run-queue delay``; load adds only run-queue delay). Sums over the live threads are
+used; a thread that ended takes its CPU time along, so its share counts as waiting (stricter,
+never more lenient). The kernel brings a queued thread's run-queue delay into its account only
+when the thread gets the CPU, so a test is ended for waiting only when no thread of the child is
+running or queued (state ``R``); otherwise the worker looks again a few milliseconds later.
 
-The worker does not read anything while a test runs quickly: it takes the baseline only when the
-test has run :data:`BASELINE_AFTER` of wall time (so the first few milliseconds of waiting are not
-counted), then looks again exactly when the limit could first have been reached (waiting time
-grows at most as fast as wall time), and so on: a test that computes for a second is looked at
-once or twice, a sleeper about twice per limit.
-
-Processes with several threads: the sums over the live threads are used (a thread that waits
-for another one that computes does not count as waiting while the other one runs); a thread
-that ended during the test takes its CPU time along, so its share counts as waiting (stricter,
-never more lenient).
-
-The kernel brings a thread's run-queue delay into its account only when the thread gets the CPU
-(and its CPU time at the scheduler's tick): while a thread waits in the queue, the wait so far
-would look like waiting. So the worker ends a test for waiting only when no thread of the child
-is running or queued (state ``R``) at that moment; otherwise it looks again a few milliseconds
-later, when the account has caught up.
-
-The same watch ends a test that spins in C code where the child's alarm cannot interrupt it,
-once its CPU time passes :func:`cpu_backstop` (load-stable too). The backstop in wall-clock time
-(:func:`wall_backstop`) excludes the child's run-queue delay too (:meth:`Clock.backstop_due`), so
-that load does not reach it; for a child the worker cannot watch (no ``/proc``) it is plain wall
-clock.
+The worker reads nothing while a test runs quickly: the baseline is taken after
+:data:`BASELINE_AFTER`, and the next look exactly when the limit could first be reached (waiting
+time grows at most as fast as wall time). The same watch ends a test that spins in C code once
+its CPU time passes :func:`cpu_backstop`; the wall-clock backstop (:func:`wall_backstop`) excludes
+the child's run-queue delay too (:meth:`Clock.backstop_due`), and is plain wall clock only for a
+child the worker cannot watch (no ``/proc``). The reasoning at length: docs/sandbox.md#time-limits.
 """
 
 from __future__ import annotations

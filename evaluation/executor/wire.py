@@ -1,4 +1,4 @@
-"""Framing between the executor's processes, and short descriptions of errors and values.
+"""Runs in: every process. Framing between the executor's processes, and short descriptions of errors and values.
 
 Frames are a 4-byte little-endian length followed by a payload. Between the trusted processes
 (parent, workers, fork servers) the payload is :mod:`marshal`. A child's messages to its worker
@@ -16,7 +16,7 @@ import reprlib
 import struct
 from typing import Any
 
-from evaluation.executor.plain import (  # re-exported: the decoders lived here
+from evaluation.executor.plain import (  # re-exported: what a process decodes, it decodes through wire
     CONTAINERS as _CONTAINERS,
     MAX_DEPTH as MAX_DEPTH,
     MAX_ELEMENTS as MAX_ELEMENTS,

@@ -1,32 +1,17 @@
-"""A long-lived executor worker: receives units (one program + its distinct tests), runs
-each in sandboxed children, judges what they report, and streams the results back.
+"""Runs in: worker. A long-lived executor worker: receives units (one program + its distinct
+tests), runs each in sandboxed children, judges what they report, and streams the results back.
 
-Protocol with the parent (stdin/stdout of the worker, :func:`evaluation.executor.wire.frame`
-frames, marshal: both sides are trusted):
-
-* worker -> parent, once at start: ``("H", {mechanism: (active, detail)}, pid)``.
-* parent -> worker: a unit dict (see :meth:`_Worker.run_unit`), followed for a judged unit by a
-  frame of its expected values; ``None`` asks the worker to exit.
-* worker -> parent: ``("R", unit_id, results, load_error, load_arcs, stats)`` where each
-  result is ``(outcome, value, duration, detail, arcs)``.
-
-Per unit the worker has its **zygote** fork a child (:mod:`evaluation.executor.forkserver`; the
-zygote holds nothing of any program or test) and sends the child the unit over a pipe: the
-program, and per test only what the child must run (:mod:`evaluation.executor.child`). The
-child loads the program once and runs the tests in order, writing one message per finished test
-to its result pipe. The worker trusts none of it as it comes (:mod:`evaluation.executor.protocol`:
-a fixed schema, the order of a session, the statuses each kind of test may report; anything else
-is a protocol violation, that program's error), decodes values within fixed limits
-(:func:`evaluation.executor.wire.loads_plain`), and judges: comparisons and judged calls here,
-recorded tests in a fresh checker process (:mod:`evaluation.executor.checker`). For tests
-checked in trusted code a pass never comes from the child. The expected values of judged units
-(the HumanEval+ evaluator) reach the worker only after the child was forked, and never leave it.
-
-A test's deadline is CPU time, ended by the child itself (``ITIMER_PROF``); the worker also ends
-a test whose waiting time (asleep, blocked) or CPU time past the child's alarm reaches its limit
-(:mod:`evaluation.executor.watch`), and kills a child through its pidfd. When a child dies or is
-killed, the test it was running is marked (TIMEOUT, or ERROR for a crash) and the tests after it
-run in a fresh child.
+The parent sends a unit dict (:meth:`_Worker.run_unit`; a judged unit's expected values follow in
+a frame of their own, read only once its child is forked) and gets a
+:class:`~evaluation.executor.protocol.Reply` (every pipe's records: :mod:`evaluation.executor.protocol`;
+the map: docs/executor.md). A fork server forks each child (:mod:`evaluation.executor.forkserver`),
+which gets the program and, per test, only what it must run (:mod:`evaluation.executor.child`).
+Nothing the child sends is trusted as it comes (:class:`~evaluation.executor.protocol.Session`);
+values are decoded within limits (:func:`evaluation.executor.wire.loads_plain`) and judged here
+(comparisons, judged calls) or in a fresh checker (recorded tests, :mod:`evaluation.executor.checker`),
+so no pass of a test checked in trusted code comes from the child. A killed
+(:mod:`evaluation.executor.watch`) or crashed child costs the test it was running; the tests after
+it run in a fresh child.
 
 Longer than 500 lines: one child's session (:class:`_ChildRun`) and the unit's passes over its
 children (:class:`_Worker`) share that unit's state.
@@ -45,12 +30,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import evaluation.executor.child  # noqa: F401 - loaded before the zygote forks, not in every child
 from evaluation.executor import sandbox, tasks, trusted
 from evaluation.executor.checker import Checker
-from evaluation.executor.child import PROGRAM_MODULE as PROGRAM_MODULE  # re-exported: public here before the split
 from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, Zygote, start_zygote
 from evaluation.executor.prepare import _analyze_assert, _analyze_trusted
 from evaluation.executor.protocol import (
+    HELLO,
     K_BAD,
     K_CALL,
     K_CMP,
@@ -58,6 +44,11 @@ from evaluation.executor.protocol import (
     K_REC,
     K_RVAL,
     K_VAL,
+    R_ERROR,
+    R_FAILED,
+    R_PASSED,
+    R_TIMEOUT,
+    REPLY,
     S_ERROR,
     S_FAILED,
     S_J_ERROR,
@@ -69,15 +60,17 @@ from evaluation.executor.protocol import (
     S_TIMEOUT,
     S_VALUE,
     SOURCE_KINDS,
+    ChildLoad,
+    ChildTest,
     ProtocolViolation,
+    Reply,
+    ResultRow,
     Session,
+    UnitLimits,
     decode,
 )
 from evaluation.executor.scratch import empty_dir, make_scratch, remove_tree
-from evaluation.executor.template import (  # HEAVY_MODULES: re-exported, public here before the split
-    HEAVY_MODULES as HEAVY_MODULES,
-    template_for,
-)
+from evaluation.executor.template import template_for
 from evaluation.executor.watch import Clock, ProcStat, cpu_backstop, outer_pid, wall_backstop
 from evaluation.executor.wire import (
     DETAIL_CHARS as _DETAIL_CHARS,
@@ -91,11 +84,8 @@ from evaluation.executor.wire import (
     short_repr,
 )
 
-__all__ = ["main", "OUTCOME_CODES"]
+__all__ = ["main"]
 
-OUTCOME_CODES = ("passed", "failed", "error", "timeout")
-"""Wire codes of :class:`evaluation.records.Outcome`, by index."""
-_PASSED, _FAILED, _ERROR, _TIMEOUT = range(4)
 _TRUSTED_KINDS = frozenset({K_VAL, K_RVAL, K_REC})
 _SHARED_KINDS = frozenset({K_CMP, K_VAL, K_RVAL})
 _CACHE_SIZE = 1024
@@ -120,22 +110,22 @@ def _compare(opname: str, value: Any, literal: Any) -> bool:
     return trusted.compare(opname, value, literal)
 
 
-def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any]:
+def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
     """:func:`_judge_value` for a trusted value test; the value is reported only for the
     predicates that reported one before trusted checks (MBR-exec's output keys)."""
     res = _judge_value(extra, value, dt, arcs)
-    return res if extra[0] in trusted.VALUE_OPS else (res[0], None, *res[2:])
+    return res if extra[0] in trusted.VALUE_OPS else ResultRow(res.outcome, None, res.seconds, res.detail, res.arcs)
 
 
-def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any]:
+def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
     """The result of a comparison test whose expression gave the plain ``value``."""
     try:
         ok = _compare(extra[0], value, extra[1])
     except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
-        return _ERROR, value, dt, _detail(exc), arcs
+        return ResultRow(R_ERROR, value, dt, _detail(exc), arcs)
     if ok:
-        return _PASSED, value, dt, "", arcs
-    return _FAILED, value, dt, f"AssertionError: got {short_repr(value)}", arcs
+        return ResultRow(R_PASSED, value, dt, "", arcs)
+    return ResultRow(R_FAILED, value, dt, f"AssertionError: got {short_repr(value)}", arcs)
 
 
 @dataclass
@@ -328,7 +318,7 @@ class _Worker:
         return hit
 
     # -- a unit ------------------------------------------------------------------------
-    def run_unit(self, unit: dict[str, Any]) -> tuple[Any, ...]:
+    def run_unit(self, unit: dict[str, Any]) -> Reply:
         """Run a unit's tests; tests that evaluate the same expression share one evaluation.
 
         Of the comparison tests (``assert <expr> == <literal>`` ...) with the same ``<expr>``,
@@ -357,7 +347,7 @@ class _Worker:
         followers: dict[int, list[int]] = {}
         for i, (kind, _, extra) in enumerate(prepared):
             if kind == K_BAD:  # it does not compile: nothing for a child to run
-                results[i] = (_ERROR, None, 0.0, str(extra)[:_DETAIL_CHARS], no_arcs)
+                results[i] = ResultRow(R_ERROR, None, 0.0, str(extra)[:_DETAIL_CHARS], no_arcs)
             # A judged unit runs in one child (its expected values must never be in a child's
             # memory, and the worker has them once the first child is forked): no second pass.
             elif kind in _SHARED_KINDS and not unit.get("judge"):
@@ -380,8 +370,8 @@ class _Worker:
         t_check = time.monotonic() - t_check
         for i in range(n):
             if results[i] is None:  # the program failed to load: every test gets its error
-                code = _TIMEOUT if run.load_detail.startswith("timeout") else _ERROR
-                results[i] = (code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
+                code = R_TIMEOUT if run.load_detail.startswith("timeout") else R_ERROR
+                results[i] = ResultRow(code, None, 0.0, run.load_detail[:_DETAIL_CHARS], None)
         stats: dict[str, Any] = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
                                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                                  "seconds": time.monotonic() - run.t0,
@@ -391,8 +381,8 @@ class _Worker:
         if self.coverage_gaps:
             stats["coverage_gaps"] = self.coverage_gaps
         if run.output:
-            stats["output"] = "".join(run.output)[: unit["limits"][3]]
-        return ("R", unit["id"], results, run.load_error, run.load_arcs, stats)
+            stats["output"] = "".join(run.output)[: UnitLimits._make(unit["limits"]).output_bytes]
+        return Reply(REPLY, unit["id"], results, run.load_error, run.load_arcs, stats)
 
     def _share(self, prepared: list[tuple[int, Any, Any]], followers: dict[int, list[int]],
                results: list[Any]) -> list[int]:
@@ -402,15 +392,14 @@ class _Worker:
         for lead, group in followers.items():
             for i in group:
                 if lead in self.values:
-                    _, _, dt, _, arcs = results[lead]
                     judge = _judge_trusted if prepared[i][0] == K_VAL else _judge_value
-                    results[i] = judge(prepared[i][2], self.values[lead], dt, arcs)
+                    results[i] = judge(prepared[i][2], self.values[lead], results[lead].seconds, results[lead].arcs)
                 elif lead in self.records:  # the checker judges it on the same recorded calls
                     self.records[i] = self.records[lead]
                     results[i] = results[lead]
                 elif lead in self.nonplain:
-                    _, _, dt, _, arcs = results[lead] or (0, None, 0.0, "", None)
-                    res = _nonplain_result(prepared[i][2], self.nonplain[lead], dt, arcs)
+                    led = results[lead] or ResultRow(0, None, 0.0, "", None)
+                    res = _nonplain_result(prepared[i][2], self.nonplain[lead], led.seconds, led.arcs)
                     if res is None:
                         again.append(i)
                     else:
@@ -447,9 +436,9 @@ class _Worker:
                     f"program failed to load again after a restart: {got.load_error}"
                 return
             if got.unfinished and unit.get("judge"):
-                failed = next(i for i in order if results[i] is not None and results[i][0] != _PASSED)
+                failed = next(i for i in order if results[i] is not None and results[i].outcome != R_PASSED)
                 for i in got.unfinished:
-                    results[i] = (_ERROR, None, 0.0, f"not run: test {failed} did not pass (judged job)", None)
+                    results[i] = ResultRow(R_ERROR, None, 0.0, f"not run: test {failed} did not pass (judged job)", None)
                 return
             if got.unfinished:
                 run.restarts += 0 if per_test else 1
@@ -463,14 +452,14 @@ class _Worker:
         Run after the unit's children, so the checks never delay a child's deadline. A check
         may take ``max(1, 4 x timeout)`` seconds (the child ran the same test within
         ``timeout``; the checks' run-time guards cost a few times that at most)."""
-        timeout, value_bytes = unit["limits"][0], unit["limits"][6]
+        limits = UnitLimits._make(unit["limits"])
         for i, blob in self.records.items():
             kind, _, extra = prepared[i]
-            code, value, detail, _ = self.checker.check(extra[4], extra[3], blob, max_bytes=value_bytes,
-                                                        deadline=max(1.0, 4.0 * timeout))
+            code, value, detail, _ = self.checker.check(extra[4], extra[3], blob, max_bytes=limits.value_bytes,
+                                                        deadline=max(1.0, 4.0 * limits.timeout))
             if kind == K_REC or extra[0] not in trusted.VALUE_OPS:
                 value = None
-            results[i] = (code, value, results[i][2], detail, results[i][4])
+            results[i] = ResultRow(code, value, results[i].seconds, detail, results[i].arcs)
         checked = len(self.records)
         self.records = {}
         return checked
@@ -484,7 +473,7 @@ class _Worker:
         worker, or ends the run (:class:`evaluation.executor.ExecutorFault`); the traceback of
         a harness error goes to the worker's stderr."""
         try:
-            return frame(self.run_unit(unit))
+            return frame(self.run_unit(unit).wire())
         except Exception as exc:  # noqa: BLE001 - BaseException (SystemExit, ...) still ends the worker
             if not isinstance(exc, sandbox.SandboxFault):
                 import traceback
@@ -492,23 +481,23 @@ class _Worker:
                 traceback.print_exc(file=sys.stderr)
             detail = f"executor worker fault: {_detail(exc)}"
             self.faulted = True
-            return frame(("R", unit["id"], [], "", None, {"fault": detail}))
+            return frame(Reply(REPLY, unit["id"], [], "", None, {"fault": detail}).wire())
 
     # -- judging one message -------------------------------------------------------------
     def timeout_result(self, timeout: float, shorten_after: int, shortened: bool,
-                       why: str = "") -> tuple[int, Any, float, str, Any]:
+                       why: str = "") -> ResultRow:
         """The result of a test that ran into its deadline (counted)."""
         self.deadlines_hit += 1
         self.shortened_hits += shortened
         note = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
-        return (_TIMEOUT, None, timeout, f"{why or 'timeout after'} {timeout}s{note}", None)
+        return ResultRow(R_TIMEOUT, None, timeout, f"{why or 'timeout after'} {timeout}s{note}", None)
 
-    def judge_message(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: tuple[Any, ...],
-                      value_bytes: int) -> tuple[int, Any, float, str, Any] | None:
+    def judge_message(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: ChildTest,
+                      value_bytes: int) -> ResultRow | None:
         """The result of one test from its (schema-checked) message; whatever the child sent
         (a value the harness cannot handle included) an error of this test, never of the
         worker. None: the test runs again with its literal (a value that is not plain data)."""
-        _, i, status, dt, detail, blob, arcs = msg
+        i, status, dt, detail, blob, arcs = msg.test, msg.status, msg.seconds, msg.detail, msg.value, msg.arcs
         if arcs is False:  # the function ran, and the tracer recorded no arc (see the child)
             self.coverage_gaps += 1
             arcs = None
@@ -516,11 +505,11 @@ class _Worker:
         detail = detail[:_DETAIL_CHARS]
         if status == S_VALUE:
             if kind == K_CMP_LIT:
-                return _ERROR, None, dt, "the value is plain data on the second run, not before", arcs
+                return ResultRow(R_ERROR, None, dt, "the value is plain data on the second run, not before", arcs)
             try:
                 value = loads_plain(blob, max_bytes=value_bytes)
             except NotPlain as exc:
-                return _ERROR, None, dt, str(exc)[:_DETAIL_CHARS], arcs
+                return ResultRow(R_ERROR, None, dt, str(exc)[:_DETAIL_CHARS], arcs)
             if kind == K_CMP:
                 self.values[i] = value
                 return _judge_value(extra, value, dt, arcs)
@@ -531,14 +520,14 @@ class _Worker:
                 try:
                     expected = self.expected[i] if self.expected is not None else None
                     code, verdict = self.judge(unit["tests"][i][2], value, dt, expected)
-                    code = int(code) if code in (_PASSED, _FAILED, _ERROR, _TIMEOUT) else _ERROR
+                    code = int(code) if code in (R_PASSED, R_FAILED, R_ERROR, R_TIMEOUT) else R_ERROR
                 except Exception as exc:  # noqa: BLE001 - a judge bug fails the test, not the worker
-                    code, verdict = _ERROR, f"judge failed: {_detail(exc)}"
-                return code, None, dt, str(verdict)[:_DETAIL_CHARS], arcs
-            return _PASSED, value, dt, "", arcs
+                    code, verdict = R_ERROR, f"judge failed: {_detail(exc)}"
+                return ResultRow(code, None, dt, str(verdict)[:_DETAIL_CHARS], arcs)
+            return ResultRow(R_PASSED, value, dt, "", arcs)
         if status == S_RECORD:
             self.records[i] = blob
-            return _ERROR, None, dt, "trusted check not run", arcs  # replaced by run_unit
+            return ResultRow(R_ERROR, None, dt, "trusted check not run", arcs)  # replaced by run_unit
         if status == S_NONPLAIN:
             self.nonplain[i] = detail
             res = _nonplain_result(extra, detail, dt, arcs)
@@ -546,15 +535,15 @@ class _Worker:
                 self.rerun.add(i)
             return res
         if status == S_PASSED or status == S_J_PASSED:
-            return _PASSED, None, dt, "", arcs
+            return ResultRow(R_PASSED, None, dt, "", arcs)
         if status == S_FAILED or status == S_J_FAILED:
-            return _FAILED, None, dt, detail, arcs
+            return ResultRow(R_FAILED, None, dt, detail, arcs)
         if status == S_ERROR or status == S_J_ERROR:
-            return _ERROR, None, dt, detail, arcs
-        return _ERROR, None, dt, f"protocol violation: status {status}", arcs
+            return ResultRow(R_ERROR, None, dt, detail, arcs)
+        return ResultRow(R_ERROR, None, dt, f"protocol violation: status {status}", arcs)
 
 
-def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: Any) -> tuple[int, Any, float, str, Any] | None:
+def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: Any) -> ResultRow | None:
     """The result of a comparison whose value is not plain data, where the value itself is not
     needed: it is never None, True or False (those are plain), so ``is``/``is not`` with them
     is decided; None for ``==``/``!=`` (run again with the literal). ``described``: the type's
@@ -565,10 +554,10 @@ def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: An
     mine = described.startswith("program:")
     tname = described[len("program:"):] if mine else described
     if mine:
-        return _FAILED, None, dt, f"value of program-defined type {tname} is not compared"[:_DETAIL_CHARS], arcs
+        return ResultRow(R_FAILED, None, dt, f"value of program-defined type {tname} is not compared"[:_DETAIL_CHARS], arcs)
     if opname == "isnot":
-        return _PASSED, None, dt, "", arcs
-    return _FAILED, None, dt, f"non-plain {tname} compared unequal"[:_DETAIL_CHARS], arcs
+        return ResultRow(R_PASSED, None, dt, "", arcs)
+    return ResultRow(R_FAILED, None, dt, f"non-plain {tname} compared unequal"[:_DETAIL_CHARS], arcs)
 
 
 class _BrokenJudge:
@@ -578,7 +567,7 @@ class _BrokenJudge:
         self.detail = detail
 
     def __call__(self, args: Any, value: Any, duration: float, expected: Any) -> tuple[int, str]:
-        return _ERROR, self.detail
+        return R_ERROR, self.detail
 
 
 class _ChildRun:
@@ -591,10 +580,10 @@ class _ChildRun:
         self.unit = unit
         self.prepared = prepared
         self.results = results
-        lim = unit["limits"]
-        self.timeout, self.load_timeout, self.value_bytes = lim[0], lim[1], lim[6]
-        self.output_cap = lim[3]
-        self.shorten_after, self.short_timeout = lim[7], lim[8]
+        lim = UnitLimits._make(unit["limits"])
+        self.timeout, self.load_timeout, self.value_bytes = lim.timeout, lim.load_timeout, lim.value_bytes
+        self.output_cap = lim.output_bytes
+        self.shorten_after, self.short_timeout = lim.shorten_after, lim.short_timeout
         # The child ends its tests itself at the CPU deadline (no restart per timeout), and
         # switches to the shortened one after as many timeouts as this worker counts here.
         self.shortens = bool(self.shorten_after) and self.short_timeout < self.timeout
@@ -608,7 +597,7 @@ class _ChildRun:
         if literal:
             kinds = [K_CMP_LIT if k == K_CMP else k for k in kinds]
         self.first = [i for i in order if kinds[i] not in SOURCE_KINDS] if not literal else list(order)
-        in_first = set(self.first)  # once: a judged unit has up to ~1,000 tests (was rebuilt per test)
+        in_first = set(self.first)  # once, not per test: a judged unit has many tests
         self.second = [i for i in order if i not in in_first]
         self.order = self.first + self.second
         self.kinds = kinds
@@ -786,29 +775,29 @@ class _ChildRun:
             except ProtocolViolation as exc:
                 self.violation = str(exc)
                 return False
-            if role == "test":
+            if isinstance(msg, ChildTest):
                 if not self._test(msg):
                     return False
-            elif role == "load":
-                self.out.loaded = msg[1]
-                self.out.load_error = msg[2]
-                self.out.load_arcs = msg[3]
-                if not msg[1]:
+            elif isinstance(msg, ChildLoad):
+                self.out.loaded = msg.loaded
+                self.out.load_error = msg.detail
+                self.out.load_arcs = msg.arcs
+                if not msg.loaded:
                     return False
             elif role == "done":
-                self.w.last_output = msg[1]
+                self.w.last_output = msg.text
                 return False
-            elif msg[1]:  # the sandbox report: something was not applied, and the child ran nothing
-                self.out.fault = msg[1][:200]
+            elif msg.text:  # the sandbox report: something was not applied, and the child ran nothing
+                self.out.fault = msg.text[:200]
                 return False
         return True
 
-    def _test(self, msg: tuple[Any, ...]) -> bool:
+    def _test(self, msg: ChildTest) -> bool:
         """Judge one test's message; False when a judged unit stops here."""
-        i = msg[1]
+        i = msg.test
         w = self.w
-        res: tuple[int, Any, float, str, Any] | None
-        if msg[2] == S_TIMEOUT:
+        res: ResultRow | None
+        if msg.status == S_TIMEOUT:
             res = w.timeout_result(self.timeout, self.shorten_after, self.shortened)
             if self.shortens and not self.shortened and w.deadlines_hit >= self.shorten_after:
                 self.shortened, self.timeout = True, self.short_timeout  # as the child did
@@ -816,9 +805,9 @@ class _ChildRun:
             try:
                 res = w.judge_message(self.unit, self.prepared, msg, self.value_bytes)
             except Exception as exc:  # noqa: BLE001 - e.g. MemoryError or RecursionError on a value
-                res = (_ERROR, None, msg[3], f"the harness could not judge the returned value: {_detail(exc)}", None)
+                res = ResultRow(R_ERROR, None, msg.seconds, f"the harness could not judge the returned value: {_detail(exc)}", None)
         self.results[i] = res
-        if self.judged and (res is None or res[0] != _PASSED):
+        if self.judged and (res is None or res.outcome != R_PASSED):
             self.stopped = True  # a judged job ends at its first failure
             return False
         return True
@@ -834,7 +823,7 @@ class _ChildRun:
             elif self.killed_for:
                 out.load_error = self._load_timeout_detail()
             else:
-                out.load_error = f"child died while loading the program ({_describe(status, '')})"
+                out.load_error = f"child died while loading the program ({_describe(status)})"
             return out
         if not out.loaded:
             return out
@@ -847,7 +836,7 @@ class _ChildRun:
                 w.records.pop(i, None)
                 w.values.pop(i, None)
                 w.rerun.discard(i)
-                self.results[i] = (_ERROR, None, 0.0, f"protocol violation: {self.violation}"[:_DETAIL_CHARS], None)
+                self.results[i] = ResultRow(R_ERROR, None, 0.0, f"protocol violation: {self.violation}"[:_DETAIL_CHARS], None)
             return out
         if pos < len(self.order):
             i = self.order[pos]
@@ -858,7 +847,7 @@ class _ChildRun:
             elif self.killed_for:
                 self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened)
             else:
-                self.results[i] = (_ERROR, None, 0.0, f"child died during this test ({_describe(status, '')})", None)
+                self.results[i] = ResultRow(R_ERROR, None, 0.0, f"child died during this test ({_describe(status)})", None)
             out.unfinished = self.order[pos + 1:]
         return out
 
@@ -882,9 +871,7 @@ def _write_some(fd: int, buf: bytearray) -> bool:
     return False
 
 
-def _describe(status: int, killed_for: str) -> str:
-    if killed_for:
-        return f"killed: {killed_for}"
+def _describe(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -932,24 +919,14 @@ def main() -> None:
 
     worker.read_frame = read_frame
     hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
-    _write_all(out_fd, frame(("H", hello, os.getpid())))
+    _write_all(out_fd, frame((HELLO, hello, os.getpid())))
     try:
-        while True:
-            head = _read_exact(in_fd, 4)
-            if head is None:
-                break
-            (size,) = HEADER.unpack(head)
-            payload = _read_exact(in_fd, size)
-            if payload is None:
-                break
-            unit = marshal.loads(payload)  # from the trusted parent
-            if unit is None:
-                break
+        while (unit := read_frame()) is not None:  # None: the parent asks the worker to exit
             _write_all(out_fd, worker.run_unit_frame(unit))
             if worker.faulted:
                 break
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the parent stopped reading (closed early): exit quietly
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        pass  # the parent closed the pipe, or stopped reading (closed early): exit quietly
     finally:
         # Stop the fork servers before exiting, so that once the parent has waited for this
         # worker none of its processes is left.
