@@ -186,10 +186,10 @@ class Clock:
 
         Time the child spent queued for a CPU does not count (run-queue delay, what load adds):
         the backstop moves later by it, and a child queued at this moment (its delay not yet in
-        the kernel's account) is looked at again shortly. On two busy cores at load 30 a test
-        gets a fifteenth of a CPU, so a test computing for half its deadline passed ten times the
-        deadline of wall time and was killed by a plain wall-clock backstop: its verdict depended
-        on the load. The child's CPU and waiting limits still end it (the sum of the two cannot
+        the kernel's account) is looked at again shortly. On a heavily loaded machine a test may get
+        a small share of a CPU, so a test computing for half its deadline can spend many times the
+        deadline in wall time, and a plain wall-clock backstop would kill it: its verdict would
+        depend on the load. The child's CPU and waiting limits still end it (the sum of the two cannot
         reach the backstop unless one of them is past its own limit). Without the kernel's account
         (no ``stat``, or no baseline read yet) the backstop is plain wall clock."""
         if stat is None or self.base is None:
