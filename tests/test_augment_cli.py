@@ -203,7 +203,7 @@ def test_the_library_function_is_the_command_without_the_command_line(remade: di
     tasks whose references run far from the time limit on every input, so no input can fall on
     either side of it under load)."""
     import testgen.commands
-    from testgen.commands.augment_inputs import AugmentCommandConfig
+    from testgen.commands.augment import AugmentCommandConfig
 
     out = remade["root"] / "library.jsonl"
     tasks = TASKS[:2]

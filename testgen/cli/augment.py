@@ -1,7 +1,7 @@
 """``testgen augment`` and ``testgen reduce``: EvalPlus's "+" inputs and "-mini" suites.
 
-The command lines of :func:`testgen.commands.augment_inputs.augment` and
-:func:`testgen.commands.reduce_suite.reduce`: options in, the functions' reports printed.
+The command lines of :func:`testgen.commands.augment.augment` and
+:func:`testgen.commands.reduce.reduce`: options in, the functions' reports printed.
 EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
 ``docs/augment.md``.
 """
@@ -27,8 +27,8 @@ from commandline import (
     workers_option,
 )
 from testgen.cli.options import task_options
-from testgen.commands.augment_inputs import augmentable
-from testgen.commands.reduce_suite import reducible
+from testgen.commands.augment import augmentable
+from testgen.commands.reduce import reducible
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
@@ -95,7 +95,7 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE.
     """
     from testgen.cli.options import parse_backend_options
-    from testgen.commands.augment_inputs import AugmentCommandConfig, ModelSeeds, augment as make_inputs
+    from testgen.commands.augment import AugmentCommandConfig, ModelSeeds, augment as make_inputs
 
     if llm_backend is None and (llm_model or llm_options):
         raise click.UsageError("--llm-model and --llm-option need --llm-backend")
@@ -158,13 +158,13 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
     Table 4: tests per task and pass@1 with each requirement alone and all together, every
     sample judged on a suite reduced without its own model's (or fold's) samples.
     """
-    from testgen.commands.reduce_suite import ReduceConfig, reduce as reduce_suite
+    from testgen.commands.reduce import ReduceConfig, reduce as reduce_inputs
 
     kinds = tuple(k.strip() for k in requirements.split(",") if k.strip())
     config = ReduceConfig(dataset=dataset, out=out, dataset_path=dataset_path, samples=sample_files,
                           codet_prompts=codet_prompts, requirements=kinds, holdout=holdout,  # type: ignore[arg-type]
                           folds=folds, workers=workers, engine=engine)
-    report = reduce_suite(config, notify=notice)
+    report = reduce_inputs(config, notify=notice)
     _print_reduce(report)
 
 

@@ -1,17 +1,17 @@
 """The library behind each ``testgen`` command: one function per command, named after it.
 
-| command | function | module (named after what it does) |
+| command | function | module (named after the command) |
 |---|---|---|
-| ``testgen datasets`` | :func:`datasets` | :mod:`testgen.commands.list_datasets` |
-| ``testgen run`` | :func:`run` | :mod:`testgen.commands.write_tests` |
-| ``testgen sample`` | :func:`sample` | :mod:`testgen.commands.sample_code` |
-| ``testgen eval`` | :func:`eval` | :mod:`testgen.commands.score_tests` |
-| ``testgen evaluate`` | :func:`evaluate` | :mod:`testgen.commands.judge_code` |
-| ``testgen report`` | :func:`report` | :mod:`testgen.commands.compare_runs` |
-| ``testgen study`` | :func:`study` | :mod:`testgen.commands.run_study` |
-| ``testgen store`` | :func:`store` | :mod:`testgen.commands.manage_store` |
-| ``testgen augment`` | :func:`augment` | :mod:`testgen.commands.augment_inputs` |
-| ``testgen reduce`` | :func:`reduce` | :mod:`testgen.commands.reduce_suite` |
+| ``testgen datasets`` | :func:`datasets` | :mod:`testgen.commands.datasets` |
+| ``testgen run`` | :func:`run` | :mod:`testgen.commands.run` |
+| ``testgen sample`` | :func:`sample` | :mod:`testgen.commands.sample` |
+| ``testgen eval`` | :func:`eval` | :mod:`testgen.commands.eval` |
+| ``testgen evaluate`` | :func:`evaluate` | :mod:`testgen.commands.evaluate` |
+| ``testgen report`` | :func:`report` | :mod:`testgen.commands.report` |
+| ``testgen study`` | :func:`study` | :mod:`testgen.commands.study` |
+| ``testgen store`` | :func:`store` | :mod:`testgen.commands.store` |
+| ``testgen augment`` | :func:`augment` | :mod:`testgen.commands.augment` |
+| ``testgen reduce`` | :func:`reduce` | :mod:`testgen.commands.reduce` |
 
 ``testgen.commands.evaluate(...)`` is the same call as ``testgen evaluate``, without the command
 line: the click commands in :mod:`testgen.cli` only turn options into the function's arguments and
@@ -25,30 +25,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from testgen.commands.augment_inputs import augment as augment
-    from testgen.commands.compare_runs import report as report
-    from testgen.commands.judge_code import evaluate as evaluate
-    from testgen.commands.list_datasets import datasets as datasets
-    from testgen.commands.manage_store import store as store
-    from testgen.commands.reduce_suite import reduce as reduce  # noqa: A004
-    from testgen.commands.run_study import study as study
-    from testgen.commands.sample_code import sample as sample
-    from testgen.commands.score_tests import eval as eval  # noqa: A004
-    from testgen.commands.write_tests import run as run
+    from testgen.commands.augment import augment as augment
+    from testgen.commands.report import report as report
+    from testgen.commands.evaluate import evaluate as evaluate
+    from testgen.commands.datasets import datasets as datasets
+    from testgen.commands.store import store as store
+    from testgen.commands.reduce import reduce as reduce  # noqa: A004
+    from testgen.commands.study import study as study
+    from testgen.commands.sample import sample as sample
+    from testgen.commands.eval import eval as eval  # noqa: A004
+    from testgen.commands.run import run as run
 
 __all__ = ["datasets", "run", "sample", "eval", "evaluate", "report", "study", "store", "augment", "reduce"]
 
 COMMANDS: dict[str, str] = {
-    "datasets": "testgen.commands.list_datasets:datasets",
-    "run": "testgen.commands.write_tests:run",
-    "sample": "testgen.commands.sample_code:sample",
-    "eval": "testgen.commands.score_tests:eval",
-    "evaluate": "testgen.commands.judge_code:evaluate",
-    "report": "testgen.commands.compare_runs:report",
-    "study": "testgen.commands.run_study:study",
-    "store": "testgen.commands.manage_store:store",
-    "augment": "testgen.commands.augment_inputs:augment",
-    "reduce": "testgen.commands.reduce_suite:reduce",
+    "datasets": "testgen.commands.datasets:datasets",
+    "run": "testgen.commands.run:run",
+    "sample": "testgen.commands.sample:sample",
+    "eval": "testgen.commands.eval:eval",
+    "evaluate": "testgen.commands.evaluate:evaluate",
+    "report": "testgen.commands.report:report",
+    "study": "testgen.commands.study:study",
+    "store": "testgen.commands.store:store",
+    "augment": "testgen.commands.augment:augment",
+    "reduce": "testgen.commands.reduce:reduce",
 }
 """Command name -> ``"module:function"``."""
 
