@@ -5,7 +5,7 @@ ICLR 2023; github microsoft/CodeT): placeholder-style prompts (body ``pass``) en
 ``assert ``. This script builds a run directory in the contract format from it (what
 ``testgen run --backend replay --setting placeholder`` produces): tests extracted with
 ``evaluation.extraction.extract_tests(raw, entry_point=, prefix="assert ", mode="robust", limit=None)``,
-then runs :func:`testgen.commands.score_tests.eval` on it and prints a figure table: wall time,
+then runs :func:`testgen.commands.eval.eval` on it and prints a figure table: wall time,
 CPU time (this process + children), peak memory (sum of RSS over the process tree, sampled),
 and the metrics P, P', C.
 
@@ -83,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("HUMANEVAL_OVERRIDE_PATH", str(DATA / "humanevalplus" / "HumanEvalPlus-v0.1.10.jsonl.gz"))
-    from testgen.commands.score_tests import EvalOptions, _cpu, eval as eval_run
+    from testgen.commands.eval import EvalOptions, _cpu, eval as eval_run
 
     built = build_run(args.run_dir, limit_tasks=args.limit_tasks)
     print(f"built {args.run_dir}: {built['generations']} generations (extraction {built['extract_s']:.1f} s)")

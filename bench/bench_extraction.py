@@ -109,7 +109,7 @@ def _llama_cpp_backend(model: str, threads: int) -> Any:
 def collect(args: argparse.Namespace) -> None:
     from testgen.backends import create_backend
     from testgen.backends.base import Sampling
-    from testgen.commands.write_tests import CODE_STOP, RunConfig, run
+    from testgen.commands.run import CODE_STOP, RunConfig, run
     from testgen.settings import PromptStyle, Setting
 
     model = args.model or smollm2_gguf()

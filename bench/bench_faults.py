@@ -41,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
 
     os.environ["TESTGEN_CACHE"] = tempfile.mkdtemp(prefix="bench_faults_")
-    from testgen.commands.score_tests import EvalOptions, _cpu, eval as eval_run
+    from testgen.commands.eval import EvalOptions, _cpu, eval as eval_run
 
     run = _slice(args.run_dir, args.limit_tasks, args.out / "run")
     eval_dir = args.out / "eval"

@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/testgen_bench_mutation"))
     args = ap.parse_args()
 
-    from testgen.commands.score_tests import EvalOptions, _cpu, eval as eval_run
+    from testgen.commands.eval import EvalOptions, _cpu, eval as eval_run
 
     run = _slice(args.run_dir, args.limit_tasks, args.out / "run")
     rows: list[tuple[float, float, int, float, float, int, dict[str, Any]]] = []

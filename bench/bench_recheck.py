@@ -1,7 +1,7 @@
 """The second runs of ``testgen evaluate`` near a time limit (issue 28), and the whole command, timed
 on CodeT's CodeGen-16B HumanEval samples; optionally against another checkout, in alternating pairs.
 
-One run: ``testgen evaluate`` in this process (:func:`testgen.commands.judge_code.evaluate`),
+One run: ``testgen evaluate`` in this process (:func:`testgen.commands.evaluate.evaluate`),
 with the executor's engine wrapped so that each ``run`` call is timed: its wall time and the CPU
 time of the whole process tree over it (this process, and every live descendant with what it
 reaped). A call whose jobs were all run before in this evaluation is a second run; per split, the
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     import evaluation
     import evaluation.executor.engine as engine_module
     from evaluation.result_store import clear_store, open_store
-    from testgen.commands.judge_code import EvaluateConfig, evaluate
+    from testgen.commands.evaluate import EvaluateConfig, evaluate
 
     if args.cache:
         clear_store(open_store(), ["verdicts"])

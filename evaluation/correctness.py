@@ -7,7 +7,7 @@ HumanEval on their own asserts (:mod:`evaluation.asserts`). :func:`judge_solutio
 callers that only need "is this solution correct" use: ``testgen eval``'s Table 4 split of the
 self setting (the code in the prompts) and ``rerank``'s ground truth for a dataset judged on its
 asserts (:mod:`rerank.ground_truth`). ``testgen evaluate``
-(:mod:`testgen.commands.judge_code`) calls the two judges itself, since it also reports their
+(:mod:`testgen.commands.evaluate`) calls the two judges itself, since it also reports their
 ground truth and draws PropertyEval's inputs. An EvalPlus judge on a dataset without inputs
 would have nothing to check and pass everything: refused.
 """

@@ -1,5 +1,5 @@
 """What ``testgen eval`` says beside its metrics: where each kept test was checked (trusted code or
-the program's process) and the warnings of ``metrics.json`` (:mod:`testgen.commands.score_tests`)."""
+the program's process) and the warnings of ``metrics.json`` (:mod:`testgen.commands.eval`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ executor with coverage measured, and kept in the result store (:mod:`evaluation.
 ``executions``: keyed by program, test, timeout, coverage and :data:`CACHE_VERSION`), so an
 interrupted eval resumes and another eval of the same tests on the same program reuses them;
 branch coverage of a set of tests computed from the stored arcs (:mod:`testgen.coverage`). Split out of
-:mod:`testgen.commands.score_tests`, which decides what to run and turns the results into metrics.
+:mod:`testgen.commands.eval`, which decides what to run and turns the results into metrics.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Real-fault exposure of a run's generated tests (``testgen eval --faults``).
 
 Beside the mutation score M (synthetic mutants of the reference), the share of the *real* faults
-models wrote that the tests reject. Steps, after :func:`testgen.commands.score_tests.eval` has run
+models wrote that the tests reject. Steps, after :func:`testgen.commands.eval.eval` has run
 every kept test on the reference:
 
 1. The wrong programs: every sample of the fault sources (by default, on HumanEval+, CodeT's

@@ -1,4 +1,4 @@
-"""What ``testgen run`` (:mod:`testgen.commands.write_tests`) and ``testgen sample`` (:mod:`testgen.commands.sample_code`)
+"""What ``testgen run`` (:mod:`testgen.commands.run`) and ``testgen sample`` (:mod:`testgen.commands.sample`)
 share: the code prompts' stop strings, resumable run directories (``config.json`` checked on
 resume, task selection, contiguous runs of missing sample indices), checked backend calls,
 ``solutions.jsonl`` records and the progress bar.

@@ -1,5 +1,5 @@
 """What ``testgen leaderboard`` computes before it writes anything: the rows, the columns with
-their per-task values, the tasks compared (:mod:`testgen.commands.rank_generators` builds it;
+their per-task values, the tasks compared (:mod:`testgen.commands.leaderboard` builds it;
 :mod:`testgen.leaderboard_stats`, :mod:`testgen.leaderboard_page` and
 :mod:`testgen.leaderboard_plot` read it)."""
 
@@ -35,7 +35,7 @@ class Board:
     rows: list[str]
     """Row labels (``model/setting``), in the order given."""
     runs: Mapping[str, Any]
-    """Row -> its evaluated run (:class:`testgen.commands.compare_runs.EvaluatedRun`)."""
+    """Row -> its evaluated run (:class:`testgen.commands.report.EvaluatedRun`)."""
     columns: list[Column]
     """Figures, P, P', C (and the registry's others), M, metrics.json's others, reranking."""
     compared: list[str]

@@ -3,7 +3,7 @@
 The share of the reference's non-equivalent mutants that the tests kill (DeMillo, Lipton,
 Sayward 1978; the measure test-generation research reports beside coverage, e.g. Schäfer et
 al., "An Empirical Evaluation of Using Large Language Models for Automated Unit Test
-Generation", TSE 2024). Steps, after :func:`testgen.commands.score_tests.eval` has run every
+Generation", TSE 2024). Steps, after :func:`testgen.commands.eval.eval` has run every
 kept test on the reference:
 
 1. The mutants of each task's reference (:func:`evaluation.mutants.mutants_of`).

@@ -1,7 +1,7 @@
 """A run directory of ``testgen run`` read and validated: ``config.json``, ``generations.jsonl``
 (each record's ``tests`` list, all of them) and, for self/cross, ``solutions.jsonl``.
 
-What ``testgen eval`` (:mod:`testgen.commands.score_tests`) scores; the formats are in
+What ``testgen eval`` (:mod:`testgen.commands.eval`) scores; the formats are in
 ``docs/formats.md``. A torn last line (a run killed while writing) is dropped with a warning.
 """
 

@@ -199,15 +199,14 @@ def test_contracts_borrowed_from_mbppplus_and_dropped_where_they_do_not_fit(shar
 
 
 def test_the_library_function_is_the_command_without_the_command_line(remade: dict[str, Path]) -> None:
-    """testgen.commands.augment(AugmentCommandConfig(...)) writes what 'testgen augment' wrote (two
+    """testgen.commands.augment.augment(AugmentCommandConfig(...)) writes what 'testgen augment' wrote (two
     tasks whose references run far from the time limit on every input, so no input can fall on
     either side of it under load)."""
-    import testgen.commands
-    from testgen.commands.augment_inputs import AugmentCommandConfig
+    from testgen.commands.augment import AugmentCommandConfig, augment
 
     out = remade["root"] / "library.jsonl"
     tasks = TASKS[:2]
-    report = testgen.commands.augment(AugmentCommandConfig(
+    report = augment(AugmentCommandConfig(
         dataset="humaneval+", dataset_path=str(remade["noplus"]), seed_files=(str(remade["run"]),), max_inputs=60,
         seed=7, out=str(out), task_ids=tasks, workers=2))
     assert report.reused == 0 and list(report.tasks) == list(tasks)

@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from testgen.backends import create_backend  # noqa: E402
 from testgen.backends.base import ChatMessage, Prompt, Sampling  # noqa: E402
-from testgen.commands.write_tests import RunConfig, run  # noqa: E402
+from testgen.commands.run import RunConfig, run  # noqa: E402
 from testgen.settings import Setting  # noqa: E402
 
 CORPUS = [

@@ -83,7 +83,7 @@ def test_the_real_model_writes_tests_that_extraction_finds(smollm2: Any) -> None
 
 
 def test_testgen_run_on_two_tasks_with_the_gguf(smollm2: Any, tmp_path: Path) -> None:
-    from testgen.commands.write_tests import RunConfig, run
+    from testgen.commands.run import RunConfig, run
     from testgen.settings import PromptStyle, Setting
 
     config = RunConfig(dataset="humaneval+", setting=Setting.ORACLE, backend="hf", model=smollm2.model, n=1,

@@ -17,7 +17,7 @@ pytest.importorskip("openai")
 from evaluation.errors import TestgenError, UnknownName  # noqa: E402
 from testgen.backends import create_backend  # noqa: E402
 from testgen.backends.base import ChatMessage, Prompt, Sampling  # noqa: E402
-from testgen.commands.write_tests import RunConfig, run  # noqa: E402
+from testgen.commands.run import RunConfig, run  # noqa: E402
 from testgen.settings import PromptStyle, Setting  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))

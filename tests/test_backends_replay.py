@@ -12,7 +12,7 @@ import pytest
 from evaluation.errors import TestgenError
 from testgen.backends import create_backend
 from testgen.backends.base import cut_at_stop
-from testgen.commands.write_tests import CODE_STOP, RunConfig, run
+from testgen.commands.run import CODE_STOP, RunConfig, run
 from testgen.settings import Setting
 
 TESTS_FILE = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"

@@ -72,7 +72,7 @@ def test_limit_judges_the_first_tasks_and_the_summary_matches_the_verdicts(sampl
 
 
 def test_the_ground_truth_step_reports_its_end(samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from testgen.commands.judge_code import EvaluateConfig, evaluate
+    from testgen.commands.evaluate import EvaluateConfig, evaluate
 
     monkeypatch.setenv("TESTGEN_CACHE", str(tmp_path / "cache"))
     calls: dict[str, list[tuple[int, int]]] = {}

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from evaluation.datasets import load_dataset
 from evaluation.extraction import OUTCOMES, extract_tests, outcome
 from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
-from testgen.commands.write_tests import RunConfig, run
+from testgen.commands.run import RunConfig, run
 from testgen.prompting import code_outcome, extract_code
 from testgen.settings import PromptStyle, Setting
 

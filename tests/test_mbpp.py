@@ -306,7 +306,7 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
     """CodeT's MBPP test generations are not in the shared data; a file in CodeT's format on its
     real MBPP test prompts (one made-up sample each) shows which tasks a replay matches by
     prompt text: all but the 12 repaired ones."""
-    from testgen.commands.write_tests import RunConfig, run
+    from testgen.commands.run import RunConfig, run
     from testgen.settings import Setting
 
     raw = _raw(shared_data, TESTS)
@@ -337,8 +337,8 @@ def test_codet_style_placeholder_replay_matches_codets_mbpp_test_prompts(
 
 
 def test_every_setting_runs_on_mbpp_and_eval_uses_the_repaired_oracle(shared_data: Path, tmp_path: Path) -> None:
-    from testgen.commands.score_tests import eval as eval_run
-    from testgen.commands.write_tests import RunConfig, run
+    from testgen.commands.eval import eval as eval_run
+    from testgen.commands.run import RunConfig, run
     from testgen.settings import Setting
 
     path = str(shared_data / CODE)

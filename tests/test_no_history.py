@@ -45,8 +45,8 @@ OWNED_ELSEWHERE_UNTIL_MERGE: tuple[str, ...] = (
     "evaluation/mutants.py",
     "evaluation/result_store.py",
     "evaluation/augment/",
-    "testgen/commands/judge_code.py",
-    "testgen/commands/score_tests.py",
+    "testgen/commands/evaluate.py",
+    "testgen/commands/eval.py",
     "rerank/pipeline.py",
     "rerank/ground_truth.py",
 )

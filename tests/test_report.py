@@ -27,7 +27,7 @@ PROMPTS = "codet/HumanEval_for_test_case_generation.jsonl.gz"
 
 @pytest.fixture(scope="module")
 def evaluated(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from testgen.commands.score_tests import EvalOptions, eval as eval_run
+    from testgen.commands.eval import EvalOptions, eval as eval_run
     from evaluation.extraction import extract_tests
 
     prompts = {}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from testgen.commands.compare_runs import _rescored, load_evaluated
+from testgen.commands.report import _rescored, load_evaluated
 from testgen.plots import mark_missing_bars, percent_limits
 
 TESTGEN = str(Path(sys.executable).parent / "testgen")

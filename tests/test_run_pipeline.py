@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from evaluation.errors import TestgenError
 from testgen.cli import cli
-from testgen.commands.write_tests import RunConfig, default_out_dir, run
+from testgen.commands.run import RunConfig, default_out_dir, run
 from testgen.settings import PromptStyle, Setting
 
 CODE_FILE = "codet/HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 from testgen.backends.base import Sampling, cut_at_stop
 from testgen.cli import cli
-from testgen.commands.write_tests import CODE_STOP, RunConfig, run
+from testgen.commands.run import CODE_STOP, RunConfig, run
 from testgen.pools import POOL_RULE, pool_shares
-from testgen.commands.sample_code import SampleConfig, sample
+from testgen.commands.sample import SampleConfig, sample
 from testgen.settings import Setting
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from testgen.cli import cli
-from testgen.commands.run_study import unavailable_steps
+from testgen.commands.study import unavailable_steps
 from testgen.study.plan import build_plan
 from testgen.study.spec import SETTINGS, SpecError, load_spec, parse_spec
 

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "study": ("testgen.cli.study:study", "The paper's whole study from one spec file, to its tables."),
     "store": ("testgen.cli.store:store", "Where the result store is, its size per kind; --clear empties it."),
     "augment": ("testgen.cli.augment:augment", "New inputs per task, EvalPlus's way: seeds + type-aware mutation."),
-    "reduce": ("testgen.cli.augment:reduce", "Reduce a dataset's plus inputs by set cover (EvalPlus's -mini)."),
+    "reduce": ("testgen.cli.reduce:reduce", "Reduce a dataset's plus inputs by set cover (EvalPlus's -mini)."),
 }
 
 

@@ -1,8 +1,8 @@
-"""``testgen augment`` and ``testgen reduce``: EvalPlus's "+" inputs and "-mini" suites.
+"""``testgen augment``: EvalPlus's "+" inputs (``testgen reduce``, in :mod:`testgen.cli.reduce`,
+makes its "-mini" suites).
 
-The command lines of :func:`testgen.commands.augment_inputs.augment` and
-:func:`testgen.commands.reduce_suite.reduce`: options in, the functions' reports printed.
-EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
+The command line of :func:`testgen.commands.augment.augment`: options in, the function's report
+printed. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
 ``docs/augment.md``.
 """
 
@@ -22,18 +22,15 @@ from commandline import (
     engine_options,
     existing_path,
     notice,
-    results_console,
-    titled_table,
     workers_option,
 )
 from testgen.cli.options import task_options
-from testgen.commands.augment_inputs import augmentable
-from testgen.commands.reduce_suite import reducible
+from testgen.commands.augment import augmentable
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
 
-__all__ = ["augment", "reduce"]
+__all__ = ["augment"]
 
 
 @click.command(name="augment")
@@ -95,7 +92,7 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE.
     """
     from testgen.cli.options import parse_backend_options
-    from testgen.commands.augment_inputs import AugmentCommandConfig, ModelSeeds, augment as make_inputs
+    from testgen.commands.augment import AugmentCommandConfig, ModelSeeds, augment as make_inputs
 
     if llm_backend is None and (llm_model or llm_options):
         raise click.UsageError("--llm-model and --llm-option need --llm-backend")
@@ -128,60 +125,3 @@ def _print_augment(report: Any, dataset: str) -> None:
     judge = getattr(plus_format(dataset), "name", dataset)
     click.echo(f"  report: {report.report_file}; judge with: testgen evaluate --dataset {judge} "
                f"--dataset-path {report.out} --samples FILE")
-
-
-@click.command(name="reduce")
-@dataset_option(accept=reducible, help="Kind of the dataset to reduce (its plus inputs are reduced).")
-@dataset_path_option(help="The dataset file to reduce (e.g. one 'testgen augment' wrote); default: the release.")
-@click.option("--samples", "sample_files", multiple=True, type=existing_path(),
-              help="Solutions whose kills are a requirement (repeatable; any format 'testgen evaluate' reads, or a "
-                   "'testgen sample' run directory).")
-@click.option("--codet-prompts", type=existing_path(dir_okay=False), default=None,
-              help="CodeT's HumanEval_for_code_generation.jsonl(.gz), to match CodeT sample files to tasks.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
-              help="The reduced dataset (.jsonl or .jsonl.gz); <stem>.report.json beside it.")
-@click.option("--requirements", default="coverage,mutants,samples", show_default=True,
-              help="Comma-separated: coverage (arcs of the reference), mutants (of the reference), samples.")
-@click.option("--holdout", type=click.Choice(["auto", "model", "folds", "none"]), default="auto", show_default=True,
-              help="Table 4: a sample is judged on a suite reduced without its model's samples (model), or "
-                   "without its fold's (folds, by sample index); auto: model when there are several.")
-@click.option("--folds", type=POSITIVE_INT, default=5, show_default=True, help="Folds for --holdout folds.")
-@workers_option()
-@engine_options()
-def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...], codet_prompts: str | None,
-           out: str, requirements: str, holdout: str, folds: int, workers: int | None,
-           engine: EngineChoice) -> None:
-    """Reduce a dataset's plus inputs by greedy set cover (EvalPlus's HumanEval+-mini).
-
-    Keeps every base input and the fewest plus inputs (greedily) that still execute every arc
-    of the reference, kill every mutant and every sample the full suite kills. Prints EvalPlus's
-    Table 4: tests per task and pass@1 with each requirement alone and all together, every
-    sample judged on a suite reduced without its own model's (or fold's) samples.
-    """
-    from testgen.commands.reduce_suite import ReduceConfig, reduce as reduce_suite
-
-    kinds = tuple(k.strip() for k in requirements.split(",") if k.strip())
-    config = ReduceConfig(dataset=dataset, out=out, dataset_path=dataset_path, samples=sample_files,
-                          codet_prompts=codet_prompts, requirements=kinds, holdout=holdout,  # type: ignore[arg-type]
-                          folds=folds, workers=workers, engine=engine)
-    report = reduce_suite(config, notify=notice)
-    _print_reduce(report)
-
-
-def _print_reduce(report: Any) -> None:
-
-    s = report.summary
-    table = titled_table(f"Table 4 (EvalPlus): pass@1 and tests per task, held out by {s['holdout']}, "
-                        f"{s['samples']:,} samples")
-    table.add_column("suite")
-    table.add_column("tests / task", justify="right")
-    table.add_column("pass@1", justify="right")
-    for row in report.table4:
-        table.add_row(row["kinds"], f"{row['tests_per_task']:.1f}", f"{row['pass@1']:.2f}")
-    results_console().print(table)
-    kept = "; ".join(f"{k}: {v['met']:,} of {v['requirements']:,} met, {v['inputs_needed']:,} inputs"
-                     + (f", {v['unmeetable']:,} unmeetable" if v["unmeetable"] else "")
-                     for k, v in s["per_kind"].items())
-    click.echo(f"{report.out}: {report.tests_per_task:.1f} tests per task (base + kept plus; full plus "
-               f"{s['plus_per_task_full']:.1f}); {kept}")
-    click.echo(f"  report: {report.report_file}")

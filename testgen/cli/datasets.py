@@ -1,6 +1,6 @@
 """``testgen datasets``: list the datasets, their versions, sizes and where each was found.
 
-A thin layer over :func:`testgen.commands.list_datasets.datasets`. Nothing is downloaded unless
+A thin layer over :func:`testgen.commands.datasets.datasets`. Nothing is downloaded unless
 ``--download`` is given; a dataset that is not found is listed with the three ways to provide it.
 """
 
@@ -30,7 +30,7 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     the official release URL.
     """
     from evaluation.datasets import DATASETS
-    from testgen.commands.list_datasets import datasets as dataset_rows
+    from testgen.commands.datasets import datasets as dataset_rows
 
     if dataset_path is not None:
         if len(names) != 1:

@@ -1,6 +1,6 @@
 """``testgen eval RUN_DIR``: pass rate P, deduplicated pass rate P' and branch coverage C of a
 run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
-:func:`testgen.commands.score_tests.eval`."""
+:func:`testgen.commands.eval.eval`."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
         TimeRemainingColumn,
     )
 
-    from testgen.commands.score_tests import EvalOptions, eval as eval_run
+    from testgen.commands.eval import EvalOptions, eval as eval_run
     from testgen.coverage import CoverageMeasure
     from testgen.metrics import DedupKey, EmptyPolicy
 

@@ -1,6 +1,6 @@
 """``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
 
-A thin click layer over :func:`testgen.commands.judge_code.evaluate` (``docs/evaluate.md``): it
+A thin click layer over :func:`testgen.commands.evaluate.evaluate` (``docs/evaluate.md``): it
 builds the configuration, shows progress (bars on a terminal, a line every few seconds elsewhere:
 :mod:`commandline.progress`) and the library's notices, and prints the pass@k table.
 """
@@ -23,11 +23,11 @@ from commandline import (
     workers_option,
 )
 from commandline.progress import progress_bars
-from testgen.commands.judge_code import judged_on_own
+from testgen.commands.evaluate import judged_on_own
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
-    from testgen.commands.judge_code import EvaluateResult
+    from testgen.commands.evaluate import EvaluateResult
 
 __all__ = ["evaluate"]
 
@@ -129,7 +129,7 @@ def evaluate(
     """
     from rich.console import Console
 
-    from testgen.commands.judge_code import EvaluateConfig, evaluate as judge
+    from testgen.commands.evaluate import EvaluateConfig, evaluate as judge
 
     config = EvaluateConfig(
         samples=samples, dataset=dataset_name, dataset_path=dataset_path, out=out, evaluator=evaluator,  # type: ignore[arg-type]
@@ -142,7 +142,7 @@ def evaluate(
         result = judge(config, progress=bars,
                        notify=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
     _print_table(result, evaluator)
-    from testgen.commands.judge_code import summary_path
+    from testgen.commands.evaluate import summary_path
 
     console.print(f"verdicts: {result.out}, pass@k: {summary_path(result.out)}   ({result.seconds:.1f}s)",
                   markup=False, highlight=False, soft_wrap=True)

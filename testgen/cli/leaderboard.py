@@ -1,6 +1,6 @@
 """``testgen leaderboard RUN_DIR... [--rerank DIR] --out DIR``: one row per test generator, every
 figure with its 95% interval and a paired test against the column's best. A thin layer over
-:func:`testgen.commands.rank_generators.leaderboard`.
+:func:`testgen.commands.leaderboard.leaderboard`.
 
 A command of its own rather than an option of ``testgen report``: the report's table is the
 paper's Table 2 (models x settings, a cell per pair), its inputs runs only; the leaderboard's rows
@@ -42,7 +42,7 @@ def leaderboard(run_dirs: tuple[str, ...], rerank_dirs: tuple[Path, ...], rerank
     A row is named NAME, or by its run's model/setting. Only tasks every run has are compared; a
     warning names the others.
     """
-    from testgen.commands.rank_generators import leaderboard as write_leaderboard
+    from testgen.commands.leaderboard import leaderboard as write_leaderboard
     from testgen.leaderboard_page import table_cells
 
     res = write_leaderboard(list(run_dirs), out, rerank=list(rerank_dirs), reranker=reranker, verdict=verdict,

@@ -1,6 +1,6 @@
 """``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
 CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.commands.compare_runs.report`,
+Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.commands.report.report`,
 which writes a ``testgen study`` folder's report instead when given one (``testgen report STUDY_DIR``)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _print_intervals(console: Any, res: dict[str, Any]) -> None:
     """Per metric: models x settings, mean over tasks [95% CI], * best of the setting, ≈ not
     significantly different from it."""
 
-    from testgen.commands.compare_runs import SETTING_ORDER
+    from testgen.commands.report import SETTING_ORDER
     from testgen.report_stats import ALPHA, METRIC_NAMES
 
     runs = res["runs"]
@@ -83,7 +83,7 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     index.html) into DIR/report (docs/study.md).
     """
 
-    from testgen.commands.compare_runs import report as write_report
+    from testgen.commands.report import report as write_report
 
     res = write_report(list(run_dirs), out, code_pass1=_parse_pass1(code_pass1),
                        tests_only=coverage_arcs == "tests-only")
@@ -91,7 +91,7 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
         folder = res["study"]
         click.echo(f"wrote {len(res['files'])} files to {folder / 'report'} (open {folder / 'report' / 'index.html'})")
         return
-    from testgen.commands.compare_runs import left_out_line
+    from testgen.commands.report import left_out_line
 
     if res["left_out"]:
         click.secho(f"warning: {left_out_line(res['left_out'], len(res['compared']))}", fg="yellow", err=True)

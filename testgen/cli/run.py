@@ -1,6 +1,6 @@
 """``testgen run``: make a model write tests in the oracle/self/cross/placeholder settings.
 
-A thin layer over :func:`testgen.commands.write_tests.run` (Xiong, Guo, Chen, arXiv 2310.05727).
+A thin layer over :func:`testgen.commands.run.run` (Xiong, Guo, Chen, arXiv 2310.05727).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def run(
 
     from testgen.backends import backend_capabilities
     from testgen.backends.base import Sampling
-    from testgen.commands.write_tests import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
+    from testgen.commands.run import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
     from testgen.settings import PromptStyle, Setting
 
     options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)

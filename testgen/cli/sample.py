@@ -1,7 +1,7 @@
 """``testgen sample``: sample code from a model for every problem (the paper's Table 1, and the
 pool for ``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank``).
 
-A thin layer over :func:`testgen.commands.sample_code.sample` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
+A thin layer over :func:`testgen.commands.sample.sample` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
 exit-status rule (``docs/cli.md``): 2 for a bad input (unknown dataset or backend option, a run
 directory holding another configuration), checked before anything is sampled; 1 when sampling
 fails while running (:class:`~evaluation.errors.RunFailure`: the model server gives up, ...).
@@ -58,7 +58,7 @@ def sample(
 
     from testgen.backends import backend_capabilities
     from testgen.backends.base import Sampling
-    from testgen.commands.sample_code import SampleConfig, sample as sample_code
+    from testgen.commands.sample import SampleConfig, sample as draw_samples
     from testgen.settings import PromptStyle
 
     options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
@@ -73,7 +73,7 @@ def sample(
         strip_code_examples=strip_code_examples, limit=limit, task_ids=task_ids,
     )
     show = sys.stderr.isatty() if progress is None else progress
-    summary = sample_code(config, out=Path(out) if out else None, progress=show, notify=notice)
+    summary = draw_samples(config, out=Path(out) if out else None, progress=show, notify=notice)
     click.echo(
         f"{summary.out}: {summary.tasks} tasks, {summary.sampled} solutions sampled, "
         f"{summary.reused} already present (reused) -> {summary.out / 'solutions.jsonl'}"

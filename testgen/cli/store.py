@@ -1,6 +1,6 @@
 """``testgen store``: the result store's place and size per kind; ``--clear`` empties it.
 
-A thin layer over :func:`testgen.commands.manage_store.store` (``docs/store.md``).
+A thin layer over :func:`testgen.commands.store.store` (``docs/store.md``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def store(clear: bool, kinds: tuple[str, ...]) -> None:
     everything the result depends on; it only grows. --clear removes it (or the kinds named):
     the next command that needs a result computes it again.
     """
-    from testgen.commands.manage_store import store as inspect
+    from testgen.commands.store import store as inspect
 
     if kinds and not clear:
         raise click.UsageError("--kind names what --clear removes")

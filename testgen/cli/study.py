@@ -1,7 +1,7 @@
 """``testgen study SPEC.toml --out DIR``: the paper's whole study (many models, four settings, two
 datasets, Table 1 sampling and Table 5 reranking) from one spec file, then its tables.
 
-A thin layer over :func:`testgen.commands.run_study.study` (Xiong, Guo, Chen, arXiv 2310.05727):
+A thin layer over :func:`testgen.commands.study.study` (Xiong, Guo, Chen, arXiv 2310.05727):
 ``--dry-run`` lists the plan's steps, ``--check`` runs the preflight alone
 (:mod:`testgen.study.check`, also run before every study); otherwise the study runs with a live
 view of its steps. See ``docs/study.md``.
@@ -73,7 +73,7 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     """
     from rich.console import Console
 
-    from testgen.commands.run_study import plan_study
+    from testgen.commands.study import plan_study
 
     out = out or Path("runs") / spec_file.stem
     plan = plan_study(spec_file, only=only)
@@ -108,8 +108,8 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
 
 def _announce_unavailable(plan: Any, skip: bool) -> None:
     """Before any step: which steps cannot run here and why; without ``--skip-unavailable`` the
-    study then stops (:class:`~testgen.commands.run_study.StepsUnavailable`, exit 2)."""
-    from testgen.commands.run_study import unavailable_steps
+    study then stops (:class:`~testgen.commands.study.StepsUnavailable`, exit 2)."""
+    from testgen.commands.study import unavailable_steps
 
     missing = unavailable_steps(plan)
     if missing is None:
@@ -139,7 +139,7 @@ def _run_with_progress(spec_file: Path, out: Path, only: str | None, jobs: int, 
     """The study, run with a live view (a bar per running step) or one line per step."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from testgen.commands.run_study import plan_study, study as run_study
+    from testgen.commands.study import plan_study, study as run_spec
 
     total = len(plan_study(spec_file, only=only).steps)
     finished = 0
@@ -170,4 +170,4 @@ def _run_with_progress(spec_file: Path, out: Path, only: str | None, jobs: int, 
             elif event == "blocked" and show:
                 bar.console.print(f"[{finished}/{total}] skip    {_describe(step)}: {detail}")
 
-        return run_study(spec_file, out, only=only, jobs=jobs, on_event=on_event, skip_unavailable=skip_unavailable)
+        return run_spec(spec_file, out, only=only, jobs=jobs, on_event=on_event, skip_unavailable=skip_unavailable)

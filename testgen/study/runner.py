@@ -169,7 +169,7 @@ def _context(torch: bool = False) -> Any:
 
         ctx = multiprocessing.get_context("forkserver")
         preload = [_console_script(prog).module for prog in ("testgen", "rerank")]
-        preload += ["testgen.commands.write_tests", "testgen.commands.sample_code", "testgen.commands.score_tests",
+        preload += ["testgen.commands.run", "testgen.commands.sample", "testgen.commands.eval",
                     "rerank.pipeline"]
         if torch:
             preload += [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is not None]

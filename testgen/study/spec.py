@@ -263,7 +263,7 @@ def _known_datasets() -> list[str]:
 def _augmentable() -> list[str]:
     """The registered datasets ``testgen augment`` takes."""
     from evaluation.datasets import DATASETS as REGISTERED
-    from testgen.commands.augment_inputs import augmentable
+    from testgen.commands.augment import augmentable
 
     return [n for n in REGISTERED.names() if augmentable(REGISTERED.get(n))]
 

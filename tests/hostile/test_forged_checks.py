@@ -202,7 +202,7 @@ def test_shadowing_tests_are_dropped_by_testgen_run(tmp_path: Path) -> None:
     """CodeT-style raw text (``assert `` continued) with tests that redefine ``add``: ``testgen
     run`` keeps the real tests and counts the others in ``dropped.rebinding``."""
     from testgen.backends import create_backend
-    from testgen.commands.write_tests import RunConfig, run
+    from testgen.commands.run import RunConfig, run
     from testgen.settings import Setting
 
     raw = ("add(2, 3) == 5\nadd = lambda x, y: 5\nassert add(1, 1) == 5\n"

@@ -20,7 +20,7 @@ What is written (``RUN`` = the output directory):
   the missing ``(task_id, sample_index)`` are sampled, deterministic backends continuing at the
   right sample index.
 
-A completion-style sample is cut at the code stop strings (:data:`testgen.commands.write_tests.CODE_STOP`)
+A completion-style sample is cut at the code stop strings (:data:`testgen.commands.run.CODE_STOP`)
 whatever the backend did: a server may apply only four of them, and replayed text (CodeT's
 300-token samples) was never cut; ``raw`` keeps the text as it came. A chat answer's code is
 its first fenced block that defines the entry point (:func:`testgen.prompting.extract_code`).

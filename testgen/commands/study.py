@@ -15,10 +15,15 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluation.errors import TestgenError
-from testgen.study.plan import Plan, Step, build_plan
-from testgen.study.runner import StudyResult, run_plan
+
+# The study's modules are imported by the functions that use them: `testgen report RUN` imports
+# this module for STUDY_FILE alone, to tell a study folder from a run directory.
+if TYPE_CHECKING:
+    from testgen.study.plan import Plan, Step
+    from testgen.study.runner import StudyResult
 
 __all__ = ["STUDY_FILE", "StudyRun", "Unavailable", "StepsUnavailable", "plan_study", "open_study", "study",
            "study_report", "unavailable_steps"]
@@ -26,7 +31,7 @@ __all__ = ["STUDY_FILE", "StudyRun", "Unavailable", "StepsUnavailable", "plan_st
 STUDY_FILE = "study.json"
 """Written into the study folder: the spec's path and text, so ``testgen report DIR`` can re-plan it."""
 
-Event = Callable[[str, Step, str], None]
+Event = Callable[[str, "Step", str], None]
 """``(event, step, detail)``: ``start``, ``done``, ``skip``, ``fail``, ``blocked``."""
 
 
@@ -102,6 +107,7 @@ def _extra_for(packages: Sequence[str]) -> str | None:
 
 def plan_study(spec_file: str | os.PathLike[str], *, only: str | None = None) -> Plan:
     """The study's plan from its spec file; with ``only``, one model's steps and those they read."""
+    from testgen.study.plan import build_plan
     from testgen.study.spec import load_spec
 
     plan = build_plan(load_spec(spec_file))
@@ -110,6 +116,7 @@ def plan_study(spec_file: str | os.PathLike[str], *, only: str | None = None) ->
 
 def open_study(out: str | os.PathLike[str]) -> Plan:
     """The plan of the study in folder ``out`` (from its :data:`STUDY_FILE`)."""
+    from testgen.study.plan import build_plan
     from testgen.study.spec import parse_spec
 
     path = Path(out) / STUDY_FILE
@@ -132,6 +139,7 @@ def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, onl
     a bad one stops the study before any step runs. A study in which a step failed writes its
     report marked incomplete, naming the failed steps, and no ``done.json`` for it (see
     :func:`~testgen.study.runner.run_plan` for a study stopped by a signal)."""
+    from testgen.study.runner import run_plan
     from testgen.study.sources import check_sources
 
     plan = plan_study(spec_file, only=only)

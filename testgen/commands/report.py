@@ -439,7 +439,7 @@ def report(
     table2.md, tasks.json and the PNG plots under ``out_dir``.
 
     Given one ``testgen study`` folder instead, re-write that study's report into its ``report``
-    folder (:func:`testgen.commands.run_study.study_report`) and return ``{"study": folder,
+    folder (:func:`testgen.commands.study.study_report`) and return ``{"study": folder,
     "files"}``.
 
     ``tests_only``: the C of the tables leaves out the arcs run while importing the program.
@@ -450,7 +450,7 @@ def report(
     """
     if not run_paths:
         raise TestgenError("no run directory given")
-    from testgen.commands.run_study import STUDY_FILE, study_report
+    from testgen.commands.study import STUDY_FILE, study_report
 
     if len(run_paths) == 1 and (Path(run_paths[0]) / STUDY_FILE).is_file():
         return {"study": Path(run_paths[0]), "files": study_report(run_paths[0])}

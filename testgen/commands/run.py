@@ -358,7 +358,7 @@ def _shown_solutions(config: RunConfig, backend: Backend, problems: list[Problem
         write_jsonl(path, (solution_record(s) for sols in plan.values() for s, _ in sols))
         return plan, 0
     assert code_tpl is not None
-    from testgen.commands.sample_code import sample_solutions
+    from testgen.commands.sample import sample_solutions
 
     sampled, _ = sample_solutions(
         backend, problems, n=n, sampling=config.code_sampling, code_tpl=code_tpl, style=style,

@@ -32,7 +32,7 @@ from typing import Any
 
 from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
-from testgen.commands.compare_runs import EvaluatedRun, generation_results, load_evaluated, task_ids
+from testgen.commands.report import EvaluatedRun, generation_results, load_evaluated, task_ids
 from testgen.leaderboard_board import Board, Column
 
 __all__ = ["Column", "Board", "build_board", "leaderboard", "read_rerank", "left_out_warning", "SHORT_NAMES", "RERANK_KEY"]
