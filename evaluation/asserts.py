@@ -25,9 +25,9 @@ How a solution is judged:
   assert of a task then gets ``max(min_time_limit, gt_time_limit_factor x the reference's
   time)`` (EvalPlus's rule and defaults, 1 s and 4x); the executor enforces the largest of a
   task's limits on every assert of the task.
-* ``Verdict.base`` is the result on the asserts; ``Verdict.plus`` equals it (a dataset without
-  plus inputs passes all of them vacuously), and ``extra["plus_status"]`` is ``None`` so reports
-  show no plus figure.
+* ``Verdict.base_result`` is the result on the asserts; there is no plus suite
+  (``plus_result`` is ``None``, so reports show no plus figure), and ``Verdict.plus`` equals base
+  (a dataset without plus inputs passes all of them vacuously).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from evaluation.errors import TestgenError
 from evaluation.evalplus import TimeLimits
 from evaluation.executor.engine import EngineChoice
 from evaluation.human_tests import human_tests
-from evaluation.records import Outcome, Solution, Verdict, content_id
+from evaluation.records import Outcome, Solution, SuiteResult, Verdict, content_id
 from evaluation.result_store import Store, key, open_store
 
 __all__ = ["AssertSuite", "AssertTruth", "assert_truth", "evaluate_on_asserts", "ASSERTS_VERSION"]
@@ -225,10 +225,6 @@ def _assert_record(res: Any) -> dict[str, Any]:
 
 def _assert_verdict(sol: Solution, rec: Mapping[str, Any], duplicates: int) -> Verdict:
     """A solution's verdict from its program's record (:func:`_assert_record`)."""
-    ok = bool(rec["ok"])
-    return Verdict(
-        task_id=sol.task_id, solution_id=sol.solution_id, base=ok, plus=ok,
-        base_detail=str(rec["detail"]), plus_detail="" if ok else "no plus inputs; base failed",
-        extra={"base_status": rec["status"], "plus_status": None, "asserts": rec["n"],
-               "asserts_passed": rec["passed"], "duplicates": duplicates, "call_seconds": round(float(rec["t"]), 6)},
-    )
+    return Verdict(task_id=sol.task_id, solution_id=sol.solution_id,
+                   base_result=SuiteResult(status=rec["status"], detail=str(rec["detail"])),
+                   duplicates=duplicates, call_seconds=round(float(rec["t"]), 6))

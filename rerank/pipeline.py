@@ -318,7 +318,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: Pro
     ``--verdicts`` file as ``original``. Never given to a reranker, only to the scoring."""
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     if config.evalplus:
-        from evaluation.correctness import has_plus_inputs
+        from evaluation.correctness import judged_with_plus
 
         dataset = inputs.dataset
         # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
@@ -326,7 +326,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: Pro
         ep = evalplus_verdicts(dataset, base_tasks, store, config.workers, progress(f"{dataset.name} verdicts"),
                                 notify, engine=config.engine)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
-        if has_plus_inputs(dataset):
+        if judged_with_plus(dataset.name):
             kinds["plus"] = {k: v[1] for k, v in ep.items()}
     if inputs.original is not None:
         kinds["original"] = inputs.original

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaluation.datasets import Dataset
@@ -29,13 +28,13 @@ from evaluation.evalplus.splits import (
 )
 from evaluation.evalplus.truth import GroundTruth, TimeLimits, _load_output, ground_truth
 from evaluation.executor.engine import EngineChoice
-from evaluation.records import Solution, Verdict
+from evaluation.records import Solution, SuiteResult, Verdict
 from evaluation.result_store import Store, open_store
 
 if TYPE_CHECKING:
     from evaluation.evalplus.propertyeval import PbtSuite
 
-__all__ = ["Status", "SplitJudge", "SuiteName", "SuiteResult", "evaluate_solutions", "judge_suite", "JUDGE_VERSION",
+__all__ = ["Status", "SplitJudge", "SuiteName", "evaluate_solutions", "judge_suite", "JUDGE_VERSION",
            "_expectations"]
 
 class SplitJudge:
@@ -146,18 +145,6 @@ def _expected_traits(want: bytes) -> tuple[bool, bool]:
     return got
 
 
-@dataclass(frozen=True, kw_only=True)
-class SuiteResult:
-    """One program's result on one suite (:func:`judge_suite`)."""
-
-    status: Status
-    """pass, fail or timeout (EvalPlus's status of the split)."""
-    detail: str = ""
-    """The first input that did not pass, and why ("" when it passed)."""
-    seconds: float = 0.0
-    """CPU seconds of the calls that ran."""
-
-
 def evaluate_solutions(
     dataset: Dataset,
     solutions: Iterable[Solution],
@@ -198,9 +185,9 @@ def evaluate_solutions(
 
     With ``propertyeval`` (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`), a third
     split, ``pbt``, runs for the programs that pass base, judged exactly as plus (a task without
-    usable inputs passes it vacuously). ``extra["pbt"]`` is then the "+pbt" verdict: base, plus
-    and the PropertyEval inputs all pass; ``extra["pbt_status"]`` the split's own status (``None``
-    when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
+    usable inputs passes it vacuously): the verdict's ``pbt_result`` (status ``None`` when base
+    failed), from which both "+pbt" (:attr:`Verdict.pbt`) and PropertyEval's own column (base and
+    PropertyEval) are computed.
     """
     cfg = time_limits or TimeLimits()
     kept = store if store is not None else open_store()
@@ -301,7 +288,7 @@ def judge_suite(
     if notify is not None:
         for line in runner.said(gt.dataset):
             notify(line)
-    return {sol.solution_id: SuiteResult(status=st.status[suite], detail=st.detail.get(suite, ""),
+    return {sol.solution_id: SuiteResult(status=st.status[suite].value, detail=st.detail.get(suite, ""),
                                          seconds=st.seconds.get(suite, 0.0))
             for st, sols in zip(states, groups) for sol in sols}
 
@@ -309,23 +296,20 @@ def judge_suite(
 def _verdict(st: ProgramState, sol: Solution, duplicates: int, propertyeval: PbtSuite | None) -> Verdict:
     """The verdict of one solution of the program ``st`` (``duplicates``: solutions sharing its run)."""
     base_ok = st.status.get("base") is Status.PASS
-    plus_ok = base_ok and st.status.get("plus") is Status.PASS
     plus_status, plus_detail = st.status.get("plus", Status.FAIL), st.detail.get("plus", "")
     if not base_ok:
         plus_status, plus_detail = Status.FAIL, "base failed"
     seconds = sum(st.seconds.values())
     decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
                                                if base_ok else 0.0)
-    pbt_extra: dict[str, Any] = {}
+    pbt = None
     if propertyeval is not None:
         pbt_status = st.status.get("pbt") if base_ok else None
-        pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
-                     "pbt_status": pbt_status.value if pbt_status is not None else None,
-                     "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
+        pbt = SuiteResult(status=pbt_status.value if pbt_status is not None else None,
+                          detail=st.detail.get("pbt", "") if base_ok else "base failed")
     return Verdict(
-        task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
-        base_detail=st.detail.get("base", ""), plus_detail=plus_detail,
-        extra={"base_status": st.status.get("base", Status.FAIL).value, "plus_status": plus_status.value,
-               "duplicates": duplicates, "call_seconds": round(seconds, 6),
-               "decisive_seconds": round(decisive, 6), **pbt_extra},
+        task_id=st.task_id, solution_id=sol.solution_id,
+        base_result=SuiteResult(status=st.status.get("base", Status.FAIL).value, detail=st.detail.get("base", "")),
+        plus_result=SuiteResult(status=plus_status.value, detail=plus_detail), pbt_result=pbt,
+        duplicates=duplicates, call_seconds=round(seconds, 6), decisive_seconds=round(decisive, 6),
     )

@@ -298,9 +298,9 @@ def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> An
     added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without
     base/plus inputs for ``--mutation`` and ``--faults`` (whose faults are grouped on them)."""
     if opts.mutation or opts.faults or opts.faults_samples:
-        from evaluation.correctness import has_plus_inputs
+        from evaluation.correctness import judged_with_plus
 
-        if not has_plus_inputs(ref_ds):
+        if not judged_with_plus(ref_ds.name):
             what = "--mutation: equivalent mutants" if opts.mutation else "--faults: faults"
             raise TestgenError(f"{what} are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")

@@ -36,7 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from evaluation.datasets import Judge, dataset_spec, judge_spec
+from evaluation.correctness import judged_with_plus
+from evaluation.datasets import dataset_spec, judge_spec
 from testgen.study.paper import table5_test_set
 from testgen.study.spec import ModelSpec, StudySpec
 
@@ -145,7 +146,7 @@ def measures_mutation(dataset: str) -> bool:
     """Whether a study's eval steps on ``dataset`` measure M when the spec asks (``mutation =
     true``): equivalent mutants are judged on base/plus inputs, which a dataset judged on its
     asserts (MBPP sanitized) does not have."""
-    return dataset_spec(dataset).judge is Judge.EVALPLUS
+    return judged_with_plus(dataset)
 
 
 def _missing(modules: Sequence[str]) -> str | None:

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.datasets import Judge, dataset_spec, judge_spec
+from evaluation.correctness import judged_with_plus
+from evaluation.datasets import dataset_spec, judge_spec
 from evaluation.io import read_jsonl
 from evaluation.passk import pass_at_k
 from testgen.study.paper import dataset_table, figures_apply, paper_numbers, table5_columns, table5_rw, table5_test_set
@@ -53,7 +54,7 @@ def _title(ds: str) -> str:
 
 def _judged_on_plus(ds: str) -> bool:
     """Whether the code of ``ds`` is judged with a plus split (its evaluate step's judge)."""
-    return judge_spec(ds).judge is Judge.EVALPLUS
+    return judged_with_plus(judge_spec(ds).name)
 
 
 @dataclass
@@ -384,7 +385,7 @@ class _Study:
                             name = None if label not in sets else (method if len(sets) == 1 else f"{label}:{method}")
                             missing = ("not run: no self-setting (SG) tests" if label == table5_test_set("self")
                                        else "not run: no placeholder tests")
-                        if split == "plus" and dataset_spec(ds).judge is not Judge.EVALPLUS:
+                        if split == "plus" and not judged_with_plus(ds):
                             name, missing = None, f"- ({dataset_spec(ds).family} has no plus inputs)"
                         value = summary.get(name, {}).get(split, {}).get("pass@1") if name else None
                         paper = self.paper_cell(m, ds, "table5", paper_keys[col])
@@ -396,7 +397,7 @@ class _Study:
                                            else missing])
                 t.rows.append(row)
                 if m.paper_name and paper_numbers().get("table5", {}).get(m.paper_name) and \
-                        figures_apply(dataset_spec(ds).family) and dataset_spec(ds).judge is Judge.EVALPLUS:
+                        figures_apply(dataset_spec(ds).family) and judged_with_plus(ds):
                     t.notes.append(f"{m.name} beside the paper's {m.paper_name}: "
                                    + "; ".join(self.differences(m, ds)[:-1] or ["same configuration"])
                                    + f"; reranked pool: {s.rerank.n} samples per task at T = {s.rerank.temperature:g},"
