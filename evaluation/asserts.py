@@ -1,8 +1,8 @@
 """Verdicts on a dataset's own assert tests: pass@k on MBPP (sanitized), which has no other.
 
 MBPP (Austin et al., "Program Synthesis with Large Language Models", 2021), sanitized, as CodeT
-ships it (Chen et al., ICLR 2023), judges code only with its original asserts (3 per task, 1,324
-in all), inside ``def check(candidate)``; there are no EvalPlus-style base/plus inputs. This is
+ships it (Chen et al., ICLR 2023), judges code only with its original asserts (3 per task),
+inside ``def check(candidate)``; there are no EvalPlus-style base/plus inputs. This is
 how the testing-ability paper (Xiong, Guo, Chen, arXiv 2310.05727, Table 1) scores MBPP code.
 
 How a solution is judged:
@@ -15,8 +15,8 @@ How a solution is judged:
   ``check``: in CodeT's harness its tests recurse and always fail) nor see the test's imports.
 * Every assert runs in the sandboxed executor as an :class:`~evaluation.executor.AssertTest`
   (one job per behaviour-distinct program, :func:`evaluation.dedup.behaviour_key`). Where the
-  assert has a shape the executor compares in trusted code (``assert f(x) == <literal>``, 1,245
-  of MBPP's 1,324 asserts with today's executor), the program under test cannot forge a pass
+  assert has a shape the executor compares in trusted code (``assert f(x) == <literal>``, most
+  of MBPP's), the program under test cannot forge a pass
   with an always-equal object or a patched builtin; the other shapes (``set(f(x)) == set(...)``,
   ``math.isclose(f(x), y)``) are decided in the sandboxed child. Whatever shapes the executor
   learns to compare in trusted code apply here without change.

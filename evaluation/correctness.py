@@ -34,36 +34,30 @@ __all__ = ["Reference", "judge_solutions", "judged_with_plus", "reference_truth"
 Notify = Callable[[str], None]
 
 
-def _quiet(_: str) -> None:
-    pass
-
-
 @dataclass(frozen=True, kw_only=True)
 class Reference:
-    """What a judge measured of a dataset's references before judging (:func:`reference_truth`):
-    given back to :func:`judge_solutions` so that it is not measured twice."""
+    """What a judge measured of a dataset's references (:func:`reference_truth`), given back to
+    :func:`judge_solutions` so that it is not measured twice."""
 
-    judge: Judge
-    """The judge it is for."""
     truth: Any
     """:class:`~evaluation.evalplus.GroundTruth` or :class:`~evaluation.asserts.AssertTruth`."""
     digest: list[Any]
     """What of it a verdict depends on (part of the key a stopped run resumes under)."""
 
 
-def _inputs_truth(dataset: Dataset, *, workers: int | None, time_limits: TimeLimits | None, store: Store | None,
-                  notify: Notify) -> Reference:
+def _inputs_truth(dataset: Dataset, *, workers: int | None, time_limits: TimeLimits | None, notify: Notify
+                  ) -> Reference:
     from evaluation.evalplus import ground_truth
 
-    truth = ground_truth(dataset, workers=workers, store=store)
+    truth = ground_truth(dataset, workers=workers)
     notify(f"ground truth of {len(truth.tasks):,} tasks: from the store {truth.cache_file}" if truth.from_cache else
            f"ground truth of {len(truth.tasks):,} tasks: {truth.computed:,} computed in {truth.seconds:.1f} s, "
            f"kept in the store {truth.cache_file}")
-    return Reference(judge=Judge.EVALPLUS, truth=truth, digest=[[t, tt.digest] for t, tt in truth.tasks.items()])
+    return Reference(truth=truth, digest=[[t, tt.digest] for t, tt in truth.tasks.items()])
 
 
-def _asserts_truth(dataset: Dataset, *, workers: int | None, time_limits: TimeLimits | None, store: Store | None,
-                   notify: Notify) -> Reference:
+def _asserts_truth(dataset: Dataset, *, workers: int | None, time_limits: TimeLimits | None, notify: Notify
+                   ) -> Reference:
     from evaluation.asserts import assert_truth
 
     truth = assert_truth(dataset, workers=workers, time_limits=time_limits)
@@ -71,30 +65,27 @@ def _asserts_truth(dataset: Dataset, *, workers: int | None, time_limits: TimeLi
     notify(f"references: pass {kept} of {kept + len(truth.skipped)} original asserts ({truth.seconds:.1f}s)")
     for line in truth.skipped:
         notify(f"skipped (the reference fails it): {line}")
-    return Reference(judge=Judge.ASSERTS, truth=truth,
-                     digest=[[t, list(s.tests), s.timeout] for t, s in truth.tasks.items()])
+    return Reference(truth=truth, digest=[[t, list(s.tests), s.timeout] for t, s in truth.tasks.items()])
 
 
-def _on_inputs(dataset: Dataset, solutions: list[Solution], *, truth: Any, propertyeval: PbtSuite | None,
-               **common: Any) -> dict[str, Verdict]:
+def _on_inputs(dataset: Dataset, solutions: list[Solution], **options: Any) -> dict[str, Verdict]:
     from evaluation.evalplus import evaluate_solutions
 
     if not len(dataset) or not all(p.base_inputs for p in dataset):
         raise TestgenError(f"{dataset.source}: dataset {dataset.name} is judged on base/plus inputs, but not every "
                            "task has base inputs")
-    return evaluate_solutions(dataset, solutions, truth=truth, propertyeval=propertyeval, **common)
+    return evaluate_solutions(dataset, solutions, **options)
 
 
-def _on_asserts(dataset: Dataset, solutions: list[Solution], *, truth: Any, propertyeval: PbtSuite | None,
-                notify: Notify | None, counts: Any, **common: Any) -> dict[str, Verdict]:
+def _on_asserts(dataset: Dataset, solutions: list[Solution], *, propertyeval: PbtSuite | None, notify: Notify | None,
+                counts: Any, **options: Any) -> dict[str, Verdict]:
     from evaluation.asserts import evaluate_on_asserts
 
     if propertyeval is not None:
-        raise TestgenError(f"PropertyEval's inputs judge code beside base/plus inputs; {dataset.name} is judged on "
-                           "its asserts")
+        raise TestgenError(f"PropertyEval's inputs judge code beside base/plus inputs; {dataset.name} has none")
     if not all(p.test.strip() or p.assertion.strip() for p in dataset):
         raise TestgenError(f"dataset {dataset.name} has neither base/plus inputs nor its own tests for every task")
-    return evaluate_on_asserts(dataset, solutions, truth=truth, **common)
+    return evaluate_on_asserts(dataset, solutions, **options)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,18 +112,16 @@ def judged_with_plus(dataset: str) -> bool:
 
 
 def reference_truth(dataset: Dataset, *, workers: int | None = None, time_limits: TimeLimits | None = None,
-                    store: Store | None = None, progress: Callable[[str], Callable[[int, int], None]] | None = None,
-                    notify: Notify = _quiet) -> Reference:
-    """The references of ``dataset`` measured by its judge (computed, or read from the store),
-    and what was measured said to ``notify``; for a caller that reports it before judging or keys
-    its output on it (``testgen evaluate``). ``progress(step)`` gives the step's callback."""
+                    progress: Callable[[str], Callable[[int, int], None]] = lambda _: lambda done, total: None,
+                    notify: Notify = lambda _: None) -> Reference:
+    """The references of ``dataset`` measured by its judge (computed, or read from the result
+    store) and said to ``notify``: for a caller that reports them before judging or keys its
+    output on them (``testgen evaluate``). ``progress(step)`` gives the step's callback."""
     kind = _JUDGES[dataset_spec(dataset.name).judge]
-    step = progress(kind.truth_step) if progress is not None else None
-    if step is not None:
-        step(0, len(dataset))
-    ref = kind.truth(dataset, workers=workers, time_limits=time_limits, store=store, notify=notify)
-    if step is not None:
-        step(len(dataset), len(dataset))  # done: the bar is not left at 0/?
+    step = progress(kind.truth_step)
+    step(0, len(dataset))
+    ref = kind.truth(dataset, workers=workers, time_limits=time_limits, notify=notify)
+    step(len(dataset), len(dataset))  # done: the bar is not left at 0/?
     return ref
 
 
@@ -156,13 +145,11 @@ def judge_solutions(
     (see the module docstring), its programs run on ``engine`` (default: this machine's executor);
     each program judged once in the result store (``store``, default
     :func:`~evaluation.result_store.open_store`): one judged by any command before is read from
-    there (``notify`` says how many). ``reference``: the references as :func:`reference_truth`
-    measured them (default: measured here, for the tasks that have solutions). ``propertyeval``:
-    PropertyEval's inputs as a third suite (a dataset judged on base/plus inputs only).
-    ``on_verdict``, ``known`` and ``counts``: as for :func:`evaluation.evalplus.evaluate_solutions`."""
-    kind = _JUDGES[dataset_spec(dataset.name).judge]
-    if reference is not None and reference.judge is not dataset_spec(dataset.name).judge:
-        raise ValueError(f"a reference measured by the {reference.judge.value} judge cannot judge {dataset.name}")
-    return kind.judge(dataset, list(solutions), truth=reference.truth if reference is not None else None,
-                      propertyeval=propertyeval, workers=workers, time_limits=time_limits, progress=progress,
-                      engine=engine, store=store, notify=notify, on_verdict=on_verdict, known=known, counts=counts)
+    there (``notify`` says how many). ``reference``: as :func:`reference_truth` measured it
+    (default: measured here, for the tasks that have solutions). ``propertyeval``: PropertyEval's
+    inputs as a third suite. ``on_verdict``, ``known`` and ``counts``: as for
+    :func:`evaluation.evalplus.evaluate_solutions`."""
+    return _JUDGES[dataset_spec(dataset.name).judge].judge(
+        dataset, list(solutions), truth=reference.truth if reference is not None else None, propertyeval=propertyeval,
+        workers=workers, time_limits=time_limits, progress=progress, engine=engine, store=store, notify=notify,
+        on_verdict=on_verdict, known=known, counts=counts)

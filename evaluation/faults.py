@@ -58,8 +58,8 @@ is checked on the measured time."""
 
 SHORTEN_AFTER = 2
 """After a program ran out of time on this many inputs, its other inputs get 0.01 s
-(:attr:`evaluation.executor.Limits.shorten_after`): a program that loops on every input costs
-~10 s instead of ~800. An input it would have finished between 0.01 s and its limit then reads
+(:attr:`evaluation.executor.Limits.shorten_after`): a program that loops on every input does not
+cost every input's limit. An input it would have finished between 0.01 s and its limit then reads
 ``T``: two such programs may be told apart where a slower run would not; the grouping only."""
 
 

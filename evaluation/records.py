@@ -138,8 +138,7 @@ class SuiteResult:
     """One program's result on one suite of inputs or asserts (base, plus, PropertyEval's)."""
 
     status: str | None
-    """``"pass"``, ``"fail"`` or ``"timeout"`` (EvalPlus's statuses); ``None`` when the suite was
-    not run because base failed (PropertyEval's inputs run only where base passes)."""
+    """``"pass"``, ``"fail"`` or ``"timeout"`` (EvalPlus's statuses); ``None``: not run, base failed."""
     detail: str = ""
     """The first input or assert that did not pass, and why; empty when it passed."""
     seconds: float = 0.0
@@ -150,30 +149,23 @@ class SuiteResult:
         return self.status == "pass"
 
 
-_NO_PLUS_FAILED = "no plus inputs; base failed"
-"""``plus_detail`` of a failing verdict with no plus suite: a report's plus column still reads
-why (a dataset without plus inputs passes them vacuously, so plus is base)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
     """Ground truth for one solution: its result on each suite its dataset's judge runs.
 
     Deliberately a different type from :class:`Outcome`: rerankers take outcome matrices only,
     and only the scoring code reads verdicts. ``base``, ``plus`` and ``pbt`` are derived from the
-    suites, so a verdict cannot say "passed" with a failing status. :meth:`to_record` and
+    suites, so a verdict cannot pass with a failing status. :meth:`to_record` and
     :meth:`from_record` are the one mapping to and from ``testgen evaluate``'s JSONL records.
     """
 
     task_id: str
-    """Problem."""
     solution_id: str
-    """Solution judged."""
     base_result: SuiteResult
     """The base inputs (HumanEval+/MBPP+), or the dataset's own asserts."""
     plus_result: SuiteResult | None = None
-    """The plus inputs (their status ``fail`` with detail ``base failed`` when base failed, as
-    EvalPlus reports it); ``None`` for a dataset without plus inputs."""
+    """The plus inputs (``fail``, ``base failed`` where base failed, as EvalPlus says); ``None``:
+    the dataset has none (its code passes them vacuously, so :attr:`plus` is :attr:`base`)."""
     pbt_result: SuiteResult | None = None
     """PropertyEval's inputs; ``None`` when not judged on them."""
     duplicates: int | None = None
@@ -181,22 +173,19 @@ class Verdict:
     call_seconds: float | None = None
     """CPU seconds of all the program's calls; ``None`` where the judge does not time them."""
     decisive_seconds: float | None = None
-    """Of them, the calls that decided the verdict (the base calls, then the others' where base passed)."""
+    """Of them, those of the calls that decided the verdict."""
 
     @property
     def base(self) -> bool:
-        """Correct on every base input (the original dataset's tests)."""
         return self.base_result.passed
 
     @property
     def plus(self) -> bool:
-        """Correct on every base and plus input (base alone when there are no plus inputs)."""
         return self.base and (self.plus_result is None or self.plus_result.passed)
 
     @property
     def pbt(self) -> bool | None:
-        """The "+pbt" verdict: base, plus and PropertyEval's inputs all pass; ``None`` when not
-        judged on them."""
+        """"+pbt": base, plus and PropertyEval's inputs all pass; ``None`` when not judged on them."""
         return None if self.pbt_result is None else self.plus and self.pbt_result.passed
 
     @property
@@ -205,21 +194,19 @@ class Verdict:
 
     @property
     def plus_detail(self) -> str:
-        if self.plus_result is None:
-            return "" if self.base else _NO_PLUS_FAILED
+        if self.plus_result is None:  # a report's plus column still says why
+            return "" if self.base else "no plus inputs; base failed"
         return self.plus_result.detail
 
     def to_record(self, solution: Solution) -> dict[str, Any]:
         """The JSONL record of ``testgen evaluate`` (``plus`` and ``plus_status`` null for a
         dataset without plus inputs; the ``pbt`` keys only when judged on PropertyEval's inputs)."""
-        record: dict[str, Any] = {
-            "task_id": self.task_id, "solution_id": self.solution_id, "model": solution.model,
-            "sample_index": solution.sample_index, "base": self.base,
-            "plus": None if self.plus_result is None else self.plus, "base_status": self.base_result.status,
-            "plus_status": None if self.plus_result is None else self.plus_result.status,
-            "base_detail": self.base_detail, "plus_detail": self.plus_detail, "duplicates": self.duplicates,
-            "call_seconds": self.call_seconds, "decisive_seconds": self.decisive_seconds,
-        }
+        plus = self.plus_result
+        record = {"task_id": self.task_id, "solution_id": self.solution_id, "model": solution.model,
+                  "sample_index": solution.sample_index, "base": self.base, "plus": None if plus is None else self.plus,
+                  "base_status": self.base_result.status, "plus_status": None if plus is None else plus.status,
+                  "base_detail": self.base_detail, "plus_detail": self.plus_detail, "duplicates": self.duplicates,
+                  "call_seconds": self.call_seconds, "decisive_seconds": self.decisive_seconds}
         if self.pbt_result is not None:
             record |= {"pbt": self.pbt, "pbt_status": self.pbt_result.status, "pbt_detail": self.pbt_result.detail}
         return record
@@ -227,10 +214,10 @@ class Verdict:
     @classmethod
     def from_record(cls, rec: Mapping[str, Any]) -> Verdict:
         """The verdict a record of :meth:`to_record` holds."""
-        plus = None if rec.get("plus") is None else SuiteResult(status=rec.get("plus_status"),
-                                                                 detail=rec.get("plus_detail") or "")
-        pbt = SuiteResult(status=rec.get("pbt_status"), detail=rec.get("pbt_detail") or "") if "pbt" in rec else None
-        return cls(task_id=rec["task_id"], solution_id=rec["solution_id"],
-                   base_result=SuiteResult(status=rec.get("base_status"), detail=rec.get("base_detail") or ""),
-                   plus_result=plus, pbt_result=pbt, duplicates=rec.get("duplicates"),
+        def suite(name: str) -> SuiteResult:
+            return SuiteResult(status=rec.get(f"{name}_status"), detail=rec.get(f"{name}_detail") or "")
+
+        return cls(task_id=rec["task_id"], solution_id=rec["solution_id"], base_result=suite("base"),
+                   plus_result=None if rec.get("plus") is None else suite("plus"),
+                   pbt_result=suite("pbt") if "pbt" in rec else None, duplicates=rec.get("duplicates"),
                    call_seconds=rec.get("call_seconds"), decisive_seconds=rec.get("decisive_seconds"))

@@ -27,7 +27,7 @@ __all__ = ["MAX_INPUT_CHARS", "to_json_value", "canonical_input", "input_key", "
 
 MAX_INPUT_CHARS = 10_000
 """Longest input kept, as JSON text (characters): mutation grows lists and strings step by step
-(and ten-fold with the size steps); the largest HumanEval+ v0.1.10 plus input is 1,485 characters."""
+(and ten-fold with the size steps); HumanEval+'s own plus inputs are far shorter."""
 
 
 def plus_format(name: str) -> DatasetSpec | None:

@@ -17,10 +17,8 @@ file). We check the same, plus what the evaluator needs of an input later:
 * ``oversized``: the output, pickled as the sandbox returns it, is larger than the cap
   (:data:`MAX_OUTPUT_BYTES` by default). Every kept input's expected output is held by the
   evaluator while it judges (the ground truth, and each split's expectations), so a suite of
-  inputs whose outputs are megabytes is one a machine cannot judge (a thousand such outputs of
-  HumanEval/106 alone came to 732 MB of pickles). EvalPlus has no such check; its own
-  HumanEval+ v0.1.10 holds 164 MB of expected outputs, those of 59 of its 122,673 plus inputs
-  above the default cap (HumanEval/15's ``string_sequence`` up to 6.9 MB each).
+  inputs whose outputs are megabytes is one a machine cannot judge. EvalPlus has no such check;
+  a few of HumanEval+'s own plus inputs have outputs above the default cap.
 
 The reference runs exactly as the ground truth runs it (:func:`evaluation.evalplus.truth`'s
 program wrapper: pickled output, CPU-time limit), so an input kept here is one the evaluator can
@@ -45,15 +43,14 @@ __all__ = ["REFERENCE_SECONDS", "MAX_OUTPUT_BYTES", "Check", "InputVerdict", "re
 REFERENCE_SECONDS = 0.05
 """Default CPU seconds the reference (with its contract) may take on one input. EvalPlus allows
 1 s (wall). Every kept input is run by every sample judged, so a thousand slow inputs make
-judging thousands of samples slow: 99 % of HumanEval+ v0.1.10's plus inputs take its reference
-less than 1 ms here (the slowest 0.19 s), and an input need not be slow for the reference to
+judging thousands of samples slow: nearly all of HumanEval+'s plus inputs take its reference
+far less than this, and an input need not be slow for the reference to
 catch slow solutions (each input allows a sample ``max(1 s, 4 x`` the reference's time):
 ``fib(63)`` takes an iterative reference microseconds and a recursive sample hours."""
 MAX_OUTPUT_BYTES = 64 * 1024
 """Default cap on the pickled size of the reference's output on a kept new input (64 KiB, the
-size above which the evaluator compares a solution's large output by digest). 99.9 % of
-HumanEval+ v0.1.10's plus inputs have outputs under 15 KB; the cap drops the rare input whose
-output alone weighs what a thousand ordinary ones do."""
+size above which the evaluator compares a solution's large output by digest): it drops the rare
+input whose output alone weighs what a thousand ordinary ones do."""
 CONTRACT_MESSAGE = "AssertionError: invalid inputs"
 
 

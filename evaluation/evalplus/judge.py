@@ -189,6 +189,29 @@ def evaluate_solutions(
     failed), from which both "+pbt" (:attr:`Verdict.pbt`) and PropertyEval's own column (base and
     PropertyEval) are computed.
     """
+    splits: tuple[SuiteName, ...] = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
+
+    def finished(st: ProgramState, sols: Sequence[Solution]) -> None:
+        for sol in sols:
+            if on_verdict is not None:
+                on_verdict(_verdict(st, sol, len(sols), propertyeval))
+
+    states, groups = _judge_splits(dataset, solutions, splits, alone=False, known=known, finished=finished,
+                                   progress=progress, workers=workers, time_limits=time_limits, truth=truth,
+                                   engine=engine, propertyeval=propertyeval, store=store, notify=notify, counts=counts)
+    return {sol.solution_id: _verdict(st, sol, len(sols), propertyeval) for st, sols in zip(states, groups)
+            for sol in sols}
+
+
+def _judge_splits(dataset: Dataset, solutions: Iterable[Solution], splits: Sequence[SuiteName], *, alone: bool,
+                  known: Collection[str], finished: Callable[[ProgramState, Sequence[Solution]], None] | None,
+                  progress: Callable[[int, int], None] | None, workers: int | None, time_limits: TimeLimits | None,
+                  truth: GroundTruth | None, engine: EngineChoice | None, propertyeval: PbtSuite | None,
+                  store: Store | None, notify: Callable[[str], None] | None, counts: dict[str, list[int]] | None
+                  ) -> tuple[list[ProgramState], list[list[Solution]]]:
+    """The distinct programs of ``solutions`` (those of ``known`` solutions left out) judged on
+    ``splits`` (:func:`_rounds`), and the solutions of each; ``finished(state, solutions)`` as
+    each program's last split is known."""
     cfg = time_limits or TimeLimits()
     kept = store if store is not None else open_store()
     solutions = list(solutions)
@@ -199,38 +222,35 @@ def evaluate_solutions(
         states, groups = [states[i] for i in wanted], [groups[i] for i in wanted]
     runner = SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
                           counts=counts)
-    splits: tuple[SuiteName, ...] = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
-    total, finished = len(states), 0
+    total, done = len(states), 0
     if progress:
         progress(0, total)
 
     def finish(index: int) -> None:
-        nonlocal finished
-        finished += 1
-        if on_verdict is not None:
-            for sol in groups[index]:
-                on_verdict(_verdict(states[index], sol, len(groups[index]), propertyeval))
+        nonlocal done
+        done += 1
+        if finished is not None:
+            finished(states[index], groups[index])
         if progress:
-            progress(finished, total)
+            progress(done, total)
 
     try:
-        _rounds(states, runner, splits, finish)
+        _rounds(states, runner, splits, finish, alone=alone)
     finally:
         runner.close()
     if notify is not None:
         for line in runner.said(gt.dataset):
             notify(line)
-    return {sol.solution_id: _verdict(st, sol, len(sols), propertyeval) for st, sols in zip(states, groups)
-            for sol in sols}
+    return states, groups
 
 
 def _rounds(states: Sequence[ProgramState], runner: SplitRunner, splits: Sequence[SuiteName],
-            finish: Callable[[int], None]) -> None:
-    """Each split in turn: base for every program, the others for those that pass base (a task
-    without usable PropertyEval inputs passes ``pbt`` vacuously); ``finish(index)`` once a
-    program's last split is known."""
+            finish: Callable[[int], None], *, alone: bool) -> None:
+    """Each split in turn: base for every program, the others for those that pass base (every
+    program with ``alone``; a task without usable PropertyEval inputs passes ``pbt`` vacuously);
+    ``finish(index)`` once a program's last split is known."""
     for split in splits:
-        todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
+        todo = [i for i, st in enumerate(states) if alone or split == "base" or st.status.get("base") is Status.PASS]
         if split == "pbt":
             for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
                 states[i].status["pbt"] = Status.PASS
@@ -268,26 +288,9 @@ def judge_suite(
     and ``counts``: as for :func:`evaluate_solutions`."""
     if suite == "pbt" and propertyeval is None:
         raise ValueError("judging on the pbt suite needs PropertyEval's inputs (propertyeval=)")
-    cfg = time_limits or TimeLimits()
-    kept = store if store is not None else open_store()
-    solutions = list(solutions)
-    gt = truth or ground_truth(_tasks_of(dataset, solutions), workers=workers, store=kept)
-    states, groups = _group(solutions, gt)
-    runner = SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
-                          counts=counts)
-    todo = list(range(len(states)))
-    if suite == "pbt":
-        for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
-            states[i].status["pbt"] = Status.PASS
-            states[i].detail["pbt"] = "no usable PropertyEval input"
-        todo = [i for i in todo if runner.has_pbt(states[i].task_id)]
-    try:
-        runner.run(states, todo, suite, lambda index: None)
-    finally:
-        runner.close()
-    if notify is not None:
-        for line in runner.said(gt.dataset):
-            notify(line)
+    states, groups = _judge_splits(dataset, solutions, (suite,), alone=True, known=frozenset(), finished=None,
+                                   progress=None, workers=workers, time_limits=time_limits, truth=truth, engine=engine,
+                                   propertyeval=propertyeval, store=store, notify=notify, counts=counts)
     return {sol.solution_id: SuiteResult(status=st.status[suite].value, detail=st.detail.get(suite, ""),
                                          seconds=st.seconds.get(suite, 0.0))
             for st, sols in zip(states, groups) for sol in sols}

@@ -102,8 +102,7 @@ class EvalOptions:
     metrics are the same on every engine; it is recorded under ``execution`` in ``metrics.json``."""
     timeout: float = 5.0
     """Seconds per test (the executor kills the test after that). Generous because coverage.py's
-    tracer slows tight loops ~8x: HumanEval/75's reference needs 0.17 s per human test untraced,
-    1.7 s traced."""
+    tracer slows tight loops several times over."""
     chunk_size: int = 64
     """Tests per executor job (one job loads the program once and runs a batch of tests)."""
     out: Path | None = None

@@ -41,7 +41,7 @@ from evaluation.datasets import dataset_spec, judge_spec
 from testgen.study.paper import table5_test_set
 from testgen.study.spec import ModelSpec, StudySpec
 
-__all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION", "measures_mutation"]
+__all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION"]
 
 StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "augment", "evaluate-augmented", "reduce",
                    "leaderboard", "report"]
@@ -140,13 +140,6 @@ class Plan:
         # The report reads only what this selection runs (it still shows every model's finished cells).
         kept.append(replace(report, deps=tuple(d for d in report.deps if d in wanted)))
         return Plan(spec=self.spec, steps=tuple(kept))
-
-
-def measures_mutation(dataset: str) -> bool:
-    """Whether a study's eval steps on ``dataset`` measure M when the spec asks (``mutation =
-    true``): equivalent mutants are judged on base/plus inputs, which a dataset judged on its
-    asserts (MBPP sanitized) does not have."""
-    return judged_with_plus(dataset)
 
 
 def _missing(modules: Sequence[str]) -> str | None:
@@ -317,7 +310,7 @@ class _Builder:
                 "--quiet"]
         if not m.capabilities.dataset_tests and s.tests_per_generation != 3:
             argv += ["-k", str(s.tests_per_generation)]
-        if s.mutation and measures_mutation(ds):
+        if s.mutation and judged_with_plus(ds):  # equivalent mutants are judged on base/plus inputs
             argv += ["--mutation"]
         deps = [run.id]
         if verdicts is not None and verdicts.blocked is None:

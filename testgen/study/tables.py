@@ -39,7 +39,7 @@ from evaluation.datasets import dataset_spec, judge_spec
 from evaluation.io import read_jsonl
 from evaluation.passk import pass_at_k
 from testgen.study.paper import dataset_table, figures_apply, paper_numbers, table5_columns, table5_rw, table5_test_set
-from testgen.study.plan import Plan, Step, measures_mutation
+from testgen.study.plan import Plan, Step
 from testgen.study.runner import step_status
 from testgen.study.spec import ModelSpec
 
@@ -50,11 +50,6 @@ _KS = (1, 10, 100)
 
 def _title(ds: str) -> str:
     return dataset_spec(ds).title
-
-
-def _judged_on_plus(ds: str) -> bool:
-    """Whether the code of ``ds`` is judged with a plus split (its evaluate step's judge)."""
-    return judged_with_plus(judge_spec(ds).name)
 
 
 @dataclass
@@ -178,7 +173,7 @@ class _Study:
         header = ["model"]
         pbt_datasets = {ds for ds in s.datasets if s.propertyeval is not False and judge_spec(ds).propertyeval}
         for ds in s.datasets:
-            split = "plus" if _judged_on_plus(ds) else "base"
+            split = "plus" if judged_with_plus(judge_spec(ds).name) else "base"
             for temp in temps:
                 header.append(f"{_title(ds)} T={temp:g} pass@1/10/100 ({split})")
                 if ds in pbt_datasets:
@@ -189,7 +184,7 @@ class _Study:
         for m in s.models:
             row = [m.name]
             for ds in s.datasets:
-                split = "plus" if _judged_on_plus(ds) else "base"
+                split = "plus" if judged_with_plus(judge_spec(ds).name) else "base"
                 for temp in temps:
                     cells = 2 if ds in pbt_datasets else 1
                     if m.datasets is not None and ds not in m.datasets:
@@ -259,7 +254,7 @@ class _Study:
     def table23(self, ds: str) -> Table:
         s = self.spec
         number = dataset_table(dataset_spec(ds).family)
-        with_m = s.mutation and measures_mutation(ds)
+        with_m = s.mutation and judged_with_plus(ds)
         shape = "P' (C; M)" if with_m else "P' (C)"
         t = Table(name=f"table{number or ''}_{ds}", title=f"{f'Table {number}' if number else 'Table'}: {_title(ds)}, "
                   f"{shape} in % (rows models, columns settings)", header=["model", *s.settings],
