@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evaluation.correctness import judged_with_plus
-from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec, Judge, dataset_spec
+from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec, dataset_spec
 from evaluation.errors import TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.records import Solution, Verdict
@@ -102,8 +102,6 @@ class EvaluateResult:
     """The verdicts file written."""
     dataset: Dataset
     """The dataset judged on."""
-    judge: Judge
-    """Which judge its spec names."""
     tasks: int
     """Tasks with samples."""
     samples: int
@@ -166,8 +164,7 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress
 
         verdicts = evaluate_solutions_evalplus(dataset, sols, workers=config.workers, time_limits=config.time_limits,
                                                progress=progress("evalplus"))
-    return _write(config, out_path, spec, dataset, sols, present, verdicts, reused, notify,
-                  seconds=time.perf_counter() - t0)
+    return _write(config, out_path, dataset, sols, present, verdicts, reused, notify, seconds=time.perf_counter() - t0)
 
 
 def _check(config: EvaluateConfig, spec: DatasetSpec) -> Any:
@@ -296,7 +293,7 @@ def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], s
     return suite
 
 
-def _write(config: EvaluateConfig, out_path: Path, spec: DatasetSpec, dataset: Dataset, sols: Sequence[Solution],
+def _write(config: EvaluateConfig, out_path: Path, dataset: Dataset, sols: Sequence[Solution],
            present: set[str], verdicts: Mapping[str, Verdict], reused: Mapping[str, Verdict], notify: Notify,
            *, seconds: float) -> EvaluateResult:
     """One verdict record per judged sample (fresh, or reused from a stopped run), in the samples'
@@ -312,7 +309,7 @@ def _write(config: EvaluateConfig, out_path: Path, spec: DatasetSpec, dataset: D
                "are not judged: " + ", ".join(unjudged[:10]))
     write_jsonl(out_path, [v.to_record(s) for s, v in pairs])
     partial_path(out_path).unlink(missing_ok=True)
-    result = EvaluateResult(out=out_path, dataset=dataset, judge=spec.judge, tasks=len(present & set(dataset.problems)),
+    result = EvaluateResult(out=out_path, dataset=dataset, tasks=len(present & set(dataset.problems)),
                             samples=len(sols), distinct=len({(s.task_id, s.code) for s in sols}), judged=len(judged),
                             reused=sum(1 for s in sols if s.solution_id in reused and s.solution_id not in verdicts),
                             pass_at_k=verdict_pass_at_k(judged), seconds=seconds)
@@ -338,19 +335,18 @@ def summary_record(result: EvaluateResult, config: EvaluateConfig, judged: Seque
     gives): per split and k the estimate (a fraction) and the tasks it is over, the counts, and
     what was judged on."""
     per_task: dict[str, dict[str, int]] = {}
-    with_plus = judged_with_plus(result.dataset.name)
-    for v in judged:
-        t = per_task.setdefault(v.task_id, {"n": 0, "base": 0, **({"plus": 0} if with_plus else {})})
+    for v in judged:  # a plus count where the judge ran a plus suite
+        t = per_task.setdefault(v.task_id, {"n": 0, "base": 0, **({"plus": 0} if v.plus_result else {})})
         t["n"] += 1
-        t["base"] += bool(v.base)
-        if with_plus:
-            t["plus"] += bool(v.plus)
+        t["base"] += v.base
+        if "plus" in t:
+            t["plus"] += v.plus
     return {
         "verdicts": str(result.out),
         "samples_file": config.samples,
         "dataset": result.dataset.name,
         "dataset_version": result.dataset.version,
-        "judge": result.judge.value,
+        "judge": dataset_spec(result.dataset.name).judge.value,
         "evaluator": config.evaluator,
         "limit": config.limit,
         "tasks": result.tasks,
