@@ -120,8 +120,11 @@ def reference_truth(dataset: Dataset, *, workers: int | None = None, time_limits
     kind = _JUDGES[dataset_spec(dataset.name).judge]
     step = progress(kind.truth_step)
     step(0, len(dataset))
-    ref = kind.truth(dataset, workers=workers, time_limits=time_limits, notify=notify)
-    step(len(dataset), len(dataset))  # done: the bar is not left at 0/?
+    said: list[str] = []
+    ref = kind.truth(dataset, workers=workers, time_limits=time_limits, notify=said.append)
+    step(len(dataset), len(dataset))  # done (the bar is not left at 0/?), then what it found
+    for line in said:
+        notify(line)
     return ref
 
 

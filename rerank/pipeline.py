@@ -94,7 +94,7 @@ class RerankConfig:
     """Seconds per test (CodeT: 0.1)."""
     shorten_timeouts_after: int = 2
     """After this many tests of a solution timed out, its other tests get ``short_timeout``
-    (0: off, every test gets ``timeout``): a solution that loops on every test no longer costs
+    (0: off, every test gets ``timeout``): a solution that loops on every test does not cost
     every test's full timeout (:attr:`evaluation.executor.Limits.shorten_after`)."""
     short_timeout: float = 0.01
     """Seconds per test once ``shorten_timeouts_after`` applies."""
