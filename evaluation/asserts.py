@@ -1,8 +1,8 @@
 """Verdicts on a dataset's own assert tests: pass@k on MBPP (sanitized), which has no other.
 
 MBPP (Austin et al., "Program Synthesis with Large Language Models", 2021), sanitized, as CodeT
-ships it (Chen et al., ICLR 2023), judges code only with its original asserts (3 per task, 1,324
-in all), inside ``def check(candidate)``; there are no EvalPlus-style base/plus inputs. This is
+ships it (Chen et al., ICLR 2023), judges code only with its original asserts (3 per task),
+inside ``def check(candidate)``; there are no EvalPlus-style base/plus inputs. This is
 how the testing-ability paper (Xiong, Guo, Chen, arXiv 2310.05727, Table 1) scores MBPP code.
 
 How a solution is judged:
@@ -15,8 +15,8 @@ How a solution is judged:
   ``check``: in CodeT's harness its tests recurse and always fail) nor see the test's imports.
 * Every assert runs in the sandboxed executor as an :class:`~evaluation.executor.AssertTest`
   (one job per behaviour-distinct program, :func:`evaluation.dedup.behaviour_key`). Where the
-  assert has a shape the executor compares in trusted code (``assert f(x) == <literal>``, 1,245
-  of MBPP's 1,324 asserts with today's executor), the program under test cannot forge a pass
+  assert has a shape the executor compares in trusted code (``assert f(x) == <literal>``, most
+  of MBPP's), the program under test cannot forge a pass
   with an always-equal object or a patched builtin; the other shapes (``set(f(x)) == set(...)``,
   ``math.isclose(f(x), y)``) are decided in the sandboxed child. Whatever shapes the executor
   learns to compare in trusted code apply here without change.
@@ -25,9 +25,9 @@ How a solution is judged:
   assert of a task then gets ``max(min_time_limit, gt_time_limit_factor x the reference's
   time)`` (EvalPlus's rule and defaults, 1 s and 4x); the executor enforces the largest of a
   task's limits on every assert of the task.
-* ``Verdict.base`` is the result on the asserts; ``Verdict.plus`` equals it (a dataset without
-  plus inputs passes all of them vacuously), and ``extra["plus_status"]`` is ``None`` so reports
-  show no plus figure.
+* ``Verdict.base_result`` is the result on the asserts; there is no plus suite
+  (``plus_result`` is ``None``, so reports show no plus figure), and ``Verdict.plus`` equals base
+  (a dataset without plus inputs passes all of them vacuously).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from evaluation.errors import TestgenError
 from evaluation.evalplus import TimeLimits
 from evaluation.executor.engine import EngineChoice
 from evaluation.human_tests import human_tests
-from evaluation.records import Outcome, Solution, Verdict, content_id
+from evaluation.records import Outcome, Solution, SuiteResult, Verdict, content_id
 from evaluation.result_store import Store, key, open_store
 
 __all__ = ["AssertSuite", "AssertTruth", "assert_truth", "evaluate_on_asserts", "ASSERTS_VERSION"]
@@ -225,10 +225,6 @@ def _assert_record(res: Any) -> dict[str, Any]:
 
 def _assert_verdict(sol: Solution, rec: Mapping[str, Any], duplicates: int) -> Verdict:
     """A solution's verdict from its program's record (:func:`_assert_record`)."""
-    ok = bool(rec["ok"])
-    return Verdict(
-        task_id=sol.task_id, solution_id=sol.solution_id, base=ok, plus=ok,
-        base_detail=str(rec["detail"]), plus_detail="" if ok else "no plus inputs; base failed",
-        extra={"base_status": rec["status"], "plus_status": None, "asserts": rec["n"],
-               "asserts_passed": rec["passed"], "duplicates": duplicates, "call_seconds": round(float(rec["t"]), 6)},
-    )
+    return Verdict(task_id=sol.task_id, solution_id=sol.solution_id,
+                   base_result=SuiteResult(status=rec["status"], detail=str(rec["detail"])),
+                   duplicates=duplicates, call_seconds=round(float(rec["t"]), 6))

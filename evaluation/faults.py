@@ -58,8 +58,8 @@ is checked on the measured time."""
 
 SHORTEN_AFTER = 2
 """After a program ran out of time on this many inputs, its other inputs get 0.01 s
-(:attr:`evaluation.executor.Limits.shorten_after`): a program that loops on every input costs
-~10 s instead of ~800. An input it would have finished between 0.01 s and its limit then reads
+(:attr:`evaluation.executor.Limits.shorten_after`): a program that loops on every input does not
+cost every input's limit. An input it would have finished between 0.01 s and its limit then reads
 ``T``: two such programs may be told apart where a slower run would not; the grouping only."""
 
 
@@ -216,13 +216,14 @@ def distinct_faults(
     from the reference) run on plus. The groups are those of the full signatures, for a fraction
     of the runs. A program out of time on every base input, or that does not load, is not run
     on plus (it is no fault)."""
+    from evaluation.correctness import judge_solutions
     from evaluation.dedup import behaviour_key
-    from evaluation.evalplus import evaluate_solutions, ground_truth
+    from evaluation.evalplus import ground_truth
     from evaluation.result_store import open_store
 
     kept = store if store is not None else open_store()
     sols = [s for s in solutions if s.task_id in dataset.problems]
-    verdicts = evaluate_solutions(dataset, sols, workers=workers, engine=engine, store=kept, notify=notify)
+    verdicts = judge_solutions(dataset, sols, workers=workers, engine=engine, store=kept, notify=notify)
     wrong = [s for s in sols if s.solution_id in verdicts and not verdicts[s.solution_id].plus]
     members: dict[str, list[Solution]] = {}
     for s in wrong:

@@ -255,18 +255,16 @@ class EquivalenceSuite(Protocol):
 def evalplus_suite(dataset: Dataset, solutions: Sequence[Solution], *, workers: int | None,
                    engine: EngineChoice | None = None, notify: Callable[[str], None] | None = None,
                    counts: dict[str, list[int]] | None = None) -> Mapping[str, str]:
-    """HumanEval+/MBPP+ base and plus inputs, judged by :func:`evaluation.evalplus.evaluate_solutions`
+    """HumanEval+/MBPP+ base and plus inputs, judged by :func:`evaluation.correctness.judge_solutions`
     (its stored ground truth, trusted comparison and per-input time limits; each program's base and
     plus results kept in the result store, so a mutant is judged on them once, by any eval):
     ``"base"`` when a base input tells the mutant apart, ``"plus"`` when only a plus input does."""
-    from evaluation.correctness import has_plus_inputs
+    from evaluation.correctness import judge_solutions, judged_with_plus
 
-    if not has_plus_inputs(dataset):
+    if not judged_with_plus(dataset.name):
         raise TestgenError(f"equivalent mutants are judged on base/plus inputs; dataset {dataset.name} has none "
                            "(judge against HumanEval+ or MBPP+: --reference-dataset)")
-    from evaluation.evalplus import evaluate_solutions
-
-    verdicts = evaluate_solutions(dataset, solutions, workers=workers, engine=engine, notify=notify, counts=counts)
+    verdicts = judge_solutions(dataset, solutions, workers=workers, engine=engine, notify=notify, counts=counts)
     return {sid: "" if v.plus else ("plus" if v.base else "base") for sid, v in verdicts.items()}
 
 
@@ -283,7 +281,6 @@ def propertyeval_equivalence(strategies: Strategies) -> EquivalenceSuite:
               engine: EngineChoice | None = None, notify: Callable[[str], None] | None = None,
               counts: dict[str, list[int]] | None = None) -> Mapping[str, str]:
         from evaluation.evalplus import judge_suite
-        from evaluation.evalplus.judge import Status
         from evaluation.evalplus.propertyeval import propertyeval_suite
 
         tasks = sorted({s.task_id for s in solutions}, key=list(dataset.problems).index)
@@ -296,7 +293,7 @@ def propertyeval_equivalence(strategies: Strategies) -> EquivalenceSuite:
                 notify(f"  {task_id}: {why}")
         results = judge_suite(dataset, solutions, "pbt", workers=workers, engine=engine, propertyeval=pbt,
                               notify=notify, counts=counts)
-        return {sid: "" if r.status is Status.PASS else "pbt" for sid, r in results.items()}
+        return {sid: "" if r.passed else "pbt" for sid, r in results.items()}
 
     suite.__name__ = f"propertyeval_suite:{strategies.content_sha256[:12]}"
     return suite

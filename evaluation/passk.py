@@ -86,8 +86,8 @@ def verdict_pass_at_k(
     """pass@k on ``"base"`` and ``"plus"`` from per-sample verdicts (every sample counted once).
 
     ``n`` of a task is its number of verdicts (duplicates included, as sampled), ``c`` the
-    number correct on that split. Verdicts judged on PropertyEval's inputs too (``extra["pbt"]``
-    not None, :func:`evaluation.evalplus.evaluate_solutions` with ``propertyeval``) add
+    number correct on that split. Verdicts judged on PropertyEval's inputs too (a ``pbt_result``:
+    :func:`evaluation.correctness.judge_solutions` with ``propertyeval``) add
     ``"pbt"`` (base, plus and the PropertyEval inputs pass: "+pbt") and ``"base_pbt"`` (base and
     the PropertyEval inputs: PropertyEval's own column, which does not require plus).
     """
@@ -98,10 +98,9 @@ def verdict_pass_at_k(
         n_c[0] += 1
         n_c[1] += int(v.base)
         n_c[2] += int(v.plus)
-        pbt = v.extra.get("pbt")
-        with_pbt = with_pbt and pbt is not None
-        n_c[3] += int(bool(pbt))
-        n_c[4] += int(v.base and v.extra.get("pbt_status") == "pass")
+        with_pbt = with_pbt and v.pbt_result is not None
+        n_c[3] += int(bool(v.pbt))
+        n_c[4] += int(v.base and v.pbt_result is not None and v.pbt_result.passed)
     ks = tuple(ks)
     out = {
         "base": pass_at_k_table({t: (c[0], c[1]) for t, c in base.items()}, ks=ks),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "Solution",
     "TestCase",
     "Outcome",
+    "SuiteResult",
     "Verdict",
     "content_id",
 ]
@@ -132,24 +134,90 @@ class Outcome(str, enum.Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Verdict:
-    """Ground truth for one solution on the hidden HumanEval+/MBPP+ tests.
+class SuiteResult:
+    """One program's result on one suite of inputs or asserts (base, plus, PropertyEval's)."""
 
-    Deliberately a different type from :class:`Outcome`: rerankers take outcome
-    matrices only, and only the scoring code reads verdicts.
+    status: str | None
+    """``"pass"``, ``"fail"`` or ``"timeout"`` (EvalPlus's statuses); ``None``: not run, base failed."""
+    detail: str = ""
+    """The first input or assert that did not pass, and why; empty when it passed."""
+    seconds: float = 0.0
+    """CPU seconds of the calls that ran (0 where the judge does not time them)."""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """Ground truth for one solution: its result on each suite its dataset's judge runs.
+
+    Deliberately a different type from :class:`Outcome`: rerankers take outcome matrices only,
+    and only the scoring code reads verdicts. ``base``, ``plus`` and ``pbt`` are derived from the
+    suites, so a verdict cannot pass with a failing status. :meth:`to_record` and
+    :meth:`from_record` are the one mapping to and from ``testgen evaluate``'s JSONL records.
     """
 
     task_id: str
-    """Problem."""
     solution_id: str
-    """Solution judged."""
-    base: bool
-    """Correct on every base input (the original dataset's tests)."""
-    plus: bool
-    """Correct on every base and plus input."""
-    base_detail: str = ""
-    """Why it failed on base (first failing input index, error, timeout); empty when correct."""
-    plus_detail: str = ""
-    """Why it failed on plus; empty when correct."""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    """Free-form diagnostic data, never used for scoring."""
+    base_result: SuiteResult
+    """The base inputs (HumanEval+/MBPP+), or the dataset's own asserts."""
+    plus_result: SuiteResult | None = None
+    """The plus inputs (``fail``, ``base failed`` where base failed, as EvalPlus says); ``None``:
+    the dataset has none (its code passes them vacuously, so :attr:`plus` is :attr:`base`)."""
+    pbt_result: SuiteResult | None = None
+    """PropertyEval's inputs; ``None`` when not judged on them."""
+    duplicates: int | None = None
+    """Solutions that shared this program's run (equal up to layout and local names)."""
+    call_seconds: float | None = None
+    """CPU seconds of all the program's calls; ``None`` where the judge does not time them."""
+    decisive_seconds: float | None = None
+    """Of them, those of the calls that decided the verdict."""
+
+    @property
+    def base(self) -> bool:
+        return self.base_result.passed
+
+    @property
+    def plus(self) -> bool:
+        return self.base and (self.plus_result is None or self.plus_result.passed)
+
+    @property
+    def pbt(self) -> bool | None:
+        """"+pbt": base, plus and PropertyEval's inputs all pass; ``None`` when not judged on them."""
+        return None if self.pbt_result is None else self.plus and self.pbt_result.passed
+
+    @property
+    def base_detail(self) -> str:
+        return self.base_result.detail
+
+    @property
+    def plus_detail(self) -> str:
+        if self.plus_result is None:  # a report's plus column still says why
+            return "" if self.base else "no plus inputs; base failed"
+        return self.plus_result.detail
+
+    def to_record(self, solution: Solution) -> dict[str, Any]:
+        """The JSONL record of ``testgen evaluate`` (``plus`` and ``plus_status`` null for a
+        dataset without plus inputs; the ``pbt`` keys only when judged on PropertyEval's inputs)."""
+        plus = self.plus_result
+        record = {"task_id": self.task_id, "solution_id": self.solution_id, "model": solution.model,
+                  "sample_index": solution.sample_index, "base": self.base, "plus": None if plus is None else self.plus,
+                  "base_status": self.base_result.status, "plus_status": None if plus is None else plus.status,
+                  "base_detail": self.base_detail, "plus_detail": self.plus_detail, "duplicates": self.duplicates,
+                  "call_seconds": self.call_seconds, "decisive_seconds": self.decisive_seconds}
+        if self.pbt_result is not None:
+            record |= {"pbt": self.pbt, "pbt_status": self.pbt_result.status, "pbt_detail": self.pbt_result.detail}
+        return record
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any]) -> Verdict:
+        """The verdict a record of :meth:`to_record` holds."""
+        def suite(name: str) -> SuiteResult:
+            return SuiteResult(status=rec.get(f"{name}_status"), detail=rec.get(f"{name}_detail") or "")
+
+        return cls(task_id=rec["task_id"], solution_id=rec["solution_id"], base_result=suite("base"),
+                   plus_result=None if rec.get("plus") is None else suite("plus"),
+                   pbt_result=suite("pbt") if "pbt" in rec else None, duplicates=rec.get("duplicates"),
+                   call_seconds=rec.get("call_seconds"), decisive_seconds=rec.get("decisive_seconds"))

@@ -59,23 +59,19 @@ from evaluation.io import cache_dir
 __all__ = ["SEMANTICS", "KINDS", "key", "Shelf", "Store", "open_store", "KindSize", "store_sizes", "clear_store"]
 
 SEMANTICS = "executor/4"
-"""executor/4: no child reaches its zygote or a sibling (prlimit, priorities, scheduling on another
-process), makes System V IPC objects, POSIX message queues, memfds or inotify instances, or starts
-more than 256 threads (these calls now fail in the program); a child runs only with every limit
-applied; a fault is never a result (results of executor/3 may hold "executor worker error" verdicts
-that another program caused); a test's deadline is the CPU time the scheduler accounts
-(``time.process_time``): the profiling alarm, which counts by the tick and rang early on a loaded
-machine, only wakes the child (executor/3's timeouts near a deadline may have depended on load).
-executor/3: a test's arcs are read back from its own coverage context only (executor/2's stored
-arcs may hold a later-numbered test's, see ``evaluation/executor/child.py::_arcs``).
-executor/2: issue 27's sandbox (a child's word is never a pass where trusted code judges, waiting-time
-limits stop sleepers, the wall-clock backstop excludes run-queue delay, bounded decoding).
-
-What a result of the sandboxed executor means (``evaluation/executor/``: how a program is
+"""What a result of the sandboxed executor means (``evaluation/executor/``: how a program is
 loaded, run, limited and judged). Part of every key: a change to the executor that can change an
 outcome (a new sandbox, another deadline rule, another comparison) bumps it, so that no result
-computed under the old meaning is reused. ``tests/test_store.py`` holds a fingerprint of the
-sources that decide results, so that such a change cannot go in without a decision on this."""
+computed under an older meaning is reused (what each version changed is in this line's git
+history). ``tests/test_store.py`` holds a fingerprint of the sources that decide results, so that
+such a change cannot go in without a decision on this.
+
+The meaning now: a child reaches neither its zygote nor a sibling, makes no System V IPC object,
+POSIX message queue, memfd or inotify instance and starts at most 256 threads; it runs only with
+every limit applied; a fault is never a result; a test's deadline is the CPU time the scheduler
+accounts; a test's arcs are read from its own coverage context; a child's word is never a pass
+where trusted code judges; waiting-time limits stop sleepers; the wall-clock backstop leaves out
+run-queue delay; decoding is bounded."""
 
 KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval", "behaviours")
 """The kinds of result the store keeps (the module docstring says what each is keyed by)."""

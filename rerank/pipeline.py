@@ -94,9 +94,8 @@ class RerankConfig:
     """Seconds per test (CodeT: 0.1)."""
     shorten_timeouts_after: int = 2
     """After this many tests of a solution timed out, its other tests get ``short_timeout``
-    (0: off, every test gets ``timeout``). See :attr:`evaluation.executor.Limits.shorten_after`.
-    On CodeT's CodeGen-16B data: matrix 114 s -> 62 s, every reported figure the same but
-    MBR-exec pass@10 (56.74 -> 56.66)."""
+    (0: off, every test gets ``timeout``): a solution that loops on every test does not cost
+    every test's full timeout (:attr:`evaluation.executor.Limits.shorten_after`)."""
     short_timeout: float = 0.01
     """Seconds per test once ``shorten_timeouts_after`` applies."""
     codet_packing: bool = True
@@ -316,7 +315,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: Pro
     ``--verdicts`` file as ``original``. Never given to a reranker, only to the scoring."""
     kinds: dict[str, dict[tuple[str, str], bool]] = {}
     if config.evalplus:
-        from evaluation.correctness import has_plus_inputs
+        from evaluation.correctness import judged_with_plus
 
         dataset = inputs.dataset
         # Verdicts do not depend on the tests: any label's TaskInputs has the same programs.
@@ -324,7 +323,7 @@ def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: Pro
         ep = evalplus_verdicts(dataset, base_tasks, store, config.workers, progress(f"{dataset.name} verdicts"),
                                 notify, engine=config.engine)
         kinds["base"] = {k: v[0] for k, v in ep.items()}
-        if has_plus_inputs(dataset):
+        if judged_with_plus(dataset.name):
             kinds["plus"] = {k: v[1] for k, v in ep.items()}
     if inputs.original is not None:
         kinds["original"] = inputs.original

@@ -74,10 +74,5 @@ def prompt_code_verdicts(run: RunData, dataset: Dataset, *, verdicts_file: Path 
                  completion=r.get("completion"), sample_index=as_int(r.get("sample_index")), model=str(r.get("model", "")))
         for sid, r in run.solutions.items() if r["task_id"] in dataset.problems
     ]
-    tasks = {s.task_id for s in sols}
-    if len(tasks) < len(dataset.problems):  # ground truth only for the tasks needed (cached per task set)
-        from dataclasses import replace
-
-        dataset = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in tasks})
     verdicts = judge_solutions(dataset, sols, workers=workers, engine=engine)
     return {sid: v.plus for sid, v in verdicts.items()}

@@ -75,7 +75,7 @@ def test_output_is_a_humanevalplus_dataset_with_new_inputs(remade: dict[str, Pat
 
 
 def test_every_kept_input_passes_the_contract_and_the_reference(remade: dict[str, Path]) -> None:
-    from evaluation.augment.validity import Verdict, read_checks, reference_job
+    from evaluation.augment.validity import InputVerdict, read_checks, reference_job
     from evaluation.datasets import load_dataset
     from evaluation.executor import execute
 
@@ -85,7 +85,7 @@ def test_every_kept_input_passes_the_contract_and_the_reference(remade: dict[str
     for res in execute(jobs, workers=2):
         p = ours[res.tag]
         checks = read_checks(p, "humaneval", [tuple(a) for a in p.plus_inputs], res)
-        assert {c.verdict for c in checks} == {Verdict.VALID}, (res.tag, [c.detail for c in checks][:3])
+        assert {c.verdict for c in checks} == {InputVerdict.VALID}, (res.tag, [c.detail for c in checks][:3])
 
 
 def test_deterministic_for_a_seed_and_resumable(remade: dict[str, Path]) -> None:

@@ -16,7 +16,7 @@ from evaluation.augment.call_sites import (
     read_site_results,
     site_job,
 )
-from evaluation.augment.validity import Verdict, read_checks, reference_job, reference_with_contract
+from evaluation.augment.validity import InputVerdict, read_checks, reference_job, reference_with_contract
 from evaluation.records import Problem
 from testgen.augment_seeds import argument_lines, generation_sites
 
@@ -87,13 +87,13 @@ def test_validity_contract_raises_timeout_and_unjudgeable_in_the_sandbox() -> No
     inputs = [(5,), (-1,), (0,), ("x",), (2,)]
     (res,) = list(execute([reference_job(p, "humaneval", inputs, tag=0)], workers=1))
     verdicts = [c.verdict for c in read_checks(p, "humaneval", inputs, res)]
-    assert verdicts == [Verdict.VALID, Verdict.CONTRACT, Verdict.RAISES, Verdict.CONTRACT, Verdict.VALID]
+    assert verdicts == [InputVerdict.VALID, InputVerdict.CONTRACT, InputVerdict.RAISES, InputVerdict.CONTRACT, InputVerdict.VALID]
     slow = _problem(canonical_solution="    while True:\n        pass\n")
     nan = _problem(canonical_solution="    return float('nan')\n")
     jobs = [reference_job(slow, "humaneval", [(1,)], tag=0, seconds=0.05), reference_job(nan, "humaneval", [(1,)], tag=1)]
     results = {r.tag: r for r in execute(jobs, workers=1)}
-    assert read_checks(slow, "humaneval", [(1,)], results[0])[0].verdict is Verdict.TIMEOUT
-    assert read_checks(nan, "humaneval", [(1,)], results[1])[0].verdict is Verdict.UNJUDGEABLE
+    assert read_checks(slow, "humaneval", [(1,)], results[0])[0].verdict is InputVerdict.TIMEOUT
+    assert read_checks(nan, "humaneval", [(1,)], results[1])[0].verdict is InputVerdict.UNJUDGEABLE
 
 
 def test_mbpp_contract_is_placed_at_the_top_of_the_body_with_its_indentation() -> None:
@@ -146,14 +146,14 @@ def test_output_cap_drops_new_inputs_whose_reference_output_is_too_large_and_cou
     inputs = [(3,), (500,)]
     (res,) = list(execute([reference_job(p, "humaneval", inputs, tag=0)], workers=1))
     checks = read_checks(p, "humaneval", inputs, res, max_output_bytes=300)
-    assert [c.verdict for c in checks] == [Verdict.VALID, Verdict.OVERSIZED]
+    assert [c.verdict for c in checks] == [InputVerdict.VALID, InputVerdict.OVERSIZED]
     assert checks[1].output_bytes == len(res.results[1].value) > 300
-    assert [c.verdict for c in read_checks(p, "humaneval", inputs, res)] == [Verdict.VALID, Verdict.VALID]
+    assert [c.verdict for c in read_checks(p, "humaneval", inputs, res)] == [InputVerdict.VALID, InputVerdict.VALID]
     # a job made with the cap: the child does not even send the oversized output
     (capped,) = list(execute([reference_job(p, "humaneval", inputs, tag=0, max_output_bytes=300)], workers=1))
     assert capped.results[1].value is None and capped.results[0].value == res.results[0].value
     assert [c.verdict for c in read_checks(p, "humaneval", inputs, capped, max_output_bytes=300)] == \
-        [Verdict.VALID, Verdict.OVERSIZED]
+        [InputVerdict.VALID, InputVerdict.OVERSIZED]
 
     got: list[TaskAugment] = []
     config = AugmentConfig(seed=1, max_inputs=40, max_output_bytes=300)

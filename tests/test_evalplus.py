@@ -153,18 +153,19 @@ def test_hostile_solutions_are_not_correct(add_only: tuple[Dataset, Path]) -> No
     verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth,
                                   time_limits=TimeLimits(min_time_limit=0.5))
     assert verdicts["correct"].base and verdicts["correct"].plus
-    assert verdicts["correct_again"].extra["duplicates"] == 2
+    assert verdicts["correct_again"].duplicates == 2
     # CPU time spent inside the calls: the infinite loop ran to its first input's 0.5 s limit, no
     # further (the wrapper's alarm stops no call before its limit by the scheduler's account of CPU
     # time; 0.4: the duration is measured by the child around the call, a margin below costs nothing).
-    assert 0.4 <= verdicts["infinite_loop"].extra["call_seconds"] < 2.0
+    assert 0.4 <= verdicts["infinite_loop"].call_seconds < 2.0
     # ~100 calls of `x + y`: microseconds in all, which the child's CPU clock can report as 0.0 (its
     # account is tick-sampled on some kernels): counted, and small; the loop above shows time is counted.
-    assert 0 <= verdicts["correct"].extra["call_seconds"] < 0.5
+    assert 0 <= verdicts["correct"].call_seconds < 0.5
     # a pass needs every call; a base failure needs only the call that failed
-    assert verdicts["correct"].extra["decisive_seconds"] == verdicts["correct"].extra["call_seconds"]
-    loop = verdicts["infinite_loop"].extra
-    assert 0.4 <= loop["decisive_seconds"] <= loop["call_seconds"]
+    assert verdicts["correct"].decisive_seconds == verdicts["correct"].call_seconds
+    loop = verdicts["infinite_loop"]
+    assert loop.decisive_seconds is not None and loop.call_seconds is not None
+    assert 0.4 <= loop.decisive_seconds <= loop.call_seconds
     for sol in sols[:-2]:
         v = verdicts[sol.solution_id]
         assert not v.base and not v.plus, (sol.solution_id, v)
@@ -280,7 +281,7 @@ def test_huge_string_outputs_judged_in_the_worker(shared_data: Path, tmp_path: P
     sols = [Solution(task_id="HumanEval/15", solution_id=k, code=prompt + v) for k, v in bodies.items()]
     verdicts = evaluate_solutions(ds, sols, workers=2, truth=truth)
     assert verdicts["correct"].base and verdicts["correct"].plus
-    assert verdicts["same_tree"].plus and verdicts["same_tree"].extra["duplicates"] == 2  # run once
+    assert verdicts["same_tree"].plus and verdicts["same_tree"].duplicates == 2  # run once
     assert verdicts["wrong_when_big"].base and not verdicts["wrong_when_big"].plus
     assert "wrong output" in verdicts["wrong_when_big"].plus_detail
     assert not verdicts["bytes"].base

@@ -152,8 +152,8 @@ def test_runs_near_a_limit_are_decided_by_a_second_run_alone(add: tuple[Dataset,
     assert verdicts["fast"].base and verdicts["fast"].plus
     loop = verdicts["loop"]
     assert not loop.base and loop.base_detail == "base input 0: time limit exceeded (0.50s CPU)"
-    assert loop.extra["base_status"] == "fail"
-    assert verdicts["past"].base_detail == loop.base_detail and verdicts["past"].extra["base_status"] == "fail"
+    assert loop.base_result.status == "fail"
+    assert verdicts["past"].base_detail == loop.base_detail and verdicts["past"].base_result.status == "fail"
     # base: all four together, then slow, past and loop again together; plus: slow and fast
     # together, then slow again
     sizes = [len(c) for c in calls]

@@ -230,8 +230,8 @@ def test_judging_on_original_asserts_hand_checked(mbpp: ds.Dataset) -> None:
     assert v == evaluate_on_asserts(small, sols, workers=2, truth=truth)
     assert {k: x.base for k, x in v.items()} == {"ok": True, "list": True, "wrong": False, "loops": False,
                                                   "check": True, "no-import": True, "always-equal": False}
-    assert all(x.plus == x.base and x.extra["plus_status"] is None for x in v.values())
-    assert v["loops"].extra["base_status"] == "timeout" and v["wrong"].base_detail.startswith("assert 0: failed")
+    assert all(x.plus == x.base and x.plus_result is None for x in v.values())
+    assert v["loops"].base_result.status == "timeout" and v["wrong"].base_detail.startswith("assert 0: failed")
 
 
 def test_evaluate_cli_on_mbpp(mbpp: ds.Dataset, shared_data: Path, tmp_path: Path) -> None:

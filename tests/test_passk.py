@@ -7,7 +7,7 @@ import math
 import pytest
 
 from evaluation.passk import mean_pass_at_k, pass_at_k, pass_at_k_table, verdict_pass_at_k
-from evaluation.records import Verdict
+from evaluation.records import SuiteResult, Verdict
 
 
 def closed_form(n: int, c: int, k: int) -> float:
@@ -59,7 +59,8 @@ def test_table_leaves_out_k_larger_than_some_n() -> None:
 
 def test_verdict_pass_at_k_counts_base_and_plus_separately() -> None:
     def v(task: str, i: int, base: bool, plus: bool) -> Verdict:
-        return Verdict(task_id=task, solution_id=f"{task}/m/{i}", base=base, plus=plus)
+        return Verdict(task_id=task, solution_id=f"{task}/m/{i}", base_result=SuiteResult(status="pass" if base else "fail"),
+                       plus_result=SuiteResult(status="pass" if plus else "fail"))
 
     verdicts = [v("T/0", 0, True, True), v("T/0", 1, True, False), v("T/0", 2, False, False),
                 v("T/0", 3, False, False), v("T/1", 0, True, True), v("T/1", 1, False, False),

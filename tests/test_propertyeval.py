@@ -146,14 +146,14 @@ def test_on_codet_samples_pbt_never_passes_more_than_plus(suite: PbtSuite, slice
     truth = ground_truth(sliced, workers=2, cache_dir=cache)
     verdicts = evaluate_solutions(sliced, sols + refs, workers=2, truth=truth, propertyeval=suite)
     for r in refs:  # the reference passes its own suite
-        assert verdicts[r.solution_id].extra["pbt"] is True, (r.task_id, verdicts[r.solution_id])
+        assert verdicts[r.solution_id].pbt is True, (r.task_id, verdicts[r.solution_id])
     counts: dict[str, Counter[str]] = {t: Counter() for t in TASKS}
     for s in sols:
         v = verdicts[s.solution_id]
         counts[s.task_id]["plus"] += v.plus
-        counts[s.task_id]["pbt"] += v.extra["pbt"]
-        assert not v.extra["pbt"] or (v.base and v.plus and v.extra["pbt_status"] == "pass")
-        assert (v.extra["pbt_status"] is None) == (not v.base)
+        counts[s.task_id]["pbt"] += bool(v.pbt)
+        assert v.pbt_result is not None and (not v.pbt or (v.base and v.plus and v.pbt_result.status == "pass"))
+        assert (v.pbt_result.status is None) == (not v.base)
     for t in TASKS:
         assert counts[t]["pbt"] <= counts[t]["plus"], t
     # has_close_elements: nan in a drawn list tells apart code that every plus input agrees with.
@@ -200,17 +200,20 @@ def test_evaluate_cli_reports_pbt_and_writes_it_per_sample(
 
 
 def test_pass_at_k_of_pbt_needs_every_verdict_judged_on_it() -> None:
-    from evaluation.records import Verdict
+    from evaluation.records import SuiteResult, Verdict
 
     def v(i: int, base: bool, plus: bool, pbt: bool | None, status: str | None) -> Verdict:
-        extra = {} if pbt is None else {"pbt": pbt, "pbt_status": status}
-        return Verdict(task_id="T", solution_id=str(i), base=base, plus=plus, extra=extra)
+        verdict = Verdict(task_id="T", solution_id=str(i), base_result=SuiteResult(status="pass" if base else "fail"),
+                          plus_result=SuiteResult(status="pass" if plus else "fail"),
+                          pbt_result=None if pbt is None else SuiteResult(status=status))
+        assert verdict.pbt is pbt
+        return verdict
 
     judged = [v(0, True, True, True, "pass"), v(1, True, False, False, "pass"), v(2, True, True, False, "fail"),
               v(3, False, False, False, None)]
     table = verdict_pass_at_k(judged, ks=(1,))
     assert [table[s][1].value for s in ("base", "plus", "pbt", "base_pbt")] == [0.75, 0.5, 0.25, 0.5]
-    assert "pbt" not in verdict_pass_at_k([replace(judged[0], extra={})], ks=(1,))
+    assert "pbt" not in verdict_pass_at_k([replace(judged[0], pbt_result=None)], ks=(1,))
 
 
 def test_the_study_spec_turns_the_suite_on_for_humaneval_evaluate_steps(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 from evaluation.augment.call_sites import CallSite, literal_args, read_site_results, site_job
 from evaluation.augment.release import canonical_input
 from evaluation.augment.typed_mutation import Ingredients, Mutation, TypedMutator
-from evaluation.augment.validity import MAX_OUTPUT_BYTES, REFERENCE_SECONDS, Check, Verdict, read_checks, reference_job
+from evaluation.augment.validity import MAX_OUTPUT_BYTES, REFERENCE_SECONDS, Check, InputVerdict, read_checks, reference_job
 from evaluation.records import Problem
 
 __all__ = ["AugmentConfig", "TaskSeeds", "TaskAugment", "augment_tasks", "INPUTGEN_VERSION"]
@@ -112,7 +112,7 @@ class TaskAugment:
     origins: tuple[str, ...]
     """Per new input: ``generations``, ``model``, ``propertyeval`` or ``mutation``."""
     stats: Mapping[str, Any]
-    """Counts: candidates, duplicates, unrepresentable, and each :class:`Verdict`; seeds per origin."""
+    """Counts: candidates, duplicates, unrepresentable, and each :class:`InputVerdict`; seeds per origin."""
     stopped: str
     """``inputs`` (the budget was reached), ``seconds``, ``exhausted`` (mutation found nothing
     new), ``no seed``."""
@@ -188,11 +188,11 @@ def _check(engine: Any, t: _Task, inputs: Sequence[tuple[Any, ...]], seconds: fl
     an input it timed out on is run again, up to :data:`RECHECKS` times."""
     checks = _check_once(engine, t, inputs, seconds, max_output_bytes)
     for _ in range(RECHECKS):
-        slow = [i for i, c in enumerate(checks) if c.verdict is Verdict.TIMEOUT]
+        slow = [i for i, c in enumerate(checks) if c.verdict is InputVerdict.TIMEOUT]
         if not slow:
             break
         for i, again in zip(slow, _check_once(engine, t, [inputs[i] for i in slow], seconds, max_output_bytes)):
-            if again.verdict is not Verdict.TIMEOUT:
+            if again.verdict is not InputVerdict.TIMEOUT:
                 checks[i] = again
     return checks
 
@@ -233,8 +233,8 @@ def _capped(check: Check, config: AugmentConfig) -> Check:
     """``check`` of a new input with the output cap applied (seeds are checked without it, as
     base inputs from asserts are kept whatever their output; a non-base seed is then held to it)."""
     cap = config.max_output_bytes
-    if check.verdict is Verdict.VALID and cap is not None and check.output_bytes > cap:
-        return replace(check, verdict=Verdict.OVERSIZED, detail=f"{check.output_bytes} bytes")
+    if check.verdict is InputVerdict.VALID and cap is not None and check.output_bytes > cap:
+        return replace(check, verdict=InputVerdict.OVERSIZED, detail=f"{check.output_bytes} bytes")
     return check
 
 
@@ -260,7 +260,7 @@ def _seed(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig) -> Non
         t.count(f"seeds_{origin}")
     checks = _check(engine, t, [c[0] for c in cands], config.reference_seconds, None)
     checks = [_capped(c, config) if not is_base else c for (_, _, is_base), c in zip(cands, checks)]
-    if t.problem.contract and any(b and c.verdict is not Verdict.VALID for (_, _, b), c in zip(cands, checks)):
+    if t.problem.contract and any(b and c.verdict is not InputVerdict.VALID for (_, _, b), c in zip(cands, checks)):
         # A contract that rejects one of the task's own inputs (its asserts' calls), or fails on
         # it, is not its contract (one borrowed from a release whose reference names its
         # parameters differently): without it, more of them are valid.
@@ -268,8 +268,8 @@ def _seed(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig) -> Non
         with_contract, t.problem = t.problem, bare
         again = _check(engine, t, [c[0] for c in cands], config.reference_seconds, None)
         again = [_capped(c, config) if not b else c for (_, _, b), c in zip(cands, again)]
-        valid = sum(b and c.verdict is Verdict.VALID for (_, _, b), c in zip(cands, checks))
-        if sum(b and c.verdict is Verdict.VALID for (_, _, b), c in zip(cands, again)) > valid:
+        valid = sum(b and c.verdict is InputVerdict.VALID for (_, _, b), c in zip(cands, checks))
+        if sum(b and c.verdict is InputVerdict.VALID for (_, _, b), c in zip(cands, again)) > valid:
             checks = again
             t.count("contract_dropped")
         else:
@@ -277,7 +277,7 @@ def _seed(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig) -> Non
     for (args, origin, is_base), check in zip(cands, checks):
         t.seconds += check.seconds
         t.count(f"seed_{check.verdict.value}")
-        if check.verdict is not Verdict.VALID:
+        if check.verdict is not InputVerdict.VALID:
             continue
         t.count(f"seeds_valid_{origin}")
         if is_base:
@@ -346,7 +346,7 @@ def _augment_one(engine: Any, t: _Task, seeds: TaskSeeds, config: AugmentConfig)
         for args, check in zip(cands, _check(engine, t, cands, config.reference_seconds, config.max_output_bytes)):
             t.seconds += check.seconds
             t.count(check.verdict.value)
-            if check.verdict is Verdict.VALID:
+            if check.verdict is InputVerdict.VALID:
                 valid += 1
                 if len(t.plus) < config.max_inputs:
                     t.admit(args, "mutation")

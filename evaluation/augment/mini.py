@@ -118,7 +118,7 @@ def measure_requirements(dataset: Dataset, samples: Sequence[Solution], groups: 
                          time_limits: Any = None, note: Callable[[str], None] | None = None) -> Measured:
     """Verdicts, kill matrices and reference arcs of ``dataset`` (cached; see the module)."""
     from evaluation.augment.kill_matrix import plus_kills
-    from evaluation.evalplus import evaluate_solutions, ground_truth
+    from evaluation.correctness import judge_solutions, reference_truth
     from evaluation.executor.engine import open_engine
 
     say = note or (lambda _msg: None)
@@ -131,14 +131,15 @@ def measure_requirements(dataset: Dataset, samples: Sequence[Solution], groups: 
             return stored["measured"]  # type: ignore[no-any-return]
     stats: dict[str, Any] = {}
     t0 = time.perf_counter()
-    truth = ground_truth(dataset, workers=workers)
+    reference = reference_truth(dataset, workers=workers)
+    truth = reference.truth
     stats["ground_truth_seconds"] = time.perf_counter() - t0
     mutants, n_mutants = _mutant_solutions(dataset) if "mutants" in kinds else ([], 0)
     judged = [*samples, *mutants]
     t0 = time.perf_counter()
     say(f"judging {len(samples):,} samples and {n_mutants:,} mutants on the full suite")
-    verdicts = evaluate_solutions(dataset, judged, workers=workers, truth=truth, engine=engine,
-                                  time_limits=time_limits)
+    verdicts = judge_solutions(dataset, judged, reference=reference, workers=workers, engine=engine,
+                               time_limits=time_limits)
     stats["verdict_seconds"] = time.perf_counter() - t0
     base_pass = {s.solution_id: bool(verdicts[s.solution_id].base) for s in judged if s.solution_id in verdicts}
     plus_pass = {s.solution_id: bool(verdicts[s.solution_id].plus) for s in judged if s.solution_id in verdicts}

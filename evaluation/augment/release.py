@@ -18,7 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluation.datasets import DATASETS, DatasetSpec, Judge, dataset_spec
+from evaluation.correctness import judged_with_plus
+from evaluation.datasets import DATASETS, DatasetSpec, dataset_spec
 from evaluation.evalplus.oracles import MBPP_RELEASE, deserialize_inputs
 from evaluation.records import Problem
 
@@ -26,7 +27,7 @@ __all__ = ["MAX_INPUT_CHARS", "to_json_value", "canonical_input", "input_key", "
 
 MAX_INPUT_CHARS = 10_000
 """Longest input kept, as JSON text (characters): mutation grows lists and strings step by step
-(and ten-fold with the size steps); the largest HumanEval+ v0.1.10 plus input is 1,485 characters."""
+(and ten-fold with the size steps); HumanEval+'s own plus inputs are far shorter."""
 
 
 def plus_format(name: str) -> DatasetSpec | None:
@@ -38,10 +39,10 @@ def plus_format(name: str) -> DatasetSpec | None:
     spec = dataset_spec(name)
     if spec.judged_as:
         spec = dataset_spec(spec.judged_as)
-    if spec.judge is Judge.EVALPLUS and spec.evalplus_release:
+    if judged_with_plus(spec.name) and spec.evalplus_release:
         return spec
     return next((s for s in (DATASETS.get(n) for n in DATASETS.names())
-                 if s.family == spec.family and s.judge is Judge.EVALPLUS and s.evalplus_release), None)
+                 if s.family == spec.family and judged_with_plus(s.name) and s.evalplus_release), None)
 
 
 def to_json_value(value: Any, depth: int = 0) -> Any:

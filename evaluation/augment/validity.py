@@ -17,10 +17,8 @@ file). We check the same, plus what the evaluator needs of an input later:
 * ``oversized``: the output, pickled as the sandbox returns it, is larger than the cap
   (:data:`MAX_OUTPUT_BYTES` by default). Every kept input's expected output is held by the
   evaluator while it judges (the ground truth, and each split's expectations), so a suite of
-  inputs whose outputs are megabytes is one a machine cannot judge (a thousand such outputs of
-  HumanEval/106 alone came to 732 MB of pickles). EvalPlus has no such check; its own
-  HumanEval+ v0.1.10 holds 164 MB of expected outputs, those of 59 of its 122,673 plus inputs
-  above the default cap (HumanEval/15's ``string_sequence`` up to 6.9 MB each).
+  inputs whose outputs are megabytes is one a machine cannot judge. EvalPlus has no such check;
+  a few of HumanEval+'s own plus inputs have outputs above the default cap.
 
 The reference runs exactly as the ground truth runs it (:func:`evaluation.evalplus.truth`'s
 program wrapper: pickled output, CPU-time limit), so an input kept here is one the evaluator can
@@ -40,24 +38,23 @@ from typing import Any
 from evaluation.evalplus.oracles import MBPP_RELEASE, check_output
 from evaluation.records import Outcome, Problem
 
-__all__ = ["REFERENCE_SECONDS", "MAX_OUTPUT_BYTES", "Check", "Verdict", "reference_with_contract", "reference_job", "read_checks"]
+__all__ = ["REFERENCE_SECONDS", "MAX_OUTPUT_BYTES", "Check", "InputVerdict", "reference_with_contract", "reference_job", "read_checks"]
 
 REFERENCE_SECONDS = 0.05
 """Default CPU seconds the reference (with its contract) may take on one input. EvalPlus allows
 1 s (wall). Every kept input is run by every sample judged, so a thousand slow inputs make
-judging thousands of samples slow: 99 % of HumanEval+ v0.1.10's plus inputs take its reference
-less than 1 ms here (the slowest 0.19 s), and an input need not be slow for the reference to
+judging thousands of samples slow: nearly all of HumanEval+'s plus inputs take its reference
+far less than this, and an input need not be slow for the reference to
 catch slow solutions (each input allows a sample ``max(1 s, 4 x`` the reference's time):
 ``fib(63)`` takes an iterative reference microseconds and a recursive sample hours."""
 MAX_OUTPUT_BYTES = 64 * 1024
 """Default cap on the pickled size of the reference's output on a kept new input (64 KiB, the
-size above which the evaluator compares a solution's large output by digest). 99.9 % of
-HumanEval+ v0.1.10's plus inputs have outputs under 15 KB; the cap drops the rare input whose
-output alone weighs what a thousand ordinary ones do."""
+size above which the evaluator compares a solution's large output by digest): it drops the rare
+input whose output alone weighs what a thousand ordinary ones do."""
 CONTRACT_MESSAGE = "AssertionError: invalid inputs"
 
 
-class Verdict(str, enum.Enum):
+class InputVerdict(str, enum.Enum):
     """What the check of one candidate input found."""
 
     VALID = "valid"
@@ -73,7 +70,7 @@ class Verdict(str, enum.Enum):
 class Check:
     """The check of one candidate input."""
 
-    verdict: Verdict
+    verdict: InputVerdict
     """Valid, or why not."""
     seconds: float = 0.0
     """CPU seconds the reference took (as the executor measured them)."""
@@ -159,30 +156,30 @@ def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], 
 
     if result.load_error:
         detail = f"the reference does not load: {result.load_error}"[:300]
-        return [Check(verdict=Verdict.RAISES, detail=detail) for _ in inputs]
+        return [Check(verdict=InputVerdict.RAISES, detail=detail) for _ in inputs]
     tol = problem.atol if atol is None else atol
     checks: list[Check] = []
     for inp, r in zip(inputs, result.results):
         if r.outcome is Outcome.TIMEOUT or (r.outcome is not Outcome.PASSED and "TimeoutError" in r.detail):
-            checks.append(Check(verdict=Verdict.TIMEOUT, seconds=r.duration))
+            checks.append(Check(verdict=InputVerdict.TIMEOUT, seconds=r.duration))
             continue
         over = _VALUE_OVER_CAP.search(r.detail) if r.outcome is Outcome.ERROR and max_output_bytes is not None else None
         if over is not None:  # the child did not send it (reference_job's max_output_bytes)
-            checks.append(Check(verdict=Verdict.OVERSIZED, seconds=r.duration, detail=f"{over.group(1)} bytes",
+            checks.append(Check(verdict=InputVerdict.OVERSIZED, seconds=r.duration, detail=f"{over.group(1)} bytes",
                                 output_bytes=int(over.group(1))))
             continue
         if r.outcome is not Outcome.PASSED:
-            verdict = Verdict.CONTRACT if r.detail.startswith(CONTRACT_MESSAGE) else Verdict.RAISES
+            verdict = InputVerdict.CONTRACT if r.detail.startswith(CONTRACT_MESSAGE) else InputVerdict.RAISES
             checks.append(Check(verdict=verdict, seconds=r.duration, detail=r.detail[:200]))
             continue
         if max_output_bytes is not None and isinstance(r.value, (bytes, bytearray)) and len(r.value) > max_output_bytes:
-            checks.append(Check(verdict=Verdict.OVERSIZED, seconds=r.duration, detail=f"{len(r.value)} bytes",
+            checks.append(Check(verdict=InputVerdict.OVERSIZED, seconds=r.duration, detail=f"{len(r.value)} bytes",
                                 output_bytes=len(r.value)))
             continue
         try:
             out, again = _load_output(r.value), _load_output(r.value)
         except ValueError as exc:
-            checks.append(Check(verdict=Verdict.UNREADABLE, seconds=r.duration, detail=str(exc)[:200]))
+            checks.append(Check(verdict=InputVerdict.UNREADABLE, seconds=r.duration, detail=str(exc)[:200]))
             continue
         try:
             ok, next_tol = check_output(kind, problem.entry_point, inp, again, out, tol)
@@ -192,8 +189,8 @@ def read_checks(problem: Problem, kind: str, inputs: Sequence[tuple[Any, ...]], 
         else:
             detail = ""
         if not ok:
-            checks.append(Check(verdict=Verdict.UNJUDGEABLE, seconds=r.duration, detail=detail))
+            checks.append(Check(verdict=InputVerdict.UNJUDGEABLE, seconds=r.duration, detail=detail))
             continue
         tol = next_tol
-        checks.append(Check(verdict=Verdict.VALID, seconds=r.duration, output_bytes=len(r.value)))
+        checks.append(Check(verdict=InputVerdict.VALID, seconds=r.duration, output_bytes=len(r.value)))
     return checks

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaluation.datasets import Dataset
@@ -29,13 +28,13 @@ from evaluation.evalplus.splits import (
 )
 from evaluation.evalplus.truth import GroundTruth, TimeLimits, _load_output, ground_truth
 from evaluation.executor.engine import EngineChoice
-from evaluation.records import Solution, Verdict
+from evaluation.records import Solution, SuiteResult, Verdict
 from evaluation.result_store import Store, open_store
 
 if TYPE_CHECKING:
     from evaluation.evalplus.propertyeval import PbtSuite
 
-__all__ = ["Status", "SplitJudge", "SuiteName", "SuiteResult", "evaluate_solutions", "judge_suite", "JUDGE_VERSION",
+__all__ = ["Status", "SplitJudge", "SuiteName", "evaluate_solutions", "judge_suite", "JUDGE_VERSION",
            "_expectations"]
 
 class SplitJudge:
@@ -146,18 +145,6 @@ def _expected_traits(want: bytes) -> tuple[bool, bool]:
     return got
 
 
-@dataclass(frozen=True, kw_only=True)
-class SuiteResult:
-    """One program's result on one suite (:func:`judge_suite`)."""
-
-    status: Status
-    """pass, fail or timeout (EvalPlus's status of the split)."""
-    detail: str = ""
-    """The first input that did not pass, and why ("" when it passed)."""
-    seconds: float = 0.0
-    """CPU seconds of the calls that ran."""
-
-
 def evaluate_solutions(
     dataset: Dataset,
     solutions: Iterable[Solution],
@@ -198,10 +185,33 @@ def evaluate_solutions(
 
     With ``propertyeval`` (:func:`evaluation.evalplus.propertyeval.propertyeval_suite`), a third
     split, ``pbt``, runs for the programs that pass base, judged exactly as plus (a task without
-    usable inputs passes it vacuously). ``extra["pbt"]`` is then the "+pbt" verdict: base, plus
-    and the PropertyEval inputs all pass; ``extra["pbt_status"]`` the split's own status (``None``
-    when base failed), so that PropertyEval's own column (base and PropertyEval) can be computed too.
+    usable inputs passes it vacuously): the verdict's ``pbt_result`` (status ``None`` when base
+    failed), from which both "+pbt" (:attr:`Verdict.pbt`) and PropertyEval's own column (base and
+    PropertyEval) are computed.
     """
+    splits: tuple[SuiteName, ...] = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
+
+    def finished(st: ProgramState, sols: Sequence[Solution]) -> None:
+        for sol in sols:
+            if on_verdict is not None:
+                on_verdict(_verdict(st, sol, len(sols), propertyeval))
+
+    states, groups = _judge_splits(dataset, solutions, splits, alone=False, known=known, finished=finished,
+                                   progress=progress, workers=workers, time_limits=time_limits, truth=truth,
+                                   engine=engine, propertyeval=propertyeval, store=store, notify=notify, counts=counts)
+    return {sol.solution_id: _verdict(st, sol, len(sols), propertyeval) for st, sols in zip(states, groups)
+            for sol in sols}
+
+
+def _judge_splits(dataset: Dataset, solutions: Iterable[Solution], splits: Sequence[SuiteName], *, alone: bool,
+                  known: Collection[str], finished: Callable[[ProgramState, Sequence[Solution]], None] | None,
+                  progress: Callable[[int, int], None] | None, workers: int | None, time_limits: TimeLimits | None,
+                  truth: GroundTruth | None, engine: EngineChoice | None, propertyeval: PbtSuite | None,
+                  store: Store | None, notify: Callable[[str], None] | None, counts: dict[str, list[int]] | None
+                  ) -> tuple[list[ProgramState], list[list[Solution]]]:
+    """The distinct programs of ``solutions`` (those of ``known`` solutions left out) judged on
+    ``splits`` (:func:`_rounds`), and the solutions of each; ``finished(state, solutions)`` as
+    each program's last split is known."""
     cfg = time_limits or TimeLimits()
     kept = store if store is not None else open_store()
     solutions = list(solutions)
@@ -212,38 +222,35 @@ def evaluate_solutions(
         states, groups = [states[i] for i in wanted], [groups[i] for i in wanted]
     runner = SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
                           counts=counts)
-    splits: tuple[SuiteName, ...] = ("base", "plus", "pbt") if propertyeval is not None else ("base", "plus")
-    total, finished = len(states), 0
+    total, done = len(states), 0
     if progress:
         progress(0, total)
 
     def finish(index: int) -> None:
-        nonlocal finished
-        finished += 1
-        if on_verdict is not None:
-            for sol in groups[index]:
-                on_verdict(_verdict(states[index], sol, len(groups[index]), propertyeval))
+        nonlocal done
+        done += 1
+        if finished is not None:
+            finished(states[index], groups[index])
         if progress:
-            progress(finished, total)
+            progress(done, total)
 
     try:
-        _rounds(states, runner, splits, finish)
+        _rounds(states, runner, splits, finish, alone=alone)
     finally:
         runner.close()
     if notify is not None:
         for line in runner.said(gt.dataset):
             notify(line)
-    return {sol.solution_id: _verdict(st, sol, len(sols), propertyeval) for st, sols in zip(states, groups)
-            for sol in sols}
+    return states, groups
 
 
 def _rounds(states: Sequence[ProgramState], runner: SplitRunner, splits: Sequence[SuiteName],
-            finish: Callable[[int], None]) -> None:
-    """Each split in turn: base for every program, the others for those that pass base (a task
-    without usable PropertyEval inputs passes ``pbt`` vacuously); ``finish(index)`` once a
-    program's last split is known."""
+            finish: Callable[[int], None], *, alone: bool) -> None:
+    """Each split in turn: base for every program, the others for those that pass base (every
+    program with ``alone``; a task without usable PropertyEval inputs passes ``pbt`` vacuously);
+    ``finish(index)`` once a program's last split is known."""
     for split in splits:
-        todo = [i for i, st in enumerate(states) if split == "base" or st.status.get("base") is Status.PASS]
+        todo = [i for i, st in enumerate(states) if alone or split == "base" or st.status.get("base") is Status.PASS]
         if split == "pbt":
             for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
                 states[i].status["pbt"] = Status.PASS
@@ -281,27 +288,10 @@ def judge_suite(
     and ``counts``: as for :func:`evaluate_solutions`."""
     if suite == "pbt" and propertyeval is None:
         raise ValueError("judging on the pbt suite needs PropertyEval's inputs (propertyeval=)")
-    cfg = time_limits or TimeLimits()
-    kept = store if store is not None else open_store()
-    solutions = list(solutions)
-    gt = truth or ground_truth(_tasks_of(dataset, solutions), workers=workers, store=kept)
-    states, groups = _group(solutions, gt)
-    runner = SplitRunner(gt=gt, cfg=cfg, propertyeval=propertyeval, store=kept, engine=engine, workers=workers,
-                          counts=counts)
-    todo = list(range(len(states)))
-    if suite == "pbt":
-        for i in [i for i in todo if not runner.has_pbt(states[i].task_id)]:
-            states[i].status["pbt"] = Status.PASS
-            states[i].detail["pbt"] = "no usable PropertyEval input"
-        todo = [i for i in todo if runner.has_pbt(states[i].task_id)]
-    try:
-        runner.run(states, todo, suite, lambda index: None)
-    finally:
-        runner.close()
-    if notify is not None:
-        for line in runner.said(gt.dataset):
-            notify(line)
-    return {sol.solution_id: SuiteResult(status=st.status[suite], detail=st.detail.get(suite, ""),
+    states, groups = _judge_splits(dataset, solutions, (suite,), alone=True, known=frozenset(), finished=None,
+                                   progress=None, workers=workers, time_limits=time_limits, truth=truth, engine=engine,
+                                   propertyeval=propertyeval, store=store, notify=notify, counts=counts)
+    return {sol.solution_id: SuiteResult(status=st.status[suite].value, detail=st.detail.get(suite, ""),
                                          seconds=st.seconds.get(suite, 0.0))
             for st, sols in zip(states, groups) for sol in sols}
 
@@ -309,23 +299,20 @@ def judge_suite(
 def _verdict(st: ProgramState, sol: Solution, duplicates: int, propertyeval: PbtSuite | None) -> Verdict:
     """The verdict of one solution of the program ``st`` (``duplicates``: solutions sharing its run)."""
     base_ok = st.status.get("base") is Status.PASS
-    plus_ok = base_ok and st.status.get("plus") is Status.PASS
     plus_status, plus_detail = st.status.get("plus", Status.FAIL), st.detail.get("plus", "")
     if not base_ok:
         plus_status, plus_detail = Status.FAIL, "base failed"
     seconds = sum(st.seconds.values())
     decisive = st.decisive.get("base", 0.0) + (st.decisive.get("plus", 0.0) + st.decisive.get("pbt", 0.0)
                                                if base_ok else 0.0)
-    pbt_extra: dict[str, Any] = {}
+    pbt = None
     if propertyeval is not None:
         pbt_status = st.status.get("pbt") if base_ok else None
-        pbt_extra = {"pbt": plus_ok and pbt_status is Status.PASS,
-                     "pbt_status": pbt_status.value if pbt_status is not None else None,
-                     "pbt_detail": st.detail.get("pbt", "") if base_ok else "base failed"}
+        pbt = SuiteResult(status=pbt_status.value if pbt_status is not None else None,
+                          detail=st.detail.get("pbt", "") if base_ok else "base failed")
     return Verdict(
-        task_id=st.task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
-        base_detail=st.detail.get("base", ""), plus_detail=plus_detail,
-        extra={"base_status": st.status.get("base", Status.FAIL).value, "plus_status": plus_status.value,
-               "duplicates": duplicates, "call_seconds": round(seconds, 6),
-               "decisive_seconds": round(decisive, 6), **pbt_extra},
+        task_id=st.task_id, solution_id=sol.solution_id,
+        base_result=SuiteResult(status=st.status.get("base", Status.FAIL).value, detail=st.detail.get("base", "")),
+        plus_result=SuiteResult(status=plus_status.value, detail=plus_detail), pbt_result=pbt,
+        duplicates=duplicates, call_seconds=round(seconds, 6), decisive_seconds=round(decisive, 6),
     )

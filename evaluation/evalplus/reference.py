@@ -11,7 +11,7 @@ from evaluation.datasets import Dataset
 from evaluation.errors import TestgenError
 from evaluation.evalplus.oracles import HUMANEVAL_RELEASE, dataset_kind
 from evaluation.evalplus.truth import TimeLimits
-from evaluation.records import Solution, Verdict
+from evaluation.records import Solution, SuiteResult, Verdict
 
 __all__ = ["evaluate_solutions_evalplus"]
 
@@ -81,12 +81,10 @@ def evaluate_solutions_evalplus(
             sols = by_program[(task_id, code)]
             for sol in sols:
                 verdicts[sol.solution_id] = Verdict(
-                    task_id=task_id, solution_id=sol.solution_id, base=base_ok, plus=plus_ok,
-                    base_detail="" if base_ok else f"evalplus: {out['base'][0]}",
-                    plus_detail="" if plus_ok else f"evalplus: {out['plus'][0]}",
-                    extra={"base_status": out["base"][0], "plus_status": out["plus"][0],
-                           "duplicates": len(sols)},
-                )
+                    task_id=task_id, solution_id=sol.solution_id,
+                    base_result=SuiteResult(status=out["base"][0], detail="" if base_ok else f"evalplus: {out['base'][0]}"),
+                    plus_result=SuiteResult(status=out["plus"][0], detail="" if plus_ok else f"evalplus: {out['plus'][0]}"),
+                    duplicates=len(sols))
             if progress:
                 progress(done, len(futures))
     return verdicts

@@ -62,9 +62,8 @@ measured time reads, and a call that ends before the alarm is judged on its meas
 against the limit itself, so the alarm's place past the limit decides no verdict. (The alarm is
 tick-sampled and can ring early, at 60 % on a loaded machine; the wrapper then sets it again for
 the CPU time left by the scheduler's own account, so it stops no call before this many times its
-limit, see ``evaluation/evalplus/truth.py``.) It was ``1 + recheck_margin`` (1.5): a program that
-loops spent 0.4 of its limit more on its second run (issue 33: 138 second runs, most at the 1 s
-floor, for CodeT's 16,400 HumanEval samples)."""
+limit, see ``evaluation/evalplus/truth.py``.) Not ``1 + recheck_margin``: a program that loops
+can spend 0.4 of its limit more on its second run than on its first."""
 
 _RECHECK_DEADLINE = 4.0
 """A split run again near a limit gets an executor deadline this many times its longest
@@ -164,8 +163,7 @@ class _SplitPlan:
         behind that alarm, is set far above it (:data:`_RECHECK_DEADLINE`, on ``(1 + margin) x``
         the longest limit): its wall-clock kill
         (10 x the deadline) must not decide a verdict on a machine so loaded that a program gets
-        less than a tenth of a core (HumanEval/31 sample 88, 0.84 s of CPU, was killed so at a
-        load average of 55 on 2 cores)."""
+        less than a tenth of a core."""
         from dataclasses import replace
 
         longest = max(self.input_limits, default=1.0) * (1.0 + margin)

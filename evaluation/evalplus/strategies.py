@@ -28,7 +28,7 @@ __all__ = ["PROPERTYEVAL_COMMIT", "PROPERTYEVAL_URL", "PROPERTYEVAL_CONTENT_SHA2
            "content_digest", "load_strategies", "draw_inputs", "DRAWER_SOURCE"]
 
 PROPERTYEVAL_COMMIT = "b2be813dcff867cc350c61b8d3ea57ec088ce1ac"
-"""The pinned upstream snapshot (2025-03-25, "Update README.md")."""
+"""The pinned upstream snapshot (its commit "Update README.md")."""
 PROPERTYEVAL_URL = f"https://github.com/mrigankpawagi/PropertyEval/archive/{PROPERTYEVAL_COMMIT}.tar.gz"
 """GitHub's archive of the pinned commit (downloaded when no path is given)."""
 PROPERTYEVAL_CONTENT_SHA256 = "fe1c57ecefd979e430648c91c447ec89fca65039c93370d4b99a32c585d4d4f9"

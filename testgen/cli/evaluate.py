@@ -34,8 +34,7 @@ __all__ = ["evaluate"]
 
 def _print_table(result: EvaluateResult, evaluator: str) -> None:
     """The pass@k table on stdout (base and plus, or the original asserts; +pbt rows when judged)."""
-
-    from evaluation.datasets import Judge
+    from evaluation.correctness import judged_with_plus
 
     table_data = result.pass_at_k
     ks = sorted(set(table_data["base"]) | set(table_data["plus"]))
@@ -45,7 +44,7 @@ def _print_table(result: EvaluateResult, evaluator: str) -> None:
     table.add_column("tests")
     for k in ks:
         table.add_column(f"pass@{k}", justify="right")
-    asserts_only = result.judge is Judge.ASSERTS
+    asserts_only = not judged_with_plus(dataset.name)
     rows: tuple[tuple[str, str], ...] = (("base", "original asserts"),) if asserts_only else (
         ("base", "base (original tests)"), ("plus", "plus (base + extra)"))
     if "pbt" in table_data:
@@ -60,10 +59,11 @@ def _print_table(result: EvaluateResult, evaluator: str) -> None:
 
 def _no_plus_note(name: str) -> str:
     """Said under the table of a dataset judged on its asserts: where its plus inputs are, if anywhere."""
-    from evaluation.datasets import DATASETS, Judge, dataset_spec
+    from evaluation.correctness import judged_with_plus
+    from evaluation.datasets import DATASETS, dataset_spec
 
     spec = dataset_spec(name)
-    plus = [s for s in map(dataset_spec, DATASETS.names()) if s.family == spec.family and s.judge is Judge.EVALPLUS]
+    plus = [s for s in map(dataset_spec, DATASETS.names()) if s.family == spec.family and judged_with_plus(s.name)]
     hint = "".join(f" ({s.title}'s extra inputs: --dataset {s.name}, {s.expected_size} tasks)" for s in plus)
     return f"{spec.title} has no plus inputs: pass@k on its original asserts only{hint}."
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import resource
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +56,7 @@ from testgen.metrics import (
     EmptyPolicy,
     GenerationResult,
     canonical_test,
+    cpu_seconds,
     generation_record,
     summarize,
 )
@@ -102,8 +102,7 @@ class EvalOptions:
     metrics are the same on every engine; it is recorded under ``execution`` in ``metrics.json``."""
     timeout: float = 5.0
     """Seconds per test (the executor kills the test after that). Generous because coverage.py's
-    tracer slows tight loops ~8x: HumanEval/75's reference needs 0.17 s per human test untraced,
-    1.7 s traced."""
+    tracer slows tight loops several times over."""
     chunk_size: int = 64
     """Tests per executor job (one job loads the program once and runs a batch of tests)."""
     out: Path | None = None
@@ -191,7 +190,7 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
 
     ``notify`` is told how many test runs came from the result store (or that it was not read)."""
     opts = opts or EvalOptions()
-    t0, r0 = time.perf_counter(), _cpu()
+    t0, r0 = time.perf_counter(), cpu_seconds()
     plan = _prepare(run_dir, opts)
     if notify is not None:
         said = _what_is_scored(plan, opts)
@@ -298,9 +297,9 @@ def _equivalence_suites(opts: EvalOptions, ref_name: str, ref_ds: Dataset) -> An
     added with ``--propertyeval [PATH]``); ``None``: the default ones. Refuses a reference without
     base/plus inputs for ``--mutation`` and ``--faults`` (whose faults are grouped on them)."""
     if opts.mutation or opts.faults or opts.faults_samples:
-        from evaluation.correctness import has_plus_inputs
+        from evaluation.correctness import judged_with_plus
 
-        if not has_plus_inputs(ref_ds):
+        if not judged_with_plus(ref_ds.name):
             what = "--mutation: equivalent mutants" if opts.mutation else "--faults: faults"
             raise TestgenError(f"{what} are judged on base/plus inputs, which {ref_name} does "
                                "not have; judge against HumanEval+ or MBPP+ (--reference-dataset)")
@@ -450,7 +449,7 @@ def _metrics(plan: _Scoring, results: list[GenerationResult], cache: ExecutionCa
         sols = [s for s in run.solutions if s in plan.verdicts]
         metrics["code_pass1"] = sum(plan.verdicts[s] for s in sols) / len(sols) if sols else None
     missing_cov = sum(1 for r in results if r.n and r.coverage is None)
-    wall, cpu = time.perf_counter() - t0, _cpu() - r0
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - r0
     metrics["run"] = {
         "path": str(run.path), "model": run.config.get("model"), "setting": plan.setting, "backend": plan.backend,
         "dataset": run.config.get("dataset"),
@@ -484,9 +483,3 @@ def _dataset_tests(backend: str) -> bool:
     from testgen.backends import BACKENDS, backend_capabilities
 
     return backend in BACKENDS and backend_capabilities(backend).dataset_tests
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and its waited-for children."""
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime

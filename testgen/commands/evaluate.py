@@ -1,18 +1,17 @@
 """``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
 
 :func:`evaluate` reads the samples (:func:`evaluation.solutions.read_solutions`: ours, EvalPlus's or
-CodeT's), judges them by the judge the dataset's spec names (:class:`~evaluation.datasets.Judge`):
-EvalPlus's base and plus inputs with our evaluator in the sandboxed executor
-(:func:`evaluation.evalplus.evaluate_solutions`, after the reference's ground truth) or the
-installed ``evalplus`` 0.3.1 to check ours against (:func:`evaluation.evalplus.evaluate_solutions_evalplus`);
-a dataset's own asserts (:func:`evaluation.asserts.evaluate_on_asserts`); with ``pbt``,
-PropertyEval's property-based inputs as a third suite
-(:func:`evaluation.evalplus.propertyeval.propertyeval_suite`). It writes one verdict record per
-sample, each as soon as it is judged (to ``OUT.partial``, which a stopped run's same command
-resumes; ``OUT`` whole at the end: :mod:`testgen.partial_output`), and returns pass@k
-(:func:`evaluation.passk.verdict_pass_at_k`). Every program's result is read from, or kept in, the
-result store (:mod:`evaluation.result_store`) that ``rerank`` and the other commands share. EvalPlus: Liu et al.,
-NeurIPS 2023, arXiv 2305.01210. PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
+CodeT's) and judges them by the judge the dataset's spec names (:func:`evaluation.correctness.judge_solutions`,
+after the references are measured and reported: :func:`evaluation.correctness.reference_truth`),
+with ``pbt`` on PropertyEval's property-based inputs as a third suite
+(:func:`evaluation.evalplus.propertyeval.propertyeval_suite`); or, to check ours against, with the
+installed ``evalplus`` 0.3.1 (:func:`evaluation.evalplus.evaluate_solutions_evalplus`). It writes
+one verdict record per sample (:meth:`evaluation.records.Verdict.to_record`), each as soon as it is
+judged (to ``OUT.partial``, which a stopped run's same command resumes; ``OUT`` whole at the end:
+:mod:`testgen.partial_output`), and returns pass@k (:func:`evaluation.passk.verdict_pass_at_k`).
+Every program's result is read from, or kept in, the result store (:mod:`evaluation.result_store`)
+that ``rerank`` and the other commands share. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210.
+PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec, Judge, dataset_spec
+from evaluation.correctness import judged_with_plus
+from evaluation.datasets import DATASETS, DEFAULT_DATASET, Dataset, DatasetSpec, dataset_spec
 from evaluation.errors import TestgenError
 from evaluation.executor.engine import EngineChoice
 from evaluation.records import Solution, Verdict
@@ -37,11 +37,11 @@ if TYPE_CHECKING:
     from evaluation.evalplus import TimeLimits
     from evaluation.evalplus.propertyeval import PbtSuite
 
-__all__ = ["EvaluateConfig", "EvaluateResult", "evaluate", "verdict_record", "default_out_path", "judged_on_own",
-           "VERDICTS_FORMAT", "summary_path", "summary_record"]
+__all__ = ["EvaluateConfig", "EvaluateResult", "evaluate", "default_out_path", "judged_on_own", "VERDICTS_FORMAT",
+           "summary_path", "summary_record"]
 
 VERDICTS_FORMAT = 1
-"""Version of the verdict records (:func:`verdict_record`): part of the digest that lets a run
+"""Version of the verdict records (:meth:`~evaluation.records.Verdict.to_record`): part of the digest that lets a run
 resume from ``OUT.partial``, so records of another format are never mixed in."""
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
@@ -102,8 +102,6 @@ class EvaluateResult:
     """The verdicts file written."""
     dataset: Dataset
     """The dataset judged on."""
-    judge: Judge
-    """Which judge its spec names (the ``plus`` rows exist for :attr:`Judge.EVALPLUS` only)."""
     tasks: int
     """Tasks with samples."""
     samples: int
@@ -124,31 +122,6 @@ def judged_on_own(spec: DatasetSpec) -> bool:
     """Whether ``testgen evaluate`` takes the dataset: one whose code is judged on its own inputs
     or asserts, not on another dataset's (:attr:`~evaluation.datasets.DatasetSpec.judged_as`)."""
     return spec.judged_as is None
-
-
-def verdict_record(verdict: Verdict, solution: Solution) -> dict[str, Any]:
-    """The JSONL record written per sample (``plus`` is null for a dataset without plus inputs)."""
-    no_plus = "plus_status" in verdict.extra and verdict.extra["plus_status"] is None
-    record: dict[str, Any] = {
-        "task_id": verdict.task_id,
-        "solution_id": verdict.solution_id,
-        "model": solution.model,
-        "sample_index": solution.sample_index,
-        "base": verdict.base,
-        "plus": None if no_plus else verdict.plus,
-        "base_status": verdict.extra.get("base_status"),
-        "plus_status": verdict.extra.get("plus_status"),
-        "base_detail": verdict.base_detail,
-        "plus_detail": verdict.plus_detail,
-        "duplicates": verdict.extra.get("duplicates"),
-        "call_seconds": verdict.extra.get("call_seconds"),
-        "decisive_seconds": verdict.extra.get("decisive_seconds"),
-    }
-    if "pbt" in verdict.extra:  # judged on PropertyEval's inputs too (--pbt)
-        record["pbt"] = verdict.extra["pbt"]
-        record["pbt_status"] = verdict.extra.get("pbt_status")
-        record["pbt_detail"] = verdict.extra.get("pbt_detail", "")
-    return record
 
 
 def default_out_path(samples: str) -> Path:
@@ -183,18 +156,15 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress
         samples = str(Path(samples) / "solutions.jsonl")
     dataset, sols, present = _read(config, samples, notify)
     out_path = Path(config.out) if config.out else default_out_path(samples)
-    reused: dict[str, dict[str, Any]] = {}
-    if spec.judge is Judge.ASSERTS:
-        verdicts, reused = _judge_on_asserts(config, dataset, sols, present, out_path, progress, notify)
-    elif config.evaluator == "ours":
-        verdicts, reused = _judge_on_inputs(config, dataset, sols, present, strategies, out_path, progress, notify)
+    reused: dict[str, Verdict] = {}
+    if config.evaluator == "ours":
+        verdicts, reused = _judge(config, dataset, sols, present, strategies, out_path, progress, notify)
     else:
         from evaluation.evalplus import evaluate_solutions_evalplus
 
         verdicts = evaluate_solutions_evalplus(dataset, sols, workers=config.workers, time_limits=config.time_limits,
                                                progress=progress("evalplus"))
-    return _write(config, out_path, spec, dataset, sols, present, verdicts, reused, notify,
-                  seconds=time.perf_counter() - t0)
+    return _write(config, out_path, dataset, sols, present, verdicts, reused, notify, seconds=time.perf_counter() - t0)
 
 
 def _check(config: EvaluateConfig, spec: DatasetSpec) -> Any:
@@ -202,9 +172,9 @@ def _check(config: EvaluateConfig, spec: DatasetSpec) -> Any:
     if not judged_on_own(spec):
         raise TestgenError(f"testgen evaluate judges a dataset on its own inputs or asserts; {spec.name}'s code is "
                            f"judged on {spec.judged_as}'s (--dataset {spec.judged_as})")
-    if spec.judge is Judge.ASSERTS and config.evaluator == "evalplus":
+    if not judged_with_plus(spec.name) and config.evaluator == "evalplus":
         plus = [s.name for s in map(dataset_spec, DATASETS.names()) if s.family == spec.family
-                and s.judge is Judge.EVALPLUS]
+                and judged_with_plus(s.name)]
         raise TestgenError(f"--evaluator evalplus judges HumanEval+/MBPP+ inputs; {spec.title} has none (use "
                            f"--evaluator ours{''.join(f', or --dataset {n}' for n in plus)})")
     if config.evaluator == "evalplus" and config.engine.name != "local":
@@ -248,56 +218,25 @@ def _read(config: EvaluateConfig, samples: str, notify: Notify) -> tuple[Dataset
     return dataset, sols, present
 
 
-def _judge_on_asserts(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str],
-                      out: Path, progress: ProgressFactory, notify: Notify
-                      ) -> tuple[dict[str, Verdict], dict[str, dict[str, Any]]]:
-    """The dataset's own asserts: the references first (an assert they fail is left out), then the
-    samples (written as they are judged; those of a stopped run reused)."""
-    from evaluation.asserts import assert_truth, evaluate_on_asserts
+def _judge(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str], strategies: Any,
+           out: Path, progress: ProgressFactory, notify: Notify) -> tuple[dict[str, Verdict], dict[str, Verdict]]:
+    """The references measured (an assert they fail is left out), PropertyEval's inputs drawn when
+    asked, then the samples judged (written as they are judged; those of a stopped run reused)."""
+    from evaluation.correctness import judge_solutions, reference_truth
 
-    step = progress("references on their asserts")
-    needed = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
-    step(0, len(needed.problems))
-    atruth = assert_truth(needed, workers=config.workers, time_limits=config.time_limits)
-    step(len(needed.problems), len(needed.problems))
-    kept = sum(len(s.tests) for s in atruth.tasks.values())
-    notify(f"references: pass {kept} of {kept + len(atruth.skipped)} original asserts ({atruth.seconds:.1f}s)")
-    for line in atruth.skipped:
-        notify(f"skipped (the reference fails it): {line}")
-    truth_parts = [[t, list(s.tests), s.timeout] for t, s in atruth.tasks.items()]
-    with _resumed(config, dataset, sols, truth_parts, out, notify) as (partial, write):
-        verdicts = evaluate_on_asserts(dataset, sols, workers=config.workers, time_limits=config.time_limits,
-                                       truth=atruth, engine=config.engine, progress=progress("distinct programs"),
-                                       on_verdict=write, known=partial.reused)
-    return verdicts, partial.reused
-
-
-def _judge_on_inputs(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution], present: set[str],
-                     strategies: Any, out: Path, progress: ProgressFactory, notify: Notify
-                     ) -> tuple[dict[str, Verdict], dict[str, dict[str, Any]]]:
-    """EvalPlus's base and plus inputs with our evaluator: the reference's ground truth, PropertyEval's
-    inputs when asked, then the samples (written as they are judged; those of a stopped run reused)."""
-    from evaluation.evalplus import evaluate_solutions, ground_truth
-
-    step = progress("ground truth")
     wanted = replace(dataset, problems={t: p for t, p in dataset.problems.items() if t in present})
-    step(0, len(wanted.problems))
-    truth = ground_truth(wanted, workers=config.workers)
-    step(len(truth.tasks), len(truth.tasks))  # done: the bar is not left at 0/?
-    notify(f"ground truth of {len(truth.tasks):,} tasks: from the store {truth.cache_file}" if truth.from_cache else
-           f"ground truth of {len(truth.tasks):,} tasks: {truth.computed:,} computed in {truth.seconds:.1f} s, "
-           f"kept in the store {truth.cache_file}")
+    reference = reference_truth(wanted, workers=config.workers, time_limits=config.time_limits, progress=progress,
+                                notify=notify)
     suite = _propertyeval(config, dataset, present, strategies, progress, notify) if strategies is not None else None
-    truth_parts: list[Any] = [[t, tt.digest] for t, tt in truth.tasks.items()]
+    truth_parts = list(reference.digest)
     if suite is not None:
         truth_parts += [suite.content_sha256, suite.examples, suite.hypothesis_version,
                         [[t, p.digest] for t, p in suite.tasks.items()]]
     with _resumed(config, dataset, sols, truth_parts, out, notify) as (partial, write):
-        verdicts = evaluate_solutions(dataset, sols, workers=config.workers, time_limits=config.time_limits,
-                                      truth=truth, engine=config.engine, propertyeval=suite,
-                                      progress=progress("distinct programs"), on_verdict=write, known=partial.reused,
-                                      notify=notify)
-    return verdicts, partial.reused
+        verdicts = judge_solutions(dataset, sols, reference=reference, propertyeval=suite, workers=config.workers,
+                         time_limits=config.time_limits, engine=config.engine, progress=progress("distinct programs"),
+                         on_verdict=write, known=partial.reused, notify=notify)
+    return verdicts, {sid: Verdict.from_record(rec) for sid, rec in partial.reused.items()}
 
 
 @contextmanager
@@ -322,7 +261,7 @@ def _resumed(config: EvaluateConfig, dataset: Dataset, sols: Sequence[Solution],
     by_id = {s.solution_id: s for s in sols}
 
     def write(verdict: Verdict) -> None:
-        partial.write(verdict_record(verdict, by_id[verdict.solution_id]))
+        partial.write(verdict.to_record(by_id[verdict.solution_id]))
 
     try:
         yield partial, write
@@ -354,30 +293,23 @@ def _propertyeval(config: EvaluateConfig, dataset: Dataset, present: set[str], s
     return suite
 
 
-def _write(config: EvaluateConfig, out_path: Path, spec: DatasetSpec, dataset: Dataset, sols: Sequence[Solution],
-           present: set[str], verdicts: Mapping[str, Verdict], reused: Mapping[str, Mapping[str, Any]], notify: Notify,
+def _write(config: EvaluateConfig, out_path: Path, dataset: Dataset, sols: Sequence[Solution],
+           present: set[str], verdicts: Mapping[str, Verdict], reused: Mapping[str, Verdict], notify: Notify,
            *, seconds: float) -> EvaluateResult:
     """One verdict record per judged sample (fresh, or reused from a stopped run), in the samples'
     order, and pass@k; the partial file goes."""
     from evaluation.io import write_jsonl
     from evaluation.passk import verdict_pass_at_k
 
-    records: list[Mapping[str, Any]] = []
-    judged: list[Verdict] = []
-    for s in sols:
-        if s.solution_id in verdicts:
-            judged.append(verdicts[s.solution_id])
-            records.append(verdict_record(verdicts[s.solution_id], s))
-        elif s.solution_id in reused:
-            judged.append(_verdict_from_record(reused[s.solution_id]))
-            records.append(reused[s.solution_id])
+    pairs = [(s, v) for s in sols if (v := verdicts.get(s.solution_id) or reused.get(s.solution_id)) is not None]
+    judged = [v for _, v in pairs]
     if len(judged) < len(sols):
         unjudged = sorted({s.task_id for s in sols if s.solution_id not in verdicts and s.solution_id not in reused})
         notify(f"{len(unjudged)} task(s) have no test the reference passes; their {len(sols) - len(judged)} samples "
                "are not judged: " + ", ".join(unjudged[:10]))
-    write_jsonl(out_path, records)
+    write_jsonl(out_path, [v.to_record(s) for s, v in pairs])
     partial_path(out_path).unlink(missing_ok=True)
-    result = EvaluateResult(out=out_path, dataset=dataset, judge=spec.judge, tasks=len(present & set(dataset.problems)),
+    result = EvaluateResult(out=out_path, dataset=dataset, tasks=len(present & set(dataset.problems)),
                             samples=len(sols), distinct=len({(s.task_id, s.code) for s in sols}), judged=len(judged),
                             reused=sum(1 for s in sols if s.solution_id in reused and s.solution_id not in verdicts),
                             pass_at_k=verdict_pass_at_k(judged), seconds=seconds)
@@ -403,19 +335,18 @@ def summary_record(result: EvaluateResult, config: EvaluateConfig, judged: Seque
     gives): per split and k the estimate (a fraction) and the tasks it is over, the counts, and
     what was judged on."""
     per_task: dict[str, dict[str, int]] = {}
-    with_plus = result.judge is Judge.EVALPLUS
-    for v in judged:
-        t = per_task.setdefault(v.task_id, {"n": 0, "base": 0, **({"plus": 0} if with_plus else {})})
+    for v in judged:  # a plus count where the judge ran a plus suite
+        t = per_task.setdefault(v.task_id, {"n": 0, "base": 0, **({"plus": 0} if v.plus_result else {})})
         t["n"] += 1
-        t["base"] += bool(v.base)
-        if with_plus:
-            t["plus"] += bool(v.plus)
+        t["base"] += v.base
+        if "plus" in t:
+            t["plus"] += v.plus
     return {
         "verdicts": str(result.out),
         "samples_file": config.samples,
         "dataset": result.dataset.name,
         "dataset_version": result.dataset.version,
-        "judge": result.judge.value,
+        "judge": dataset_spec(result.dataset.name).judge.value,
         "evaluator": config.evaluator,
         "limit": config.limit,
         "tasks": result.tasks,
@@ -433,14 +364,3 @@ def summary_record(result: EvaluateResult, config: EvaluateConfig, judged: Seque
 
 def _passk_json(value: Any) -> dict[str, Any]:
     return {"value": float(value.value), "tasks": int(value.tasks)}
-
-
-def _verdict_from_record(rec: Mapping[str, Any]) -> Verdict:
-    """The verdict a record of :func:`verdict_record` holds (what pass@k reads of it)."""
-    extra = {k: rec.get(k) for k in ("base_status", "plus_status", "duplicates", "call_seconds", "decisive_seconds")}
-    if "pbt" in rec:
-        extra |= {"pbt": rec["pbt"], "pbt_status": rec.get("pbt_status"), "pbt_detail": rec.get("pbt_detail", "")}
-    base = bool(rec["base"])
-    return Verdict(task_id=rec["task_id"], solution_id=rec["solution_id"], base=base,
-                   plus=base if rec.get("plus") is None else bool(rec["plus"]),
-                   base_detail=rec.get("base_detail") or "", plus_detail=rec.get("plus_detail") or "", extra=extra)

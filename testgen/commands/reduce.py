@@ -34,9 +34,9 @@ def _quiet(_line: str) -> None:
 def reducible(spec: Any) -> bool:
     """Whether ``testgen reduce`` takes the dataset of ``spec``: one judged on EvalPlus's base
     and plus inputs (its plus inputs are what is reduced)."""
-    from evaluation.datasets import Judge
+    from evaluation.correctness import judged_with_plus
 
-    return spec.judge is Judge.EVALPLUS
+    return judged_with_plus(spec.name)
 
 
 @dataclass(frozen=True, kw_only=True)

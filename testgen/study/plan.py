@@ -36,11 +36,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from evaluation.datasets import Judge, dataset_spec, judge_spec
+from evaluation.correctness import judged_with_plus
+from evaluation.datasets import dataset_spec, judge_spec
 from testgen.study.paper import table5_test_set
 from testgen.study.spec import ModelSpec, StudySpec
 
-__all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION", "measures_mutation"]
+__all__ = ["Step", "Plan", "build_plan", "StepKind", "REPORT_VERSION"]
 
 StepKind = Literal["build", "sample", "evaluate", "run", "eval", "rerank", "augment", "evaluate-augmented", "reduce",
                    "leaderboard", "report"]
@@ -139,13 +140,6 @@ class Plan:
         # The report reads only what this selection runs (it still shows every model's finished cells).
         kept.append(replace(report, deps=tuple(d for d in report.deps if d in wanted)))
         return Plan(spec=self.spec, steps=tuple(kept))
-
-
-def measures_mutation(dataset: str) -> bool:
-    """Whether a study's eval steps on ``dataset`` measure M when the spec asks (``mutation =
-    true``): equivalent mutants are judged on base/plus inputs, which a dataset judged on its
-    asserts (MBPP sanitized) does not have."""
-    return dataset_spec(dataset).judge is Judge.EVALPLUS
 
 
 def _missing(modules: Sequence[str]) -> str | None:
@@ -316,9 +310,9 @@ class _Builder:
                 "--quiet"]
         if not m.capabilities.dataset_tests and s.tests_per_generation != 3:
             argv += ["-k", str(s.tests_per_generation)]
-        if s.mutation and measures_mutation(ds):
+        if s.mutation and judged_with_plus(ds):  # equivalent mutants are judged on base/plus inputs
             argv += ["--mutation"]
-        if s.peer_mutants and measures_mutation(ds) and dataset_spec(ds).family == "HumanEval":
+        if s.peer_mutants and judged_with_plus(ds) and dataset_spec(ds).family == "HumanEval":
             argv += ["--peer-mutants", s.peer_mutants]
         if s.faults:
             from testgen.fault_exposure import DEFAULT_SOURCES

@@ -34,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.datasets import Judge, dataset_spec, judge_spec
+from evaluation.correctness import judged_with_plus
+from evaluation.datasets import dataset_spec, judge_spec
 from evaluation.io import read_jsonl
 from evaluation.passk import pass_at_k
 from testgen.study.paper import dataset_table, figures_apply, paper_numbers, table5_columns, table5_rw, table5_test_set
-from testgen.study.plan import Plan, Step, measures_mutation
+from testgen.study.plan import Plan, Step
 from testgen.study.runner import step_status
 from testgen.study.spec import ModelSpec
 
@@ -49,11 +50,6 @@ _KS = (1, 10, 100)
 
 def _title(ds: str) -> str:
     return dataset_spec(ds).title
-
-
-def _judged_on_plus(ds: str) -> bool:
-    """Whether the code of ``ds`` is judged with a plus split (its evaluate step's judge)."""
-    return judge_spec(ds).judge is Judge.EVALPLUS
 
 
 @dataclass
@@ -177,7 +173,7 @@ class _Study:
         header = ["model"]
         pbt_datasets = {ds for ds in s.datasets if s.propertyeval is not False and judge_spec(ds).propertyeval}
         for ds in s.datasets:
-            split = "plus" if _judged_on_plus(ds) else "base"
+            split = "plus" if judged_with_plus(judge_spec(ds).name) else "base"
             for temp in temps:
                 header.append(f"{_title(ds)} T={temp:g} pass@1/10/100 ({split})")
                 if ds in pbt_datasets:
@@ -188,7 +184,7 @@ class _Study:
         for m in s.models:
             row = [m.name]
             for ds in s.datasets:
-                split = "plus" if _judged_on_plus(ds) else "base"
+                split = "plus" if judged_with_plus(judge_spec(ds).name) else "base"
                 for temp in temps:
                     cells = 2 if ds in pbt_datasets else 1
                     if m.datasets is not None and ds not in m.datasets:
@@ -258,7 +254,7 @@ class _Study:
     def table23(self, ds: str) -> Table:
         s = self.spec
         number = dataset_table(dataset_spec(ds).family)
-        with_m = s.mutation and measures_mutation(ds)
+        with_m = s.mutation and judged_with_plus(ds)
         shape = "P' (C; M)" if with_m else "P' (C)"
         t = Table(name=f"table{number or ''}_{ds}", title=f"{f'Table {number}' if number else 'Table'}: {_title(ds)}, "
                   f"{shape} in % (rows models, columns settings)", header=["model", *s.settings],
@@ -384,7 +380,7 @@ class _Study:
                             name = None if label not in sets else (method if len(sets) == 1 else f"{label}:{method}")
                             missing = ("not run: no self-setting (SG) tests" if label == table5_test_set("self")
                                        else "not run: no placeholder tests")
-                        if split == "plus" and dataset_spec(ds).judge is not Judge.EVALPLUS:
+                        if split == "plus" and not judged_with_plus(ds):
                             name, missing = None, f"- ({dataset_spec(ds).family} has no plus inputs)"
                         value = summary.get(name, {}).get(split, {}).get("pass@1") if name else None
                         paper = self.paper_cell(m, ds, "table5", paper_keys[col])
@@ -396,7 +392,7 @@ class _Study:
                                            else missing])
                 t.rows.append(row)
                 if m.paper_name and paper_numbers().get("table5", {}).get(m.paper_name) and \
-                        figures_apply(dataset_spec(ds).family) and dataset_spec(ds).judge is Judge.EVALPLUS:
+                        figures_apply(dataset_spec(ds).family) and judged_with_plus(ds):
                     t.notes.append(f"{m.name} beside the paper's {m.paper_name}: "
                                    + "; ".join(self.differences(m, ds)[:-1] or ["same configuration"])
                                    + f"; reranked pool: {s.rerank.n} samples per task at T = {s.rerank.temperature:g},"
