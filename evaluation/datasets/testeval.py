@@ -103,10 +103,11 @@ def _blocks(rec: dict[str, Any], *, path: str, line: int, n_lines: int) -> tuple
         where = f"blocks[{i}]"
         if not isinstance(b, dict):
             raise RecordError(path, line, f"must be an object, got {type(b).__name__}", field=where)
-        kind = require(b, "type", str, path=path, line=line)
-        start = require(b, "start", int, path=path, line=line)
-        end = require(b, "end", int, path=path, line=line)
-        difficulty = require(b, "difficulty", int, path=path, line=line)
+        for key, kind_of in (("type", str), ("start", int), ("end", int), ("difficulty", int)):
+            if not isinstance(b.get(key), kind_of) or isinstance(b.get(key), bool):
+                got = "missing" if key not in b else f"expected {kind_of.__name__}, got {type(b[key]).__name__}"
+                raise RecordError(path, line, got, field=f"{where}.{key}")
+        kind, start, end, difficulty = b["type"], b["start"], b["end"], b["difficulty"]
         if not 1 <= start <= end <= n_lines:
             raise RecordError(path, line, f"start {start} and end {end} must be lines of the program with "
                                           f"start <= end", field=where)

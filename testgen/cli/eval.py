@@ -118,7 +118,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
     """
     if testeval:
-        from testgen.testeval_report import print_testeval
+        from testgen.cli.testeval_table import print_testeval
 
         print_testeval(run_dir, out=out, dataset_path=dataset_path, timeout=timeout, workers=workers)
         return

@@ -1,5 +1,6 @@
-"""``testgen eval --testeval``: score a run of the ``testeval`` dataset as TestEval's
-overall-coverage task (:func:`testgen.testeval_metrics.score_run`) and print its figures."""
+"""The output of ``testgen eval --testeval`` (a helper of :mod:`testgen.cli.eval`): score a run of
+the ``testeval`` dataset as TestEval's overall-coverage task
+(:func:`testgen.testeval_metrics.score_run`) and print its figures."""
 
 from __future__ import annotations
 
