@@ -171,8 +171,8 @@ def find_testeval_file(path: str | os.PathLike[str] | None = None) -> tuple[Path
         return found[0], FoundBy.DATA_FOLDER
     raise DatasetNotFound(
         "testeval: TestEval's files are not shipped with testgen: fetch its repository "
-        "(git clone https://github.com/LLM4SoftwareTesting/TestEval) and give it with --dataset-path DIR, "
-        f"or put it at $TESTGEN_DATA/{DATA_SUBFOLDER}/")
+        "(git clone https://github.com/LLM4SoftwareTesting/TestEval) and give its data/leetcode-py.jsonl with "
+        f"--dataset-path, or put the repository at $TESTGEN_DATA/{DATA_SUBFOLDER}/")
 
 
 def problem_of(prog: TestEvalProgram) -> Problem:
