@@ -315,12 +315,13 @@ def run_tests_of(run_dir: Path) -> dict[str, list[str]]:
 def score_run(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None,
               dataset_path: str | os.PathLike[str] | None = None, timeout: float = 5.0,
               workers: int | None = None, ks: Sequence[int] = KS) -> tuple[dict[str, Any], Path]:
-    """Score a ``testgen run`` of the ``testeval`` dataset as TestEval's overall-coverage task:
-    writes ``OUT/testeval.json`` (:func:`overall_metrics`, over the programs of the run),
-    ``OUT/testeval_tests.jsonl`` (each test's status) and ``OUT/testeval_predictions.jsonl`` (the
-    same tests in TestEval's format, for its ``eval_overall.py``); ``OUT`` defaults to ``RUN/eval``."""
+    """Score a ``testgen run`` of ``testeval`` (overall coverage: :func:`overall_metrics`), or of
+    ``testeval-line`` / ``testeval-branch`` (hit rates: :mod:`testgen.testeval_targets`), over the
+    tasks of the run. Writes ``OUT/testeval.json``, ``OUT/testeval_tests.jsonl`` (each test's
+    status) and ``OUT/testeval_predictions.jsonl`` (the same tests in TestEval's format, for its
+    ``eval_*.py``); ``OUT`` defaults to ``RUN/eval``."""
     from evaluation.datasets import dataset_spec
-    from evaluation.datasets.testeval import SPEC, find_testeval_file, read_testeval_programs
+    from evaluation.datasets.testeval import SPEC, SPEC_BRANCH, SPEC_LINE, find_testeval_file, read_testeval_programs
 
     run = Path(run_dir)
     config_path = run / "config.json"
@@ -328,27 +329,43 @@ def score_run(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | 
         raise MissingFile(config_path, given_as="RUN_DIR/config.json")
     config = json.loads(config_path.read_text(encoding="utf-8"))
     name = config.get("dataset")
-    if not isinstance(name, str) or dataset_spec(name).family != SPEC.family:
-        raise TestgenError(f"{run}: --testeval scores a run of the testeval dataset; this is a run of {name!r}")
+    spec = dataset_spec(name) if isinstance(name, str) else None
+    task = {SPEC.name: "overall", SPEC_LINE.name: "line", SPEC_BRANCH.name: "branch"}.get(name) if spec in (
+        SPEC, SPEC_LINE, SPEC_BRANCH) else None
+    if task is None:
+        raise TestgenError(f"{run}: --testeval scores a run of testeval, testeval-line or testeval-branch; "
+                           f"this is a run of {name!r}")
     file, _ = find_testeval_file(dataset_path or config.get("dataset_path") or config.get("dataset_source"))
     tests = run_tests_of(run)
-    programs = [p for p in read_testeval_programs(file) if p.task_id in tests]
-    unknown = sorted(set(tests) - {p.task_id for p in programs})
+    all_programs = read_testeval_programs(file)
+    if task == "overall":
+        programs = [p for p in all_programs if p.task_id in tests]
+        known = {p.task_id for p in programs}
+        runs = run_tests(programs, tests, timeout=timeout, workers=workers)
+        metrics = overall_metrics(runs, ks=ks)
+        rows = [{"task_id": r.program.task_id, "index": i, "status": t.status, "detail": t.detail,
+                 "source": t.source} for r in runs for i, t in enumerate(r.tests)]
+        predictions = [predictions_record(r) for r in runs]
+    else:
+        from testgen.testeval_targets import program_targets, run_targets, targeted_metrics, targeted_predictions
+
+        targets = [t for t in program_targets(all_programs, task) if t.task_id in tests]  # type: ignore[arg-type]
+        known = {t.task_id for t in targets}
+        target_runs = run_targets(targets, {t: found[0] if found else "" for t, found in tests.items()},
+                                  timeout=timeout, workers=workers)
+        metrics = targeted_metrics(target_runs)
+        rows = [{"task_id": r.target.task_id, "status": r.test.status, "hit": r.hit, "detail": r.test.detail,
+                 "source": r.test.source} for r in target_runs]
+        predictions = targeted_predictions(target_runs)
+    unknown = sorted(set(tests) - known)
     if unknown:
         raise TestgenError(f"{run}: {len(unknown)} task(s) of the run are not in {file} (first: {unknown[0]})")
-    runs = run_tests(programs, tests, timeout=timeout, workers=workers)
-    metrics = overall_metrics(runs, ks=ks)
-    metrics["options"] = {"run": str(run), "dataset_source": str(file), "timeout": timeout, "ks": list(ks),
-                          "exclude": EXCLUDE, "seed": SEED}
+    metrics["options"] = {"run": str(run), "task": task, "dataset_source": str(file), "timeout": timeout,
+                          "ks": list(ks), "exclude": EXCLUDE, "seed": SEED}
     out_dir = Path(out) if out is not None else run / "eval"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "testeval.json").write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
-    with open(out_dir / "testeval_tests.jsonl", "w", encoding="utf-8") as fh:
-        for r in runs:
-            for i, t in enumerate(r.tests):
-                fh.write(json.dumps({"task_id": r.program.task_id, "index": i, "status": t.status,
-                                     "detail": t.detail, "source": t.source}) + "\n")
-    with open(out_dir / "testeval_predictions.jsonl", "w", encoding="utf-8") as fh:
-        for r in runs:
-            fh.write(json.dumps(predictions_record(r)) + "\n")
+    for file_name, records in (("testeval_tests.jsonl", rows), ("testeval_predictions.jsonl", predictions)):
+        with open(out_dir / file_name, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(rec) + "\n" for rec in records)
     return metrics, out_dir

@@ -23,6 +23,8 @@ SHARED_FILES = {
 FETCHED_BY_USER = {
     "testeval": "TestEval's repository is fetched by the user, not in the shared data; "
                 "tests/test_testeval.py builds small files of its shape",
+    "testeval-line": "the same repository (tests/test_testeval.py)",
+    "testeval-branch": "the same repository (tests/test_testeval.py)",
 }
 
 

@@ -172,3 +172,44 @@ def test_the_real_files_have_the_papers_counts() -> None:
     assert len(programs) == 210
     assert sum(len(p.target_lines) for p in programs) == 1340  # TestEval's README: target lines
     assert sum(len(p.blocks) for p in programs) == 983  # and target branches
+    assert len(load_dataset("testeval-line")) == 1340 and len(load_dataset("testeval-branch")) == 983
+
+
+def test_targeted_line_and_branch_hit_rates(tmp_path: Path) -> None:
+    """``sign(1)`` runs line 5 (the ``if`` body, TestEval's first body line of the branch 4-5),
+    ``sign(-1)`` line 6: one hit of two line targets; the branch target is missed."""
+    from testgen.testeval_targets import program_targets, run_targets, targeted_metrics
+
+    file = write_repo(tmp_path, [record(7, "sign", SIGN, target_lines=[5, 6])])
+    programs = read_testeval_programs(file)
+    head = "def test_sign():\n    solution = Solution()\n"
+    lines = program_targets(programs, "line")
+    assert [t.task_id for t in lines] == ["TestEval/7/L5", "TestEval/7/L6"]
+    runs = run_targets(lines, {"TestEval/7/L5": head + "    assert solution.sign(1) == 1\n",
+                               "TestEval/7/L6": head + "    assert solution.sign(1) == 1\n"}, workers=1)
+    assert [r.hit for r in runs] == [True, False]
+    assert targeted_metrics(runs)["hit_rate"] == 0.5
+    branches = program_targets(programs, "branch")
+    assert [(t.task_id, t.line) for t in branches] == [("TestEval/7/B4-5", 5)]
+    m = targeted_metrics(run_targets(branches, {}, workers=1))  # no test: the empty text, not executable
+    assert (m["hit_rate"], m["execution_correct"], m["statuses"]["error"]) == (0.0, 0.0, 1)
+    assert m["hit_rate_by_difficulty"] == {"easy": 0.0, "medium": None, "hard": None}
+
+
+@pytest.mark.parametrize("dataset", ["testeval", "testeval-line"])
+def test_score_run_reads_a_run_directory_and_writes_testevals_format(tmp_path: Path, dataset: str) -> None:
+    from testgen.testeval_metrics import score_run
+
+    file = write_repo(tmp_path, [record(7, "sign", SIGN)])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"dataset": dataset, "dataset_path": str(file)}), encoding="utf-8")
+    task = "TestEval/7" if dataset == "testeval" else "TestEval/7/L5"
+    raw = "```python\ndef test_sign():\n    solution = Solution()\n    assert solution.sign(1) == 1\n```"
+    (run / "generations.jsonl").write_text(json.dumps({"task_id": task, "sample_index": 0, "raw": raw}) + "\n",
+                                           encoding="utf-8")
+    metrics, out = score_run(run, workers=1)
+    assert metrics["execution_correct"] == 1.0 and metrics["options"]["task"] in ("overall", "line")
+    prediction = json.loads((out / "testeval_predictions.jsonl").read_text(encoding="utf-8"))
+    assert prediction["code"] == SIGN and prediction["func_name"] == "sign"
+    assert prediction["tests"] == ([split_tests(raw)[0]] if dataset == "testeval" else {"5": split_tests(raw)[0]})

@@ -24,7 +24,7 @@ prompt is the LeetCode description as a docstring. A test generated for it is a 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,9 @@ from evaluation.errors import DatasetNotFound, RecordError
 from evaluation.io import read_jsonl, require
 from evaluation.records import Problem
 
-__all__ = ["SPEC", "Block", "TestEvalProgram", "find_testeval_file", "load_testeval", "read_testeval_programs",
-           "task_id_of"]
+__all__ = ["SPEC", "SPEC_BRANCH", "SPEC_LINE", "Block", "TestEvalProgram", "branch_task_id", "find_testeval_file",
+           "line_task_id", "load_testeval", "load_testeval_branch", "load_testeval_line", "numbered",
+           "read_testeval_programs", "task_id_of"]
 
 FILE_NAME = "leetcode-py.jsonl"
 """The file of programs and line/branch targets, in the repository's ``data/`` folder."""
@@ -182,6 +183,58 @@ def problem_of(prog: TestEvalProgram) -> Problem:
                    entry_point=prog.func_name, canonical_solution=prog.program, full_program=True)
 
 
+def numbered(program: str) -> str:
+    """The program with ``<n>: `` before each line, as the targeted prompts show it."""
+    return "".join(f"{n}: {line}\n" for n, line in enumerate(program.splitlines(), start=1))
+
+
+def line_task_id(prog: TestEvalProgram, lineno: int) -> str:
+    """The task of target line ``lineno`` of ``prog``: ``TestEval/<task_num>/L<lineno>``."""
+    return f"{prog.task_id}/L{lineno}"
+
+
+def branch_task_id(prog: TestEvalProgram, block: Block) -> str:
+    """The task of target branch ``block``: ``TestEval/<task_num>/B<start>-<end>``."""
+    return f"{prog.task_id}/B{block.start}-{block.end}"
+
+
+def _target_problem(prog: TestEvalProgram, *, task_id: str, dataset: str, target: str) -> Problem:
+    """A targeted task: the prompt (a docstring) holds the description, the program with its line
+    numbers and the target; the reference is the program, unnumbered."""
+    text = (f"{prog.description.strip()}\n\nThe program, with its line numbers:\n\n{numbered(prog.program)}\n"
+            f"Target: {target}").replace('"""', '\\"\\"\\"')
+    return Problem(task_id=task_id, dataset=dataset, prompt=f'"""\n{text}\n"""\n', entry_point=prog.func_name,
+                   canonical_solution=prog.program, full_program=True)
+
+
+def load_testeval_line(*, path: str | os.PathLike[str] | None = None) -> Dataset:
+    """TestEval's targeted line task: one task per target line (1,340)."""
+    file, found_by = find_testeval_file(path)
+    problems = {}
+    for prog in read_testeval_programs(file):
+        lines = prog.program.splitlines()
+        for lineno in prog.target_lines:
+            task_id = line_task_id(prog, lineno)
+            problems[task_id] = _target_problem(prog, task_id=task_id, dataset=SPEC_LINE.name,
+                                                target=f"line {lineno}: {lines[lineno - 1].strip()}")
+    return Dataset(name=SPEC_LINE.name, version=SPEC.version, source=str(file), problems=problems, found_by=found_by)
+
+
+def load_testeval_branch(*, path: str | os.PathLike[str] | None = None) -> Dataset:
+    """TestEval's targeted branch task: one task per target branch (983)."""
+    file, found_by = find_testeval_file(path)
+    problems = {}
+    for prog in read_testeval_programs(file):
+        lines = prog.program.splitlines()
+        for block in prog.blocks:
+            task_id = branch_task_id(prog, block)
+            body = "\n".join(f"{n}: {lines[n - 1]}" for n in range(block.start, block.end + 1))
+            problems[task_id] = _target_problem(prog, task_id=task_id, dataset=SPEC_BRANCH.name,
+                                                target=f"the branch of lines {block.start}-{block.end}:\n{body}")
+    return Dataset(name=SPEC_BRANCH.name, version=SPEC.version, source=str(file), problems=problems,
+                   found_by=found_by)
+
+
 def load_testeval(*, path: str | os.PathLike[str] | None = None) -> Dataset:
     """TestEval (210 LeetCode programs; each program is its task's reference solution)."""
     file, found_by = find_testeval_file(path)
@@ -202,3 +255,10 @@ SPEC = DatasetSpec(
     judge=Judge.ASSERTS,
     loader=load_testeval,
 )
+
+SPEC_LINE = replace(SPEC, name="testeval-line", title="TestEval (targeted line)", expected_size=1340,
+                    task_id_pattern=r"TestEval/\d+/L\d+", loader=load_testeval_line,
+                    release_name="TestEval leetcode-py, target lines")
+SPEC_BRANCH = replace(SPEC, name="testeval-branch", title="TestEval (targeted branch)", expected_size=983,
+                      task_id_pattern=r"TestEval/\d+/B\d+-\d+", loader=load_testeval_branch,
+                      release_name="TestEval leetcode-py, target branches")

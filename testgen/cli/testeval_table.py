@@ -19,20 +19,29 @@ def testeval_table(m: dict[str, Any]) -> Any:
     """The figures of :func:`~testgen.testeval_metrics.overall_metrics` as a rich table."""
     from rich.table import Table
 
-    table = Table(title=f"TestEval overall coverage: {m['programs']} programs, {m['tests']} tests")
+    task = m["options"]["task"]
+    if task == "overall":
+        title = f"TestEval overall coverage: {m['programs']} programs, {m['tests']} tests"
+    else:
+        title = f"TestEval targeted {task}: {m['targets']} targets"
+    table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, label in (("syntax_correct", "syntax correctness"), ("execution_correct", "execution correctness"),
                        ("assertion_correct", "assertion correctness (ours)"), ("line_coverage", "line coverage"),
-                       ("branch_coverage", "branch coverage")):
-        table.add_row(label, _pct(m[key]))
-    for k, v in m["line_cov_at_k"].items():
+                       ("branch_coverage", "branch coverage"), ("hit_rate", "targets hit")):
+        if key in m:
+            table.add_row(label, _pct(m[key]))
+    for k, v in m.get("line_cov_at_k", {}).items():
         table.add_row(f"line cov@{k}", _pct(v))
-    for k, v in m["branch_cov_at_k"].items():
+    for k, v in m.get("branch_cov_at_k", {}).items():
         table.add_row(f"branch cov@{k}", _pct(v))
+    for level, v in m.get("hit_rate_by_difficulty", {}).items():
+        table.add_row(f"{level} branches hit", _pct(v))
     failures = ", ".join(f"{s} {n}" for s, n in m["statuses"].items() if n and s != "passed")
     table.add_row("tests by outcome", f"passed {m['statuses']['passed']}" + (f", {failures}" if failures else ""))
-    table.add_row("programs that do not load", str(m["programs_not_loading"]))
+    if "programs_not_loading" in m:
+        table.add_row("programs that do not load", str(m["programs_not_loading"]))
     return table
 
 
