@@ -198,7 +198,7 @@ def test_targeted_line_and_branch_hit_rates(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dataset", ["testeval", "testeval-line"])
 def test_score_run_reads_a_run_directory_and_writes_testevals_format(tmp_path: Path, dataset: str) -> None:
-    from testgen.testeval_metrics import score_run
+    from testgen.testeval_scoring import score_run
 
     file = write_repo(tmp_path, [record(7, "sign", SIGN)])
     run = tmp_path / "run"

@@ -1,6 +1,6 @@
 """The output of ``testgen eval --testeval`` (a helper of :mod:`testgen.cli.eval`): score a run of
 the ``testeval`` dataset as TestEval's overall-coverage task
-(:func:`testgen.testeval_metrics.score_run`) and print its figures."""
+(:func:`testgen.testeval_scoring.score_run`) and print its figures."""
 
 from __future__ import annotations
 
@@ -47,12 +47,12 @@ def testeval_table(m: dict[str, Any]) -> Any:
 
 def print_testeval(run_dir: Path, *, out: Path | None, dataset_path: str | os.PathLike[str] | None, timeout: float,
                    workers: int | None) -> None:
-    """Score ``run_dir`` (:func:`~testgen.testeval_metrics.score_run`), print the table and where
+    """Score ``run_dir`` (:func:`~testgen.testeval_scoring.score_run`), print the table and where
     the files went."""
     import click
 
     from commandline import results_console
-    from testgen.testeval_metrics import score_run
+    from testgen.testeval_scoring import score_run
 
     metrics, out_dir = score_run(run_dir, out=out, dataset_path=dataset_path, timeout=timeout, workers=workers)
     results_console().print(testeval_table(metrics))
