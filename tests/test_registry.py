@@ -20,6 +20,12 @@ SHARED_FILES = {
     "mbpp+": "mbppplus/MbppPlus-v0.2.0.jsonl.gz",
     "mbpp": "codet/mbpp_sanitized_for_code_generation.jsonl.gz",
 }
+FETCHED_BY_USER = {
+    "testeval": "TestEval's repository is fetched by the user, not in the shared data; "
+                "tests/test_testeval.py builds small files of its shape",
+    "testeval-line": "the same repository (tests/test_testeval.py)",
+    "testeval-branch": "the same repository (tests/test_testeval.py)",
+}
 
 
 @pytest.fixture()
@@ -148,12 +154,14 @@ def test_dataset_conformance(name: str, shared_data: Path) -> None:
     """Every registered dataset, a plugin's too: its spec describes it and its loader loads what
     the spec says (:func:`conformance.check_dataset`). A built-in is read from the shared data; a
     plugin finds its own."""
+    if name in FETCHED_BY_USER:
+        pytest.skip(f"{name}: {FETCHED_BY_USER[name]}")
     rel = SHARED_FILES.get(name)
     check_dataset(name, shared_data / rel if rel else None)
 
 
 def test_every_builtin_dataset_is_tested_on_the_shared_data() -> None:
-    assert set(DATASETS.builtins()) == set(SHARED_FILES)
+    assert set(DATASETS.builtins()) == set(SHARED_FILES) | set(FETCHED_BY_USER)
 
 
 # --- one mechanism for every kind of plug-in ---------------------------------------------------

@@ -15,6 +15,10 @@ Built-ins, one module each in this package, registered in :data:`DATASETS` below
   (:mod:`evaluation.datasets.mbppplus`): EvalPlus's releases, judged on base and plus inputs.
 * ``mbpp`` (:mod:`evaluation.datasets.mbpp`): MBPP sanitized as CodeT ships it, repaired,
   judged on its original asserts.
+* ``testeval`` (:mod:`evaluation.datasets.testeval`): TestEval's 210 LeetCode programs with their
+  coverage targets, read from the user's fetched repository; ``testeval-line`` and
+  ``testeval-branch``: one task per target line or branch; scored by
+  :mod:`testgen.testeval_metrics` and :mod:`testgen.testeval_targets`.
 
 Third parties add theirs through the ``testgen.datasets`` entry-point group (an entry names a
 :class:`DatasetSpec`); a plugin cannot replace a built-in of the same name.
@@ -193,6 +197,9 @@ DATASETS.register("humaneval", "evaluation.datasets.humaneval:SPEC")
 DATASETS.register("humaneval+", "evaluation.datasets.humanevalplus:SPEC")
 DATASETS.register("mbpp+", "evaluation.datasets.mbppplus:SPEC")
 DATASETS.register("mbpp", "evaluation.datasets.mbpp:SPEC")
+DATASETS.register("testeval", "evaluation.datasets.testeval:SPEC")
+DATASETS.register("testeval-line", "evaluation.datasets.testeval:SPEC_LINE")
+DATASETS.register("testeval-branch", "evaluation.datasets.testeval:SPEC_BRANCH")
 
 DEFAULT_DATASET = "humaneval+"
 """What ``--dataset`` defaults to."""

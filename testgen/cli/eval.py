@@ -103,16 +103,25 @@ def _pct(x: Any) -> str:
 @click.option("--no-cache", is_flag=True,
               help="Run every test again instead of reusing the executions an earlier eval kept in the result store.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--testeval", is_flag=True,
+              help="Score a run of testeval (overall coverage: syntax, execution, assertion correctness, line and "
+                   "branch coverage, cov@k) or testeval-line / testeval-branch (target hit rates) as TestEval does "
+                   "instead (docs/metrics.md): writes RUN_DIR/eval/testeval.json.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,
           mutation: bool, mutation_timeout: float, mutation_shorten_after: int, propertyeval_path: str | None,
           pbt: bool, faults: bool, faults_samples: tuple[Path, ...], no_default_faults: bool, limit: int | None,
-          no_cache: bool, quiet: bool, peer_mutants: str | None) -> None:
+          no_cache: bool, quiet: bool, peer_mutants: str | None, testeval: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
     Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
     """
+    if testeval:
+        from testgen.cli.testeval_table import print_testeval
+
+        print_testeval(run_dir, out=out, dataset_path=dataset_path, timeout=timeout, workers=workers)
+        return
     from rich.console import Console
     from rich.progress import (
         BarColumn,

@@ -1,0 +1,157 @@
+"""TestEval's targeted line and branch tasks: hit rates, computed in testgen's sandbox.
+
+Wang et al., "TESTEVAL: Benchmarking Large Language Models for Test Case Generation", arXiv
+2406.04531, 2024. In the ``testeval-line`` and ``testeval-branch`` datasets
+(:mod:`evaluation.datasets.testeval`) every target is a task; its test is the first test function
+of each answer (:func:`~testgen.testeval_metrics.split_tests`), or the empty text when the answer
+has none (it then fails execution: nothing calls the method). The definitions follow TestEval's
+``eval_linecov.py`` and ``eval_branchcov.py`` (``docs/metrics.md``, "TestEval"):
+
+* syntax and execution correctness as in :mod:`testgen.testeval_metrics`, over the targets;
+* **line hit rate**: targets whose test is executable and, run alone, executes the target line
+  (coverage.py's executed lines, import lines excluded) / all targets;
+* **branch hit rate**: the same with the branch's first body line, ``start + 1`` (TestEval's rule:
+  a branch counts as covered when that line ran), overall and per TestEval difficulty
+  (0 easy, 1 medium, 2 hard: hits / targets of that difficulty; ``None`` when there is none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from evaluation.datasets.testeval import Block, TestEvalProgram, branch_task_id, line_task_id
+from testgen.testeval_metrics import EXCLUDE, TestRun, run_tests
+
+__all__ = ["Target", "TargetRun", "executed_lines", "program_targets", "run_targets", "targeted_metrics",
+           "targeted_predictions"]
+
+DIFFICULTIES = {0: "easy", 1: "medium", 2: "hard"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """One target of a program: a line, or a branch."""
+
+    program: TestEvalProgram
+    """Its program."""
+    kind: Literal["line", "branch"]
+    """Which task."""
+    line: int
+    """The line that must run: the target line, or the branch's first body line (``start + 1``)."""
+    block: Block | None = None
+    """The branch, for the branch task."""
+
+    @property
+    def task_id(self) -> str:
+        """The target's task id in ``testeval-line`` / ``testeval-branch``."""
+        return branch_task_id(self.program, self.block) if self.block else line_task_id(self.program, self.line)
+
+
+def program_targets(programs: Iterable[TestEvalProgram], kind: Literal["line", "branch"]) -> list[Target]:
+    """Every target of ``programs`` for one task, in TestEval's order."""
+    if kind == "line":
+        return [Target(program=p, kind=kind, line=n) for p in programs for n in p.target_lines]
+    return [Target(program=p, kind=kind, line=b.start + 1, block=b) for p in programs for b in p.blocks]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetRun:
+    """A target's test, run alone, and whether it hit the target."""
+
+    target: Target
+    """The target."""
+    test: TestRun
+    """Its test and outcome."""
+    hit: bool
+    """Executable and ran :attr:`Target.line`."""
+
+
+def executed_lines(program: str, arcs: Iterable[tuple[int, int]]) -> frozenset[int]:
+    """coverage.py's executed lines of ``program`` for ``arcs`` (its JSON report's
+    ``executed_lines``, :data:`~testgen.testeval_metrics.EXCLUDE` excluded), through its public API."""
+    import coverage
+
+    with tempfile.TemporaryDirectory(prefix="testgen-testeval-") as tmp:
+        path = os.path.join(tmp, "under_test.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(program)
+        cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
+        cov.exclude(EXCLUDE)
+        cov.get_data().add_arcs({path: [(int(a), int(b)) for a, b in arcs]})
+        out = os.path.join(tmp, "coverage.json")
+        with contextlib.redirect_stdout(io.StringIO()):
+            cov.json_report(morfs=[path], outfile=out)
+        with open(out, encoding="utf-8") as fh:
+            files = json.load(fh)["files"]
+    return frozenset(next(iter(files.values()))["executed_lines"]) if files else frozenset()
+
+
+def run_targets(targets: Sequence[Target], tests: Mapping[str, str], *, timeout: float = 5.0,
+                workers: int | None = None) -> list[TargetRun]:
+    """Run each target's test (``tests[target.task_id]``; missing: the empty text) alone in the
+    sandbox and decide whether it hit its target."""
+    by_program: dict[str, list[int]] = {}
+    for i, t in enumerate(targets):
+        by_program.setdefault(t.program.task_id, []).append(i)
+    programs = {t.program.task_id: t.program for t in targets}
+    order = list(programs.values())
+    runs = run_tests(order, {pid: [tests.get(targets[i].task_id, "") for i in idx] for pid, idx in by_program.items()},
+                     timeout=timeout, workers=workers)
+    out: dict[int, TargetRun] = {}
+    for run in runs:
+        for i, test in zip(by_program[run.program.task_id], run.tests):
+            hit = test.executable and targets[i].line in executed_lines(run.program.program, run.load_arcs | test.arcs)
+            out[i] = TargetRun(target=targets[i], test=test, hit=hit)
+    return [out[i] for i in range(len(targets))]
+
+
+def targeted_metrics(runs: Sequence[TargetRun]) -> dict[str, Any]:
+    """Syntax and execution correctness and the hit rate over the targets (fractions; ``None`` for
+    no targets), per difficulty for branches."""
+    n = len(runs)
+    statuses: Counter[str] = Counter(r.test.status for r in runs)
+    hits = sum(r.hit for r in runs)
+
+    def share(count: int, of: int) -> float | None:
+        return count / of if of else None
+
+    m: dict[str, Any] = {
+        "targets": n,
+        "syntax_correct": share(n - statuses["syntax_error"], n),
+        "execution_correct": share(statuses["passed"] + statuses["assertion_failed"], n),
+        "assertion_correct": share(statuses["passed"], n),
+        "hit_rate": share(hits, n),
+        "statuses": {s: statuses[s] for s in ("passed", "assertion_failed", "error", "timeout", "not_called",
+                                              "syntax_error")},
+    }
+    if any(r.target.block for r in runs):
+        by_difficulty = {}
+        for level, name in DIFFICULTIES.items():
+            of = [r for r in runs if r.target.block and r.target.block.difficulty == level]
+            by_difficulty[name] = share(sum(r.hit for r in of), len(of))
+        m["hit_rate_by_difficulty"] = by_difficulty
+    return m
+
+
+def targeted_predictions(runs: Sequence[TargetRun]) -> list[dict[str, Any]]:
+    """The tests in TestEval's prediction format for ``eval_linecov.py`` (``tests``: line -> test)
+    or ``eval_branchcov.py`` (``tests``: ``[{start, end, test}]``), one record per program."""
+    records: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        p = r.target.program
+        rec = records.setdefault(p.task_id, {"task_num": p.task_num, "task_title": p.title,
+                                             "difficulty": p.difficulty, "func_name": p.func_name,
+                                             "code": p.program, "tests": [] if r.target.block else {}})
+        if r.target.block:
+            rec["tests"].append({"start": r.target.block.start, "end": r.target.block.end, "test": r.test.source})
+        else:
+            rec["tests"][str(r.target.line)] = r.test.source
+    return list(records.values())
