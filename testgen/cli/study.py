@@ -30,13 +30,18 @@ def _describe(step: Any) -> str:
     return f"{step.id}{extra}"
 
 
-def _preflight(spec: Any, plan: Any, gpu_memory: float | None, *, show: bool) -> None:
+def _preflight(spec: Any, plan: Any, gpu_memory: float | None, *, show: bool, skip_unavailable: bool = False) -> None:
     """:mod:`testgen.study.check` on the plan's models: printed when asked (``--check``) or when a
-    model cannot load, which stops the study before any step runs (exit 2)."""
+    model cannot load, which stops the study before any step runs (exit 2). With
+    ``skip_unavailable``, a model whose steps all want missing packages is not checked: its steps
+    are marked 'not run' instead."""
     from evaluation.errors import TestgenError
     from testgen.study.check import check_spec, format_check
 
-    result = check_spec(spec, models={s.model for s in plan.steps if s.model}, gpu_gib=gpu_memory)
+    models = {s.model for s in plan.steps if s.model}
+    if skip_unavailable:
+        models = {m for m in models if not all(s.missing for s in plan.steps if s.model == m)}
+    result = check_spec(spec, models=models, gpu_gib=gpu_memory)
     if show or result.failed:
         click.echo(format_check(result), err=not show)
     if result.failed:
@@ -81,7 +86,7 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
         from testgen.study.sources import check_sources
 
         check_sources(plan, out)  # a bad replayed file: one line naming the spec's line and the file's
-        _preflight(plan.spec, plan, gpu_memory, show=check_only)
+        _preflight(plan.spec, plan, gpu_memory, show=check_only, skip_unavailable=skip_unavailable and not check_only)
         if check_only:
             return
     if dry_run:
