@@ -97,14 +97,18 @@ def _mutation_per_task(run: EvaluatedRun, records: Sequence[Mapping[str, Any]]) 
                        else g["mutants_killed"] / live[str(g["task_id"])])
 
 
+def _block_per_task(block: Any, tasks: set[str]) -> dict[str, float] | None:
+    """A ``metrics.json`` block's ``per_task`` map on ``tasks``; None when the block has none."""
+    given = block.get("per_task") if isinstance(block, Mapping) else None
+    if not isinstance(given, Mapping):
+        return None
+    return {str(t): float(v) for t, v in given.items() if str(t) in tasks and _figure(v) is not None}
+
+
 def _peer_per_task(run: EvaluatedRun, tasks: set[str]) -> dict[str, float]:
     """Per task, M on another tool's mutants (``metrics.json``'s ``mutation.peer.per_task``)."""
     mutation = run.metrics.get("mutation")
-    peer = mutation.get("peer") if isinstance(mutation, Mapping) else None
-    given = peer.get("per_task") if isinstance(peer, Mapping) else None
-    if not isinstance(given, Mapping):
-        return {}
-    return {str(t): float(v) for t, v in given.items() if str(t) in tasks and _figure(v) is not None}
+    return _block_per_task(mutation.get("peer") if isinstance(mutation, Mapping) else None, tasks) or {}
 
 
 def _figure(value: Any) -> float | None:
@@ -144,9 +148,9 @@ def _metrics_json_columns(runs: Mapping[str, EvaluatedRun], tasks: set[str], war
         headline: dict[str, float] = {}
         for label, run in runs.items():
             block = run.metrics.get(key)
-            given = block.get("per_task") if isinstance(block, Mapping) else None
-            if isinstance(given, Mapping):
-                per_task[label] = {str(t): float(v) for t, v in given.items() if str(t) in tasks and _figure(v) is not None}
+            given = _block_per_task(block, tasks)
+            if given is not None:
+                per_task[label] = given
             elif any(_figure(g.get(key)) is not None for g in raw[label]):
                 per_task[label] = _task_means(raw[label], lambda g, k=key: _figure(g.get(k)))
             elif (figure := _figure(block)) is not None:
