@@ -73,7 +73,6 @@ class MalformedAnswer(Exception):
     """A status-200 answer that is not a completion (HTML, a body cut short, no ``choices``)."""
 
 
-
 def choices_of(resp: Any, *, chat: bool) -> list[tuple[str | None, str | None]]:
     """(text or None, finish reason) of each choice, in index order; raises :class:`MalformedAnswer`
     for an answer that is not a completion (a proxy's HTML page parses as a string)."""
