@@ -1,12 +1,7 @@
-"""What a checkpoint is, read without loading it: its ``config.json`` (a local folder, the Hugging
-Face cache, the hub unless offline, else the table of known public checkpoints), the sizes its KV
-cache depends on, its parameter count, and whether its tokenizer has a chat template. Used by the
-study's preflight (:mod:`testgen.study.check`).
-
-``known_models.json`` holds the architecture part of the published ``config.json`` of the
-checkpoints the shipped specs name, with the page each was read from; ``vllm_architectures.json``
-the text-generation architectures of vLLM's model registry (``vllm/model_executor/models/
-registry.py``, main branch after release 0.12.0) for machines without vllm.
+"""What a checkpoint is, read without loading it: its ``config.json``, the sizes its KV cache
+depends on, its parameter count, and whether its tokenizer has a chat template, for the study's
+preflight (:mod:`testgen.study.check`; ``docs/study.md`` says where ``config.json`` is read from
+and what ``known_models.json`` and ``vllm_architectures.json`` hold).
 """
 
 from __future__ import annotations
