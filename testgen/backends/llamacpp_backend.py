@@ -147,16 +147,11 @@ class LlamaCppBackend(Backend):
         return llm
 
     @property
-    def has_chat_template(self) -> bool:
-        """Whether the GGUF file carries a chat template (``tokenizer.chat_template``); loads it."""
-        return "tokenizer.chat_template" in self._load().metadata
-
-    @property
     def is_chat(self) -> bool:
         opts: LlamaCppOptions = self.options
         if opts.chat != "auto":
             return opts.chat == "true"
-        return bool(opts.chat_format or opts.chat_template) or self.has_chat_template
+        return bool(opts.chat_format or opts.chat_template) or "tokenizer.chat_template" in self._load().metadata
 
     @property
     def batch_hint(self) -> int:

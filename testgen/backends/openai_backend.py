@@ -191,11 +191,6 @@ class OpenAIBackend(Backend):
     def batch_hint(self) -> int:
         return int(self.options.batch_hint)
 
-    @property
-    def base_urls(self) -> list[str]:
-        """The servers requests are spread over (empty: ``$OPENAI_BASE_URL`` or OpenAI)."""
-        return read_base_urls(self.options.base_url, self.options.base_url_file)
-
     def servers(self) -> list[_Server]:
         """One client per server (built on first use)."""
         if self._servers is None:
@@ -204,7 +199,8 @@ class OpenAIBackend(Backend):
             except ModuleNotFoundError:
                 raise TestgenError("the openai backend needs the openai package: pip install 'testgen[openai]'") from None
             key = os.environ.get(self.options.api_key_env) or "EMPTY"
-            urls: list[str | None] = list(self.base_urls) or [os.environ.get("OPENAI_BASE_URL") or None]
+            urls: list[str | None] = [*read_base_urls(self.options.base_url, self.options.base_url_file)]
+            urls = urls or [os.environ.get("OPENAI_BASE_URL") or None]  # none given: the client's default
             self._servers = [
                 _Server(index=k, label=url or "server",
                         client=openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=self.options.timeout))

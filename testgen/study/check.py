@@ -65,13 +65,6 @@ def _no_weights(caps: Capabilities) -> str | None:
     return "no model"
 
 
-def _capabilities(backend: str) -> Capabilities | None:
-    """What backend ``backend`` declares (``None`` for a name no backend has: its check says so)."""
-    from testgen.backends import BACKENDS, backend_capabilities
-
-    return backend_capabilities(backend) if backend in BACKENDS else None
-
-
 @dataclass(frozen=True, kw_only=True)
 class Call:
     """One kind of ``generate`` call of a study: the worst case of the batches it makes."""
@@ -380,8 +373,11 @@ def visible_gpu_bytes() -> int | None:
 def check_spec(spec: StudySpec, *, models: Collection[str] | None = None, gpu_gib: float | None = None) -> StudyCheck:
     """The preflight of every model of ``spec`` (or of ``models``), compared with a GPU of
     ``gpu_gib`` GiB, else the visible one, else (not failing) an 80 GiB one."""
+    from testgen.backends import BACKENDS
+
     chosen = [m for m in spec.models if models is None or m.name in models]
-    weights = [(c.weights if c is not None else None) for c in map(_capabilities, (m.backend for m in chosen))]
+    # a name no backend has declares nothing: its own check says so
+    weights = [m.capabilities.weights if m.backend in BACKENDS else None for m in chosen]
     needs_gpu = any(w in _SUPPORT for w in weights)
     gpu = int(gpu_gib * GIB) if gpu_gib is not None else (visible_gpu_bytes() if needs_gpu else None)
     env = []

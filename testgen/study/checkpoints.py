@@ -134,10 +134,8 @@ def kv_bytes_per_token(s: Shape, dtype_bytes: int) -> int:
 def sequence_bytes(s: Shape, dtype_bytes: int, *, prompt: int, new: int) -> int:
     """KV cache of one sequence: decoder-only, prompt and new tokens; encoder-decoder, the
     decoder's new tokens, its cross-attention over the prompt and the encoder's states."""
-    kv = kv_bytes_per_token(s, dtype_bytes)
-    if s.encoder_decoder:
-        return kv * (new + prompt) + prompt * s.hidden * dtype_bytes
-    return kv * (prompt + new)
+    kv = kv_bytes_per_token(s, dtype_bytes) * (prompt + new)
+    return kv + prompt * s.hidden * dtype_bytes if s.encoder_decoder else kv
 
 
 def eager_attention(config: Mapping[str, Any]) -> bool:
@@ -151,8 +149,7 @@ def eager_attention(config: Mapping[str, Any]) -> bool:
     model_type = str(config.get("model_type") or "")
     if model_type not in transformers.CONFIG_MAPPING:
         return True
-    mapping = (transformers.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING if config.get("is_encoder_decoder")
-               else transformers.MODEL_FOR_CAUSAL_LM_MAPPING)
+    mapping = transformers.MODEL_FOR_CAUSAL_LM_MAPPING  # an encoder-decoder returned above
     config_class = transformers.CONFIG_MAPPING[model_type]
     if config_class not in mapping:
         return True
