@@ -94,6 +94,8 @@ class ArchitectureSupport:
     """``AutoModelForCausalLM``, ``AutoModelForSeq2SeqLM`` or ``-``."""
     reason: str
     """One line: why (the model class it resolves to, or what is missing)."""
+    model_class: Any = None
+    """The class it resolves to (``None`` where it resolves to none)."""
 
 
 def architecture_support(config: Mapping[str, Any], *, trust_remote_code: bool) -> ArchitectureSupport:
@@ -125,7 +127,7 @@ def architecture_support(config: Mapping[str, Any], *, trust_remote_code: bool) 
         return ArchitectureSupport(supported=False, loader=loader,
                                    reason=f"transformers {transformers.__version__} has no {loader} for {model_type!r}")
     model_class: Any = mapping[config_class]
-    return ArchitectureSupport(supported=True, loader=loader,
+    return ArchitectureSupport(supported=True, loader=loader, model_class=model_class,
                                reason=f"{model_class.__name__} (transformers {transformers.__version__})")
 
 

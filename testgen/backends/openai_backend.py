@@ -311,8 +311,6 @@ class OpenAIBackend(Backend):
                         failure = answer
                         dispatch.stop()  # no new requests; those in flight are still delivered
                     continue
-                if parts[job.prompt][job.chunk] is not None:  # pragma: no cover - the dispatch forbids it
-                    raise RuntimeError(f"openai backend: prompt {job.prompt} chunk {job.chunk} answered twice")
                 parts[job.prompt][job.chunk] = answer
                 left[job.prompt] -= 1
                 if left[job.prompt] == 0:

@@ -221,9 +221,7 @@ class ReplayBackend(Backend):
         if not path:
             raise TestgenError(f"the replay backend needs --backend-option {'file' if purpose == 'tests' else 'code_file'}"
                                f"=PATH for {purpose} prompts")
-        if path not in self._sources:
-            self._sources[path] = load_source(path, source=self.options.source)
-        return self._sources[path]
+        return self._sources[path]  # every given file is loaded in __init__
 
     def describe(self) -> dict[str, Any]:
         """The base description; for test files also their ``origin``: source, model, how made."""

@@ -142,19 +142,12 @@ def eager_attention(config: Mapping[str, Any]) -> bool:
     """Whether the model materialises (batch, heads, prompt, prompt) attention tensors: remote
     code, a transformers class without SDPA, or T5's encoder (its relative position bias is added
     as such a tensor); assumed where transformers is absent."""
-    if config.get("auto_map") or config.get("is_encoder_decoder") or importlib.util.find_spec("transformers") is None:
+    if config.get("auto_map") or config.get("is_encoder_decoder"):
         return True
-    import transformers
+    from testgen.backends.hf_backend import architecture_support
 
-    model_type = str(config.get("model_type") or "")
-    if model_type not in transformers.CONFIG_MAPPING:
-        return True
-    mapping = transformers.MODEL_FOR_CAUSAL_LM_MAPPING  # an encoder-decoder returned above
-    config_class = transformers.CONFIG_MAPPING[model_type]
-    if config_class not in mapping:
-        return True
-    model_class: Any = mapping[config_class]
-    return not getattr(model_class, "_supports_sdpa", False)
+    model_class = architecture_support(config, trust_remote_code=False).model_class
+    return model_class is None or not getattr(model_class, "_supports_sdpa", False)
 
 
 def count_parameters(config: Mapping[str, Any], checkpoint: str) -> tuple[int | None, str]:

@@ -138,10 +138,8 @@ class _Builder:
     def add(self, *, id: str, kind: StepKind, model: str | None, dataset: str | None, argv: Sequence[str] = (),
             deps: Sequence[str] = (), blocked: str | None = None, restart: bool = False,
             meta: Mapping[str, Any] | None = None, dir: str | None = None, unkeyed: Sequence[str] = ()) -> Step:
-        for d in deps:
-            dep = self.steps[d]
-            if blocked is None and dep.blocked is not None:
-                blocked = dep.blocked
+        if blocked is None:  # a step that reads a blocked step is blocked with it
+            blocked = next((self.steps[d].blocked for d in deps if self.steps[d].blocked is not None), None)
         payload = {"kind": kind, "argv": list(argv), "deps": sorted(self.steps[d].key for d in deps),
                    "version": REPORT_VERSION if kind == "report" else None}
         key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -414,8 +412,6 @@ def build_plan(spec: StudySpec) -> Plan:
     deps = [s.id for s in b.steps.values() if s.kind in ("evaluate", "eval", "rerank", *AUGMENT_KINDS, *LEADERBOARD_KINDS)]
     b.add(id="report", kind="report", model=None, dataset=None, argv=("report",), dir="report",
           deps=deps, blocked=None, meta={})
-    report = b.steps.pop("report")
     # A blocked dependency must not block the report: it reports what could run.
-    report = Step(id=report.id, kind=report.kind, model=None, dataset=None, argv=report.argv, deps=report.deps,
-                  key=report.key, dir=report.dir, blocked=None, meta={})
+    report = replace(b.steps.pop("report"), blocked=None)
     return Plan(spec=spec, steps=(*b.steps.values(), report))

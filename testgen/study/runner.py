@@ -259,10 +259,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                 for step in list(pending):
                     if step.kind == "report" and running:
                         continue
-                    deps = [state.get(d) for d in (*step.deps, *(a for a in step.after if a in planned))]
-                    if step.kind != "report" and any(d is None for d in deps):
-                        continue
-                    if step.kind == "report" and any(state.get(d) is None for d in step.deps):
+                    waits = step.deps if step.kind == "report" else (*step.deps, *(a for a in step.after if a in planned))
+                    if any(state.get(d) is None for d in waits):
                         continue
                     pending.remove(step)
                     progressed = True
