@@ -15,6 +15,7 @@ import pytest
 from evaluation.errors import TestgenError, UnknownName
 from testgen.backends import create_backend
 from testgen.backends.base import ChatMessage, Prompt, Sampling
+from testgen.backends.vllm_backend import sampling_params
 
 
 @dataclass
@@ -104,7 +105,7 @@ def test_engine_arguments_and_sampling_mapping(fake_vllm: types.ModuleType) -> N
     assert [[g.text for g in gens] for gens in out] == [
         ["assert f(#0", "assert f(#1", "assert f(#2"], ["assert g(#0", "assert g(#1", "assert g(#2"]]
     assert out[0][2].usage == {"prompt_tokens": len(texts[0]), "completion_tokens": 3}
-    greedy = backend.sampling_params(Sampling(temperature=0.0, top_p=0.5), prompts[0])
+    greedy = sampling_params(Sampling(temperature=0.0, top_p=0.5), prompts[0])
     assert greedy.top_p == 1.0 and greedy.seed is None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from evaluation.datasets import load_dataset
-from testgen.backends.human import human_tests
+from evaluation.human_tests import human_tests
 from testgen.cli import cli
 
 

@@ -1,12 +1,8 @@
 """Model backends behind one registry (``openai``, ``vllm``, ``hf``, ``llamacpp``, ``llm``, ``replay``, ``human``, ``fake``).
 
-A backend is one module with one class (:class:`~testgen.backends.base.Backend`): its options
-(validated from ``--backend-option key=value``), its :class:`~testgen.backends.base.Capabilities`
-(what the commands and the study ask instead of its name) and ``generate``. Built-ins are
-registered lazily as ``"module:Class"`` paths, so importing this package never imports torch,
-transformers, vllm, llama_cpp, llm or openai; third-party backends join through the ``testgen.backends``
-entry-point group (``[project.entry-points."testgen.backends"]``), exactly like the built-ins
-(``docs/extending.md``).
+Built-ins are registered lazily as ``"module:Class"`` paths, so importing this package never
+imports torch, transformers, vllm, llama_cpp, llm or openai; third-party backends join through the
+``testgen.backends`` entry-point group, exactly like the built-ins (``docs/extending.md``).
 """
 
 from __future__ import annotations

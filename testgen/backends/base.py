@@ -1,11 +1,9 @@
 """The contract every generation backend follows, and the records it passes.
 
-A backend is built from a model name and its own options (:meth:`Backend.create`, which
-validates them: unknown keys are rejected with "did you mean ...?"), then answers one batched,
-order-preserving call, ``generate(prompts, sampling) -> list[list[Generation]]``: for each
-prompt, ``sampling.n`` generations, in the prompts' order (the shape of vLLM's
-``LLM.generate``). An optional ``on_result(i, generations)`` callback is called as soon as
-prompt ``i`` is answered, so the pipeline can save each generation as it arrives.
+A backend is built from a model name and its validated options (:meth:`Backend.create`), then
+answers one batched, order-preserving call, ``generate(prompts, sampling) -> list[list[Generation]]``
+(the shape of vLLM's ``LLM.generate``), calling ``on_result(i, generations)`` as each prompt is
+answered so the pipeline saves each generation as it arrives.
 """
 
 from __future__ import annotations
@@ -268,7 +266,7 @@ class Backend:
 
     def describe(self) -> dict[str, Any]:
         """What goes into ``config.json`` about this backend."""
-        return {"backend": self.name, "model": self.model, "backend_options": options_to_json(self.options)}
+        return {"backend": self.name, "model": self.model, "backend_options": dataclasses.asdict(self.options)}
 
 
 def json_object_option(raw: str, name: str) -> dict[str, Any]:
@@ -285,10 +283,6 @@ def json_object_option(raw: str, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f'{name} must be a JSON object, e.g. {{"temperature": 0}}')
     return value
-
-
-def options_to_json(options: Any) -> dict[str, Any]:
-    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
 
 
 def _convert(raw: Any, annotation: Any, *, backend: str, key: str) -> Any:

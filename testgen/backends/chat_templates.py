@@ -1,10 +1,6 @@
-"""Chat templates given to a backend (``-o chat_template=FILE``) for models whose tokenizer has
-none, so that instruction-tuned models get their recommended format (Xiong, Guo, Chen, arXiv
-2310.05727: "instruction-tuned models use their recommended chat format with the same content").
-
-A template is Jinja, as transformers' ``apply_chat_template`` reads it (``messages``,
-``add_generation_prompt``). WizardCoder-15B-V1.0's tokenizer, for one, ships none; its model card
-gives the Alpaca format, which ``studies/templates/wizardcoder.jinja`` writes.
+"""Chat templates (Jinja, as transformers' ``apply_chat_template`` reads them) given with ``-o
+chat_template=FILE`` to models whose tokenizer has none: instruction-tuned models get their
+recommended format (Xiong, Guo, Chen, arXiv 2310.05727); e.g. ``studies/templates/wizardcoder.jinja``.
 """
 
 from __future__ import annotations

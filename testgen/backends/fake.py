@@ -1,10 +1,6 @@
-"""The ``fake`` backend: deterministic dummy generations for pipeline tests (no model).
-
-Like lm-evaluation-harness's dummy model: the whole pipeline runs in CI without a model. Its
-output depends only on the prompt, the sample index and the seed, so a resumed run produces
-exactly what an uninterrupted one would. Test prompts get plausible asserts that continue the
-prompt's prefix (``assert f(`` or ``assert ``) or, for chat prompts, a fenced answer; code prompts
-get a body that returns a constant.
+"""The ``fake`` backend: deterministic dummy generations for pipeline tests (no model), like
+lm-evaluation-harness's dummy model. Its output depends only on the prompt, the sample index and
+the seed, so a resumed run produces exactly what an uninterrupted one would.
 """
 
 from __future__ import annotations

@@ -1,41 +1,8 @@
 """The ``hf`` backend: Hugging Face transformers ``generate`` (sampling), batched, CPU or GPU.
 
-Wolf et al., "Transformers: State-of-the-Art Natural Language Processing", EMNLP 2020. It loads
-decoder-only models (``AutoModelForCausalLM``: GPT-2, GPT-BigCode, CodeGen, XGLM/InCoder, ...) and
-encoder-decoder models (``AutoModelForSeq2SeqLM``: T5 and CodeT5+, Wang et al., "CodeT5+: Open
-Code Large Language Models for Code Understanding and Generation", arXiv 2305.07922), chosen by the
-checkpoint's ``config.json`` (``is_encoder_decoder``).
-
-* **Decoder-only**: prompts are left-padded; the answer is what follows the prompt.
-* **Encoder-decoder**, as CodeT5+'s model cards use it: the prompt (with the tokenizer's special
-  tokens) is the encoder's input, right-padded; the decoder starts from the model's
-  ``decoder_start_token_id`` and its output is the answer, i.e. the continuation of the prompt
-  (``codet5p-*-py``, trained to complete code). For the span-denoising checkpoints
-  (``codet5p-770m``), ``span_sentinel = "<extra_id_0>"`` appends that sentinel to every prompt
-  and the answer is the span the decoder writes for it, up to the next sentinel.
-
-Prompts run ``batch_size`` at a time, each with ``num_return_sequences = n``; ``max_sequences``
-caps the sequences of one forward batch (prompts x samples: the KV cache grows with it), splitting
-a prompt's ``n`` samples into chunks when ``n`` alone exceeds it. ``temperature == 0`` means greedy
-decoding. Sampling is seeded at every forward batch (``seed`` + the ``sample_offset`` of its first
-prompt + the samples of that prompt already made), as the ``vllm`` backend seeds each prompt: the
-same batch gives the same text, whatever ran before it, on CPU as on GPU up to the device's
-arithmetic. Stop strings end each sequence where it writes one (transformers' ``stop_strings``, >= 4.41;
-every row still draws its token at every step, so the text kept is the text a run without them
-cuts, provided no special token's text holds a stop string: the study's stops all start with a
-newline) and cut the decoded text; the text is decoded without ``clean_up_tokenization_spaces`` (it rewrites ``a , b`` as ``a, b``,
-which changes code). Chat prompts go through the tokenizer's chat template. torch and
-transformers are imported only when the backend is built (``pip install 'testgen[hf]'``). For
-throughput on GPUs prefer the ``vllm`` backend where it serves the architecture.
-``chat_template`` gives a tokenizer without one its model's format (:mod:`testgen.backends.chat_templates`).
-
-**GGUF files** (llama.cpp's format): ``model`` names a ``.gguf`` file, or a directory or hub repo
-with ``gguf_file`` naming the file in it. transformers reads the config, the tokenizer and the
-weights from the file (``from_pretrained(..., gguf_file=...)``, which needs the ``gguf`` package)
-and dequantizes the weights to ``dtype``, so the model computes in float, not in the file's
-quantized arithmetic: its text can differ from llama.cpp's for the same file. The chat template is
-the file's own (its ``tokenizer.chat_template`` metadata, which transformers puts on the tokenizer),
-so an instruct model gets the format it was trained with and ``chat = auto`` finds it.
+Wolf et al., "Transformers: State-of-the-Art Natural Language Processing", EMNLP 2020; CodeT5+:
+Wang et al., arXiv 2305.07922. Decoder-only and encoder-decoder checkpoints, and GGUF files;
+``docs/run.md`` (Hugging Face transformers) gives the padding, seeding and stop-string design.
 """
 
 from __future__ import annotations
@@ -127,6 +94,8 @@ class ArchitectureSupport:
     """``AutoModelForCausalLM``, ``AutoModelForSeq2SeqLM`` or ``-``."""
     reason: str
     """One line: why (the model class it resolves to, or what is missing)."""
+    model_class: Any = None
+    """The class it resolves to (``None`` where it resolves to none)."""
 
 
 def architecture_support(config: Mapping[str, Any], *, trust_remote_code: bool) -> ArchitectureSupport:
@@ -158,7 +127,7 @@ def architecture_support(config: Mapping[str, Any], *, trust_remote_code: bool) 
         return ArchitectureSupport(supported=False, loader=loader,
                                    reason=f"transformers {transformers.__version__} has no {loader} for {model_type!r}")
     model_class: Any = mapping[config_class]
-    return ArchitectureSupport(supported=True, loader=loader,
+    return ArchitectureSupport(supported=True, loader=loader, model_class=model_class,
                                reason=f"{model_class.__name__} (transformers {transformers.__version__})")
 
 
@@ -321,7 +290,8 @@ class HFBackend(Backend):
                                   "pad_token_id": tok.pad_token_id}
         if sampling.stop and self._stop_strings:
             # each sequence stops at its first stop string, the batch when all have: every row still
-            # draws its token at every step, so the kept text is the same as without (only shorter runs)
+            # draws its token at every step, so the kept text is the same as without (only shorter
+            # runs), provided no special token's text holds a stop string (the study's start with "\n")
             kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
         if sampling.temperature <= 0:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)

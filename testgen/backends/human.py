@@ -1,25 +1,8 @@
 """The ``human`` backend: the dataset's own human-written tests, as a reference point.
 
-HumanEval (Chen et al., "Evaluating Large Language Models Trained on Code", 2021) ships a
-``check(candidate)`` function per problem; MBPP+ (Liu et al., NeurIPS 2023) keeps MBPP's
-original ``assert`` statements. Xiong, Guo, Chen (arXiv 2310.05727, Appendix A.5) measure the
-branch coverage of the *full* human test suite on the reference solutions (80.35%). The
-splitting into self-contained tests is :func:`evaluation.human_tests.human_tests` (re-exported
-here, and used by :mod:`evaluation.asserts` to judge code on the same tests):
-
-* per problem the backend yields exactly ONE generation holding all the human tests
-  (``-n`` is ignored; ``--tests-per-generation`` is recorded but the consumer should not cut a
-  human suite: ``config.json`` says ``"tests_per_generation": null`` for this backend);
-* each top-level ``assert`` of ``check`` is one test, with ``candidate`` renamed to the entry
-  point; a top-level ``for``/``if``/``with``/``while`` block that contains an assert is one test
-  (HumanEval/32, /38, /50, /53 check random inputs in a loop);
-* other top-level statements of ``check`` (``import math``, ``rng = random.Random(42)``, ...)
-  are the setup the tests need: they are prepended, in order, to every test that follows them,
-  so each test runs on its own;
-* ``assert True, "..."`` style asserts that never call the entry point are dropped and counted
-  (``no_entry_point``), like any generated test that never calls the function.
-
-The prompt is not used (the record's ``prompt`` is the empty string).
+Per task ONE generation holding the whole suite, split by :func:`evaluation.human_tests.human_tests`
+(Xiong, Guo, Chen, arXiv 2310.05727, Appendix A.5, measure the full human suite); ``-n`` is
+ignored and the prompt is not used (``docs/run.md``: the offline default).
 """
 
 from __future__ import annotations
@@ -28,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluation.errors import TestgenError
-from evaluation.human_tests import HumanTests, human_tests
+from evaluation.human_tests import human_tests
 from testgen.backends.base import Backend, Capabilities, Generation, OnResult, Prompt, Sampling
 
-__all__ = ["HumanBackend", "human_tests", "HumanTests"]
+__all__ = ["HumanBackend"]
 
 
 @dataclass(frozen=True, kw_only=True)

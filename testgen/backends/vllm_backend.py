@@ -1,22 +1,9 @@
 """The ``vllm`` backend: vLLM's offline engine, ``LLM.generate`` with ``SamplingParams(n=...)``.
 
 Kwon et al., "Efficient Memory Management for Large Language Model Serving with
-PagedAttention", SOSP 2023 (https://github.com/vllm-project/vllm). One engine per run; every
-``generate`` call hands vLLM the whole batch (it schedules it continuously), with one
-``SamplingParams`` per prompt so that a prompt's seed depends on the first sample it asks for
-(a resumed run draws fresh seeds for the samples it still needs). Chat prompts are rendered
-with the model's chat template. vllm is imported only when the backend is built
-(``pip install 'testgen[vllm]'``); it needs a CUDA GPU.
-
-Parallelism on one node is vLLM's: ``tensor_parallel_size`` and ``pipeline_parallel_size`` are
-passed to ``vllm.LLM`` (one engine over ``tp x pp`` GPUs). ``data_parallel_size = d > 1`` runs
-``d`` engines, each in its own process on its own ``tp x pp`` GPUs (``CUDA_VISIBLE_DEVICES``), and
-splits the prompts of every call evenly between them: vLLM's ``LLM`` class refuses
-``data_parallel_size > 1`` in one process (since 0.11.1) and points to this multi-process pattern
-(its offline data-parallel example). The replicas are independent engines: for a mixture-of-experts
-model with expert parallelism across replicas, run ``vllm serve --data-parallel-size d
---enable-expert-parallel`` and use the ``openai`` backend; for many machines, ``vllm serve`` on
-each and several ``--base-url`` s.
+PagedAttention", SOSP 2023 (https://github.com/vllm-project/vllm). ``docs/run.md`` (vLLM
+offline) gives the seeding and the parallelism: one engine over ``tp x pp`` GPUs, or
+``data_parallel_size`` engines, one process each.
 """
 
 from __future__ import annotations
@@ -105,7 +92,8 @@ def _has_chat_template(llm: Any) -> bool:
     return bool(getattr(llm.get_tokenizer(), "chat_template", None))
 
 
-def _sampling_params(sampling: Sampling, prompt: Prompt) -> Any:
+def sampling_params(sampling: Sampling, prompt: Prompt) -> Any:
+    """The ``vllm.SamplingParams`` of one prompt."""
     from vllm import SamplingParams
 
     seed = None if sampling.seed is None else sampling.seed + prompt.sample_offset
@@ -130,7 +118,7 @@ def _text(llm: Any, prompt: Prompt) -> str:
 def _generate(llm: Any, prompts: Sequence[Prompt], sampling: Sampling) -> list[list[Generation]]:
     """One ``LLM.generate`` over ``prompts``; the answers in the prompts' order."""
     texts = [_text(llm, p) for p in prompts]
-    params = [_sampling_params(sampling, p) for p in prompts]
+    params = [sampling_params(sampling, p) for p in prompts]
     outputs = llm.generate(texts, params, use_tqdm=False)
     if len(outputs) != len(prompts):
         raise RunFailure(f"vllm returned {len(outputs)} outputs for {len(prompts)} prompts")
@@ -221,10 +209,6 @@ class VLLMBackend(Backend):
     @property
     def batch_hint(self) -> int:
         return int(self.options.batch_hint)
-
-    def sampling_params(self, sampling: Sampling, prompt: Prompt) -> Any:
-        """The ``vllm.SamplingParams`` of one prompt."""
-        return _sampling_params(sampling, prompt)
 
     def generate(
         self, prompts: Sequence[Prompt], sampling: Sampling, *, on_result: OnResult | None = None

@@ -1,7 +1,5 @@
-"""The study report's tables of the ``[augment]`` steps (EvalPlus's engine; docs/augment.md).
-
-Plain data (name, title, header, rows, notes) that :mod:`testgen.study.tables` turns into its
-tables: this module does not import the report (the report imports this one).
+"""The study report's tables of the ``[augment]`` steps (EvalPlus's engine; docs/augment.md), as
+plain data that :mod:`testgen.study.tables` renders: this module does not import the report.
 """
 
 from __future__ import annotations

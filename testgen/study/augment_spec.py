@@ -1,6 +1,5 @@
-"""The ``[augment]`` table of a study spec: EvalPlus's engine on the study's datasets (docs/augment.md).
-
-Its own module so that :mod:`testgen.study.spec` stays readable; parsed there, with every other key.
+"""The ``[augment]`` table of a study spec (docs/augment.md), parsed by :mod:`testgen.study.spec`
+with every other key.
 """
 
 from __future__ import annotations

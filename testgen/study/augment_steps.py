@@ -1,13 +1,6 @@
-"""The study's ``[augment]`` steps: EvalPlus's engine on the study's own data (docs/augment.md).
-
-Liu et al., NeurIPS 2023 (EvalPlus). Per dataset of ``[augment] datasets``:
-
-* ``augment/<dataset>/augment``: ``testgen augment`` from the dataset's base inputs (MBPP
-  sanitized: its asserts' calls) and the calls in the test generations of the study's ``run``
-  steps on it (``[augment] seeds``: which models'; every setting's table run);
-* ``<model>/<dataset>/evaluate-ours-t<T>``: every sample step judged on that suite too;
-* with ``mini``: ``augment/<dataset>/reduce``: ``testgen reduce`` of the suite with one sample
-  step per model (the one with the most samples), held out by model (EvalPlus's Table 4).
+"""The study's ``[augment]`` steps: EvalPlus's engine (Liu et al., NeurIPS 2023) on the study's own
+data: per dataset ``augment``, ``evaluate-ours-t<T>`` of every sample step and, with ``mini``,
+``reduce`` (``docs/study.md``: steps; ``docs/augment.md``).
 
 The builder is the plan's own (:mod:`testgen.study.plan`), handed in; this module does not import
 it (the plan imports this one).

@@ -1,35 +1,8 @@
 """The preflight check of a study (``testgen study SPEC --check``, and the start of every study):
 can each model load, and how much GPU memory does it need, before hours of GPU time are spent.
 
-For every model of the spec it resolves the backend (unknown names and bad options are refused
-here, as the steps would refuse them), reads the checkpoint's ``config.json`` (a local folder; the
-Hugging Face cache; the hub itself unless offline, ``HF_HUB_OFFLINE`` / ``TESTGEN_OFFLINE``; else
-the table of known public checkpoints, ``known_models.json``, marked as such), reports its
-architecture, whether the backend loads it (``hf``: transformers' Auto classes as installed;
-``vllm``: ``vllm.ModelRegistry``, or where vllm is absent the registry recorded in
-``vllm_architectures.json``, and its Transformers fallback) and the GPU memory it needs at the
-spec's dtype. Models served elsewhere (``openai``) or writing nothing (``human``, ``replay``,
-``fake``) have nothing to load.
-
-GPU memory (bytes), stated by :data:`FORMULA`: weights = parameters (counted by instantiating the
-config on PyTorch's meta device) x bytes per parameter (bf16 and fp16: 2); KV cache per token = 2
-(K and V) x layers x KV heads x head dim x bytes (one KV head for GPT-BigCode's multi-query
-attention; an encoder-decoder adds, per sequence, the decoder's cross-attention KV and the
-encoder's states over the prompt). ``hf``: weights + the largest forward batch of the study
-(sequences = min(batch_size x samples per prompt, max_sequences), each of prompt + new tokens),
-its last-position logits (sequences x vocab x 4 bytes x 2) and, for a model that materialises its
-attention scores (no SDPA: XGLM, remote code; T5's position bias), one layer's scores over the
-prompt (sequences x heads x prompt^2 x 4 bytes); ``vllm``: weights + one sequence of ``max_model_len`` tokens (vLLM
-fills the rest of ``gpu_memory_utilization`` with KV cache and batches as many sequences as fit).
-Both add 1 GiB for the CUDA context and activations. Prompts are bounded by :data:`PROMPT_TOKENS`
-(the longest HumanEval+/MBPP prompt text is 1,181 characters: a HumanEval+ code prompt; an
-oracle test prompt with its reference code, 946), plus ``code_max_tokens`` where a prompt shows a
-sampled solution (self, cross, SG).
-
-A model that cannot load (unknown backend, bad option, an architecture the backend does not
-serve, remote code not allowed, more memory than the GPU has) makes the check fail (exit 2);
-what could not be checked here (no config offline, vllm absent, remote code, no GPU to compare
-with) is said, model by model, and does not fail it.
+``docs/study.md`` (preflight) gives the checks, the memory formula (:data:`FORMULA`) and what
+fails the check (exit 2) or is only said.
 """
 
 from __future__ import annotations
@@ -90,13 +63,6 @@ def _no_weights(caps: Capabilities) -> str | None:
     if caps.dataset_tests:
         return "the datasets' own tests: nothing to load"
     return "no model"
-
-
-def _capabilities(backend: str) -> Capabilities | None:
-    """What backend ``backend`` declares (``None`` for a name no backend has: its check says so)."""
-    from testgen.backends import BACKENDS, backend_capabilities
-
-    return backend_capabilities(backend) if backend in BACKENDS else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,7 +128,7 @@ def calls(spec: StudySpec, m: ModelSpec) -> tuple[Call, ...]:
     test_t = m.test_temperature if m.test_temperature is not None else spec.test_temperature
     out: list[Call] = []
     temps = m.temperatures if m.temperatures is not None else spec.temperatures
-    if m.writes_code and temps:
+    if m.capabilities.writes_code and temps:
         samples = max(spec.samples, spec.n, spec.rerank.n if spec.rerank.enabled and m.rerank else 0)
         out.append(Call(what="sample", samples=max(k(samples, t) for t in temps), prompt_tokens=PROMPT_TOKENS,
                         new_tokens=spec.code_max_tokens))
@@ -407,8 +373,11 @@ def visible_gpu_bytes() -> int | None:
 def check_spec(spec: StudySpec, *, models: Collection[str] | None = None, gpu_gib: float | None = None) -> StudyCheck:
     """The preflight of every model of ``spec`` (or of ``models``), compared with a GPU of
     ``gpu_gib`` GiB, else the visible one, else (not failing) an 80 GiB one."""
+    from testgen.backends import BACKENDS
+
     chosen = [m for m in spec.models if models is None or m.name in models]
-    weights = [(c.weights if c is not None else None) for c in map(_capabilities, (m.backend for m in chosen))]
+    # a name no backend has declares nothing: its own check says so
+    weights = [m.capabilities.weights if m.backend in BACKENDS else None for m in chosen]
     needs_gpu = any(w in _SUPPORT for w in weights)
     gpu = int(gpu_gib * GIB) if gpu_gib is not None else (visible_gpu_bytes() if needs_gpu else None)
     env = []

@@ -1,12 +1,7 @@
-"""What a checkpoint is, read without loading it: its ``config.json`` (a local folder, the Hugging
-Face cache, the hub unless offline, else the table of known public checkpoints), the sizes its KV
-cache depends on, its parameter count, and whether its tokenizer has a chat template. Used by the
-study's preflight (:mod:`testgen.study.check`).
-
-``known_models.json`` holds the architecture part of the published ``config.json`` of the
-checkpoints the shipped specs name, with the page each was read from; ``vllm_architectures.json``
-the text-generation architectures of vLLM's model registry (``vllm/model_executor/models/
-registry.py``, main branch after release 0.12.0) for machines without vllm.
+"""What a checkpoint is, read without loading it: its ``config.json``, the sizes its KV cache
+depends on, its parameter count, and whether its tokenizer has a chat template, for the study's
+preflight (:mod:`testgen.study.check`; ``docs/study.md`` says where ``config.json`` is read from
+and what ``known_models.json`` and ``vllm_architectures.json`` hold).
 """
 
 from __future__ import annotations
@@ -139,30 +134,20 @@ def kv_bytes_per_token(s: Shape, dtype_bytes: int) -> int:
 def sequence_bytes(s: Shape, dtype_bytes: int, *, prompt: int, new: int) -> int:
     """KV cache of one sequence: decoder-only, prompt and new tokens; encoder-decoder, the
     decoder's new tokens, its cross-attention over the prompt and the encoder's states."""
-    kv = kv_bytes_per_token(s, dtype_bytes)
-    if s.encoder_decoder:
-        return kv * (new + prompt) + prompt * s.hidden * dtype_bytes
-    return kv * (prompt + new)
+    kv = kv_bytes_per_token(s, dtype_bytes) * (prompt + new)
+    return kv + prompt * s.hidden * dtype_bytes if s.encoder_decoder else kv
 
 
 def eager_attention(config: Mapping[str, Any]) -> bool:
     """Whether the model materialises (batch, heads, prompt, prompt) attention tensors: remote
     code, a transformers class without SDPA, or T5's encoder (its relative position bias is added
     as such a tensor); assumed where transformers is absent."""
-    if config.get("auto_map") or config.get("is_encoder_decoder") or importlib.util.find_spec("transformers") is None:
+    if config.get("auto_map") or config.get("is_encoder_decoder"):
         return True
-    import transformers
+    from testgen.backends.hf_backend import architecture_support
 
-    model_type = str(config.get("model_type") or "")
-    if model_type not in transformers.CONFIG_MAPPING:
-        return True
-    mapping = (transformers.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING if config.get("is_encoder_decoder")
-               else transformers.MODEL_FOR_CAUSAL_LM_MAPPING)
-    config_class = transformers.CONFIG_MAPPING[model_type]
-    if config_class not in mapping:
-        return True
-    model_class: Any = mapping[config_class]
-    return not getattr(model_class, "_supports_sdpa", False)
+    model_class = architecture_support(config, trust_remote_code=False).model_class
+    return model_class is None or not getattr(model_class, "_supports_sdpa", False)
 
 
 def count_parameters(config: Mapping[str, Any], checkpoint: str) -> tuple[int | None, str]:

@@ -1,7 +1,5 @@
-"""The ``[leaderboard]`` table of a study spec: the study ends in ``testgen leaderboard`` over its
-test runs, with a fixed pool of code reranked with each run's tests (docs/leaderboard.md).
-
-Its own module so that :mod:`testgen.study.spec` stays readable; parsed there, with every other key.
+"""The ``[leaderboard]`` table of a study spec (docs/leaderboard.md), parsed by
+:mod:`testgen.study.spec` with every other key.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""The study's ``[leaderboard]`` steps: the study ends in ``testgen leaderboard`` (docs/leaderboard.md).
+"""The study's ``[leaderboard]`` steps: per dataset a ``rerank`` of the pool with every row's tests
+(with a ``pool``) and ``testgen leaderboard`` of the table eval steps (``docs/study.md``: steps;
+``docs/leaderboard.md``). A row whose eval step cannot run here is left out of both.
 
-Per dataset of ``[leaderboard] datasets``:
-
-* ``leaderboard/<dataset>/rerank`` (with a ``pool``): one ``rerank`` of the pool with the tests of
-  every row (each table ``eval`` step's run, labelled ``model/setting``), the chosen reranker and
-  ``random``, pass@1; every test a run kept is used (the run already kept ``tests_per_generation``
-  per generation);
-* ``leaderboard/<dataset>/leaderboard``: ``testgen leaderboard`` of those eval steps, named
-  ``model/setting``, with that ``rerank`` folder; its folder is ``OUT/leaderboard/<dataset>``.
-
-A row whose eval step cannot run here (a model blocked by missing packages) is left out of both,
-so the leaderboard says what could be measured; the report lists what was not run. The builder is
-the plan's own (:mod:`testgen.study.plan`), handed in, as :mod:`testgen.study.augment_steps` is.
+The builder is the plan's own (:mod:`testgen.study.plan`), handed in, as :mod:`testgen.study.augment_steps` is.
 """
 
 from __future__ import annotations

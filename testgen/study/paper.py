@@ -1,11 +1,6 @@
-"""The testing-ability paper as data: its figures and the layout of its tables
-(``paper_numbers.json``, shipped with the package).
-
-Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code" (arXiv
-2310.05727). The figures are the values quoted in the paper (selected rows); the layout says
-which of the paper's tables shows each benchmark family, which family those figures are for,
-and which test set and reranker compute each column of Table 5. The study's plan and report
-read them here instead of naming datasets or rerankers in code.
+"""The testing-ability paper as data (``paper_numbers.json``, shipped with the package): the figures
+it quotes and the layout of its tables (Xiong, Guo, Chen, arXiv 2310.05727). The study's plan and
+report read them here instead of naming datasets or rerankers in code.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """The step graph of a study: every command the paper's study needs, each keyed by its configuration.
 
-A step is one invocation of an existing command (``testgen sample``, ``evaluate``, ``run``,
-``eval``, ``rerank``) with its arguments, or one in-process action (building a tiny model, the
-report). Its key is the SHA-256 of its kind, its arguments and the keys of the steps it reads;
-its output folder, ``steps/<model>/<dataset>/<what>-<key[:10]>``, is derived from that key
-(STYLE rule 7). A changed setting therefore gives the affected steps, and only those, new
-folders: they run, the rest is reused. Paths inside arguments are relative to the study's output
-folder (the commands run there), so the keys do not depend on where the study lives.
-
-Which steps exist (Xiong, Guo, Chen, arXiv 2310.05727):
-
-* ``sample`` per model, dataset and temperature: Table 1 (``samples`` per task at each of
-  ``temperatures``), the ``self`` setting's code (``code_temperature``, N per task), the cross
-  pool (``[cross] temperature``) and the reranked pool (``[rerank] temperature``, ``[rerank] n``);
-  one step per temperature with the largest N any of them needs;
-* ``evaluate`` of every sample step (HumanEval+ / MBPP verdicts, pass@k);
-* ``run`` + ``eval`` per model, dataset and setting (Tables 2, 3, 4, 6, Figures 2, 3);
-* for Table 5: a placeholder ``run`` (CodeT's tests) and a self ``run`` on the reranked pool
-  (SG: each solution's tests written with it in the prompt), ``[rerank] tests_per_generation``
-  tests each, then one ``rerank`` with both test sets, CodeT and CodeT+RW, and the T = 0.2
-  samples' verdicts as the baseline row;
-* ``report`` last.
-
-A step that cannot run here (its backend's packages are missing, the model does not write code, a
-setting the spec leaves out) is kept in the plan with the reason, so the report says "not run:
-<reason>" in its cells instead of leaving them out silently.
+A step is one invocation of an existing command, or one in-process action (building a tiny
+model, the report); its key is the SHA-256 of its kind, its arguments and the keys of the steps it
+reads, and its folder is derived from the key (STYLE rule 7), so a changed setting re-runs only the
+steps it affects. ``docs/study.md`` (steps) lists which steps exist (Xiong, Guo, Chen, arXiv 2310.05727).
 """
 
 from __future__ import annotations
@@ -147,7 +126,6 @@ def _missing(modules: Sequence[str]) -> str | None:
     return _NOT_INSTALLED.format(", ".join(absent)) if absent else None
 
 
-
 def _fmt_t(t: float) -> str:
     return f"{t:g}"
 
@@ -160,10 +138,8 @@ class _Builder:
     def add(self, *, id: str, kind: StepKind, model: str | None, dataset: str | None, argv: Sequence[str] = (),
             deps: Sequence[str] = (), blocked: str | None = None, restart: bool = False,
             meta: Mapping[str, Any] | None = None, dir: str | None = None, unkeyed: Sequence[str] = ()) -> Step:
-        for d in deps:
-            dep = self.steps[d]
-            if blocked is None and dep.blocked is not None:
-                blocked = dep.blocked
+        if blocked is None:  # a step that reads a blocked step is blocked with it
+            blocked = next((self.steps[d].blocked for d in deps if self.steps[d].blocked is not None), None)
         payload = {"kind": kind, "argv": list(argv), "deps": sorted(self.steps[d].key for d in deps),
                    "version": REPORT_VERSION if kind == "report" else None}
         key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -241,7 +217,7 @@ class _Builder:
         """Temperature -> samples per task this model needs on ``ds``."""
         s = self.spec
         need: dict[float, int] = {}
-        if not m.writes_code:
+        if not m.capabilities.writes_code:
             return need
         for t in (m.temperatures if m.temperatures is not None else s.temperatures):
             need[t] = max(need.get(t, 0), s.samples)
@@ -254,7 +230,7 @@ class _Builder:
         return need
 
     def can_sample(self, m: ModelSpec, t: float) -> str | None:
-        if not m.writes_code:
+        if not m.capabilities.writes_code:
             return f"not run: the {m.backend} backend writes no code"
         if m.temperatures is not None and t not in m.temperatures:
             return f"not run: {m.name} has no samples at T = {_fmt_t(t)} (the spec gives only " \
@@ -436,8 +412,6 @@ def build_plan(spec: StudySpec) -> Plan:
     deps = [s.id for s in b.steps.values() if s.kind in ("evaluate", "eval", "rerank", *AUGMENT_KINDS, *LEADERBOARD_KINDS)]
     b.add(id="report", kind="report", model=None, dataset=None, argv=("report",), dir="report",
           deps=deps, blocked=None, meta={})
-    report = b.steps.pop("report")
     # A blocked dependency must not block the report: it reports what could run.
-    report = Step(id=report.id, kind=report.kind, model=None, dataset=None, argv=report.argv, deps=report.deps,
-                  key=report.key, dir=report.dir, blocked=None, meta={})
+    report = replace(b.steps.pop("report"), blocked=None)
     return Plan(spec=spec, steps=(*b.steps.values(), report))

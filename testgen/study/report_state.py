@@ -1,11 +1,6 @@
 """Whether a study's report is whole: the banner of a report written while steps had failed, and
-the mark put on an earlier report when a run of the study begins.
-
-A report that looks complete must be complete: a study in which a step failed writes its report
-with a banner naming the failed steps (and no ``done.json`` for the report step, so the next run
-writes it again); a run that begins on a folder holding a report first marks that report as out
-of date, so that a run stopped by a signal (Ctrl-C, SIGTERM, SIGKILL) leaves no report that
-passes for the new one. ``tests/test_study_validation.py`` holds both.
+the mark put on an earlier report when a run of the study begins, so that no report passes for
+complete when it is not (``docs/study.md``; ``tests/test_study_validation.py``).
 """
 
 from __future__ import annotations

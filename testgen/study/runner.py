@@ -1,23 +1,9 @@
 """Run a study's plan: every step once, skipping what is done, resuming after a kill.
 
-Each command step runs the same command a user types (``testgen ...``, ``rerank ...``: the installed
-console script's function, found through its entry point) in a child process of its own, with the study's folder as its working directory and
-its output in the step's log. The children are forks of a ``forkserver`` that has imported the CLI
-and torch once (a fresh interpreter per step would import torch again, which takes many seconds:
-``docs/study.md``). Why separate processes rather than calls in the study's process: every command already
-resumes from its own files (``run``/``sample`` append and skip what is there, ``eval`` and
-``rerank`` cache executions), a crash or a hung model server in one step cannot take the study
-down, ``--jobs`` runs steps side by side without sharing an interpreter (torch, the executor's
-worker pools, signal handlers), and the kill-safety argument is the same as each command's: a step
-is done only when its process exited 0, and then ``done.json`` (with the step's key) is written
-atomically.
-
-After a kill (even SIGKILL of the study), running it again skips every step with a ``done.json``
-and re-enters the others: a ``run``/``sample``/``eval``/``rerank`` step resumes from what it
-wrote; a step of the ``hf`` backend is redone from scratch (its sampling is seeded once per
-batch, so resuming mid-way would sample different text than an uninterrupted run). Children get
-``PR_SET_PDEATHSIG`` (SIGKILL) and the forkserver exits when the study dies, so they die with it
-instead of writing on beside the resumed run; a lock file refuses a second study in the same folder.
+Each command step runs the installed console script's function in a child process forked from a
+warm ``forkserver``, in the study's folder, its output in the step's log; it is done only when its
+process exited 0, and then ``done.json`` (with its key) is written atomically. ``docs/study.md``
+(how steps run; resuming, changing, killing) gives why separate processes, and the kill safety.
 """
 
 from __future__ import annotations
@@ -29,8 +15,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -47,7 +31,6 @@ StepState = Literal["done", "todo", "partial", "blocked"]
 ENV_PATH_VARS = ("TESTGEN_DATA", "HUMANEVAL_OVERRIDE_PATH", "MBPP_OVERRIDE_PATH", "TESTGEN_MBPP_PATH", "TESTGEN_CACHE",
                  "XDG_CACHE_HOME")
 """Environment variables holding paths: made absolute for the steps, which run in the study folder."""
-
 
 
 @dataclass(frozen=True)
@@ -67,7 +50,6 @@ class StudyResult:
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     blocked: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
 
 
 def step_status(step: Step, out: Path) -> StepStatus:
@@ -261,7 +243,6 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     lock = _Lock(out_dir)
     emit = on_event or (lambda event, step, detail: None)
     result = StudyResult()
-    t0 = time.perf_counter()
     env = _child_env(out_dir)
     # Preload torch in the forkserver only when a step of the hf backend is still to run.
     _context(any(s.restart and s.blocked is None and step_status(s, out_dir).state != "done" for s in plan.steps))
@@ -269,7 +250,6 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
     pending = list(plan.steps)
     planned = {s.id for s in plan.steps}
     running: dict[Future[None], Step] = {}
-    mutex = threading.Lock()
     if any(s.kind != "report" and s.blocked is None and step_status(s, out_dir).state != "done" for s in plan.steps):
         mark_out_of_date(out_dir)  # steps will run: until the report is written again, it is not theirs
     try:
@@ -279,10 +259,8 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                 for step in list(pending):
                     if step.kind == "report" and running:
                         continue
-                    deps = [state.get(d) for d in (*step.deps, *(a for a in step.after if a in planned))]
-                    if step.kind != "report" and any(d is None for d in deps):
-                        continue
-                    if step.kind == "report" and any(state.get(d) is None for d in step.deps):
+                    waits = step.deps if step.kind == "report" else (*step.deps, *(a for a in step.after if a in planned))
+                    if any(state.get(d) is None for d in waits):
                         continue
                     pending.remove(step)
                     progressed = True
@@ -308,21 +286,19 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, jobs: int = 1,
                     finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                     for fut in finished:
                         step = running.pop(fut)
-                        with mutex:
-                            exc = fut.exception()
-                            if exc is None:
-                                state[step.id] = "done"
-                                result.ran.append(step.id)
-                                emit("done", step, "")
-                            else:
-                                if not isinstance(exc, (_StepFailed, TestgenError)):
-                                    raise exc
-                                state[step.id] = "failed"
-                                result.failed[step.id] = str(exc)
-                                emit("fail", step, str(exc))
+                        exc = fut.exception()
+                        if exc is None:
+                            state[step.id] = "done"
+                            result.ran.append(step.id)
+                            emit("done", step, "")
+                        else:
+                            if not isinstance(exc, (_StepFailed, TestgenError)):
+                                raise exc
+                            state[step.id] = "failed"
+                            result.failed[step.id] = str(exc)
+                            emit("fail", step, str(exc))
                 elif not running and not progressed and pending:
                     raise RuntimeError(f"study plan has unmet dependencies: {[s.id for s in pending]}")
     finally:
         lock.release()
-    result.seconds = time.perf_counter() - t0
     return result

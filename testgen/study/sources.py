@@ -1,11 +1,6 @@
-"""A study's own input files, read before any step runs.
-
-A model whose backend replays files (``replay``: ``options = { file = ..., code_file = ... }``,
-the ``-o file=`` / ``-o code_file=`` of ``testgen run`` and ``sample``) is built here once, as its
-steps will build it: the files are read and parsed, and every record must be for a task of each
-dataset the model runs on. A missing, empty or malformed file, or a record for no task, stops the
-study with one line naming the spec's line and key and the file's line and field (exit 2), before
-the study folder is written (a bad file found by a step would fail the study mid-run).
+"""A study's own input files, read before any step runs: a replaying model's files are read as its
+steps will read them, and a bad file or a record for no task stops the study (exit 2) before the
+study folder is written (``docs/study.md``: preflight).
 """
 
 from __future__ import annotations

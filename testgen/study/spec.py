@@ -1,16 +1,9 @@
-"""A study spec: the paper's whole study (models x datasets x settings, Table 1 sampling, Table 5
-reranking) described in one TOML file and parsed once, here, into frozen dataclasses.
+"""A study spec: the paper's whole study (Xiong, Guo, Chen, arXiv 2310.05727) described in one
+TOML file and parsed once, here, into frozen dataclasses, one documented field per key.
 
-Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code" (arXiv
-2310.05727): 11 models x 4 settings x 2 datasets, code sampling (Table 1) and reranking (Table 5).
-Every default is the paper's (``docs/study.md`` lists them). Unknown keys are refused with the
-file, the line and the key (exit status 2), as every wire format of the project is.
-
-String values may use ``${TESTGEN_DATA}`` (the shared data folder: ``$TESTGEN_DATA``, default
-``../shared/data``) and ``${STUDY_DIR}`` (the spec file's folder).
-
-Longer than 500 lines: the whole schema of the spec file, one documented field per key beside
-the code that reads it, so that a key's meaning and its checks are read in one place.
+Every default is the paper's; unknown keys are refused with the file, the line and the key (exit
+status 2). ``docs/study.md`` (the spec) lists the keys and the ``${TESTGEN_DATA}``/``${STUDY_DIR}``
+expansions.
 """
 
 from __future__ import annotations
@@ -19,7 +12,7 @@ import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -109,11 +102,6 @@ class ModelSpec:
         from testgen.backends import backend_capabilities
 
         return backend_capabilities(self.backend)
-
-    @property
-    def writes_code(self) -> bool:
-        """Whether the backend can sample code at all (one that returns the dataset's own tests cannot)."""
-        return self.capabilities.writes_code
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,17 +227,17 @@ class StudySpec:
 
 # --- parsing ---------------------------------------------------------------------------------
 
-_TOP_KEYS = {"name", "datasets", "settings", "n", "tests_per_generation", "test_temperature", "code_temperature",
-             "temperatures", "samples", "top_p", "max_tokens", "code_max_tokens", "seed", "limit", "timeout",
-             "workers", "engine", "ray_address", "mutation", "peer_mutants", "faults", "propertyeval", "model",
-             "cross", "rerank", "augment", "leaderboard"}
-_MODEL_KEYS = {"name", "backend", "model", "options", "chat", "prompt_style", "paper_name", "datasets", "settings",
-               "temperatures", "test_temperature", "prompt_template", "code_template", "strip_code_examples",
-               "extraction", "rerank", "build", "note", "n"}
-_CROSS_KEYS = {"models", "temperature"}
-_RERANK_KEYS = {"enabled", "temperature", "n", "tests_per_generation", "test_temperature", "methods", "options", "timeout"}
+def _fields(cls: type, *, but: tuple[str, ...] = ()) -> set[str]:
+    """The keys of a table: the fields of its dataclass, one key each."""
+    return {f.name for f in fields(cls)} - set(but)
+
+
+_TOP_KEYS = _fields(StudySpec, but=("path", "models")) | {"model"}
+_MODEL_KEYS = _fields(ModelSpec, but=("line",))
+_CROSS_KEYS = _fields(CrossSpec)
+_RERANK_KEYS = _fields(RerankSpec)
 """Besides these, ``[rerank]`` takes the built-in rerankers' option keys (:func:`_reranker_keys`)."""
-_AUGMENT_KEYS = {"enabled", "datasets", "seeds", "max_inputs", "max_output_bytes", "mutation", "mini"}
+_AUGMENT_KEYS = _fields(AugmentSpec)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

@@ -1,21 +1,8 @@
 """The study's report: the paper's tables and figures, in the paper's layout, from a study folder.
 
-Xiong, Guo, Chen (arXiv 2310.05727): Table 1 (code pass@1/10/100 at each temperature), Tables 2
-and 3 (rows models, columns the four settings, cells "P' (C)"; HumanEval+ and MBPP), Table 4 (the
-self setting split by whether the prompt's code is correct, and the "only correct code" figures),
-Table 5 (reranking: baseline, CodeT, +SG, +RW, +SG&RW on HumanEval+ base and plus), Table 6 (C
-measured on the prompt's own code), Figure 2 (P' against code pass@1) and Figure 3 (correctness
-by the test's position). Each is written as Markdown and CSV, the figures as PNG, and everything
-in one self-contained HTML page (tables inline, images as data URIs).
-
-Beside our number, where ``testgen/study/paper_numbers.json`` (values quoted from the paper,
-read by :mod:`testgen.study.paper`) has one for that model and cell, the paper's number is shown, and the
-notes under the table list how our configuration differs from the paper's for that model
-(sampling temperature, prompt, N, tasks, coverage measure). A cell the study could not fill
-says why ("not run: torch not installed", "not run: the human backend writes no code", ...).
-
-The report holds no timestamps, absolute paths or timings: two runs of the same study give the
-same bytes (``tests/test_study.py`` checks it after a SIGKILL and resume).
+Xiong, Guo, Chen (arXiv 2310.05727): Tables 1-6 and Figures 2-3 as Markdown, CSV and PNG, and one
+self-contained HTML page, the paper's numbers beside ours (``docs/study.md``: the report). The
+report holds no timestamps, absolute paths or timings: the same study gives the same bytes.
 
 Longer than 500 lines: one builder per table and figure of the paper (eight), all reading the same
 loaded study through the same status and note helpers; the HTML page is the only other part.
@@ -134,7 +121,7 @@ class _Study:
         return f"not run: {m.name} runs only {', '.join(m.settings or ())} (spec)"
 
     def why_no_samples(self, m: ModelSpec, t: float) -> str:
-        if not m.writes_code:
+        if not m.capabilities.writes_code:
             return f"not run: the {m.backend} backend writes no code"
         return f"not run: {m.name} has no samples at T = {t:g} (spec)"
 

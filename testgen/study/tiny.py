@@ -1,10 +1,7 @@
-"""A tiny causal language model built locally, so that a study runs the ``hf`` backend end to end
-with no GPU and no network (``build = "tiny-gpt2"`` in a spec).
-
-A 2-layer GPT-2 (32-dimensional, randomly initialised, seed 0) with a byte-level BPE tokenizer
-trained on a few lines of Python, as ``tests/test_backends_hf.py`` builds one. It writes code-like
-noise: its figures are real measurements of a model that cannot test or write code (near 0), which
-is what an offline run of the whole study needs, not a model worth comparing.
+"""A tiny causal language model built locally (``build = "tiny-gpt2"`` in a spec), so that a study
+runs the ``hf`` backend end to end with no GPU and no network: a 2-layer GPT-2 (32-dimensional,
+random, seed 0) with a byte-level BPE tokenizer trained on a few lines of Python. It writes noise,
+which is what an offline run of the whole study needs, not a model worth comparing.
 """
 
 from __future__ import annotations

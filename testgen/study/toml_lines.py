@@ -1,9 +1,6 @@
-"""Reading a TOML file so that every error names the file, the line and the key.
-
-``tomllib`` keeps no positions: :class:`Locator` finds the line of a key in the text, and
-:class:`Reader` reads typed values and lists of choices from the parsed tables, raising
-:class:`SpecError` (``FILE:LINE: key 'K': ...``) for what it refuses (the study spec,
-:mod:`testgen.study.spec`).
+"""Reading a TOML file so that every error names the file, the line and the key: ``tomllib`` keeps
+no positions, so :class:`Locator` finds a key's line in the text and :class:`Reader` reads typed
+values, raising :class:`SpecError` (``FILE:LINE: key 'K': ...``).
 """
 
 from __future__ import annotations
