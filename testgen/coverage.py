@@ -1,36 +1,12 @@
 """Branch coverage of a program from executed arcs, computed by coverage.py's own analysis.
 
-The paper (Xiong, Guo, Chen, arXiv 2310.05727, Section 4) measures the coverage rate C with
-coverage.py in branch mode ("the paper ran pytest with coverage on the test file"). We do not
-run pytest per generation: the executor (:mod:`evaluation.executor`, ``Job.measure_coverage``)
-records, with coverage.py's tracer, the arcs each test executes inside the program, and this
-module turns a set of executed arcs into coverage.py's numbers with coverage.py's *own* static
-analysis: :class:`coverage.parser.PythonParser` for the possible arcs, statements and exit
-counts, and :func:`coverage.results.analysis_from_file_reporter` / :class:`coverage.results.Numbers`
-for the counting. No hand-written tracer or counting rule is involved, so the figures equal
-what ``coverage report`` prints for the same execution (a unit test checks that).
-
-What "branch coverage" means (:class:`CoverageMeasure`):
-
-* ``total`` (default): the ``Cover`` column of ``coverage report`` in branch mode, i.e.
-  (statements executed + branch arcs taken) / (statements + branch arcs). This is what
-  "coverage.py branch mode" reports and what ``pytest --cov --cov-branch`` prints.
-* ``branches``: branch arcs taken / branch arcs only (1.0 for a program without branches,
-  as coverage.py's ``pc_branches`` does).
-* ``statements``: statement coverage only.
-
-Defaults of coverage.py apply (``# pragma: no cover`` exclusion, ``# pragma: no branch``
-and ``while True:`` as non-branches), exactly as a ``coverage report`` without a config file.
-
-coverage.py's public API has no function from (source, arcs) to these counts: the public path
-(:func:`public_counts`) writes the source to a file, adds the arcs to a ``CoverageData`` and
-reads ``Coverage.json_report`` per call. The parser and the analysis used here are coverage.py
-internals (``coverage.python.PythonParser``, ``coverage.results.analysis_from_file_reporter``,
-``coverage.config.DEFAULT_*``, ``coverage.misc.join_regex``; listed, with what each path costs,
-in ``docs/dependencies.md``), far cheaper with the parse cached. They are checked once per
-process against the public path on known programs (:func:`internal_analysis_ok`); where they
-are missing or differ, every count takes the public path, with a one-line warning.
-"""
+The executor records, with coverage.py's tracer, the arcs each test executes; this module turns
+a set of arcs into the numbers ``coverage report`` prints for the same execution (a unit test
+checks that), with coverage.py's parser and analysis: internals, checked once per process
+against the public API (:func:`public_counts`), which is used where they are missing or differ
+(``docs/dependencies.md``). Defaults of coverage.py apply (``# pragma: no cover``,
+``# pragma: no branch``), as in a ``coverage report`` without a config file. What each
+:class:`CoverageMeasure` means: ``docs/eval.md``, "Decisions"."""
 
 from __future__ import annotations
 
@@ -243,11 +219,8 @@ def _internal_counts(reporter: Any, arcs: Iterable[Arc]) -> CoverageCounts:
 
 
 class SourceCoverage:
-    """coverage.py's static analysis of one program, reused for many sets of executed arcs.
-
-    Parsing is done once (it is the costly part); :meth:`counts` then runs coverage.py's
-    :func:`~coverage.results.analysis_from_file_reporter` on each arc set, with a small cache
-    because many generations execute exactly the same arcs.
+    """coverage.py's static analysis of one program, parsed once (the costly part) and reused for
+    many sets of executed arcs, with a small cache because many generations execute the same arcs.
 
     Raises :class:`SyntaxError` (from coverage.py's parser) for a program that does not parse.
     """
@@ -268,16 +241,6 @@ class SourceCoverage:
         self._cache: dict[frozenset[Arc], CoverageCounts] = {}
         self._cache_size = cache_size
 
-    @property
-    def statements(self) -> frozenset[int]:
-        """Statement line numbers as coverage.py sees them."""
-        return frozenset((self._reporter or _text_reporter(self.source, self.filename)).lines())
-
-    @property
-    def possible_arcs(self) -> frozenset[Arc]:
-        """Every arc coverage.py's parser considers possible."""
-        return frozenset((self._reporter or _text_reporter(self.source, self.filename)).arcs())
-
     def counts(self, arcs: Iterable[Arc]) -> CoverageCounts:
         """coverage.py's numbers for an execution that ran ``arcs`` (coverage.py's arc convention)."""
         key = frozenset((int(a), int(b)) for a, b in arcs)
@@ -292,7 +255,3 @@ class SourceCoverage:
             self._cache.clear()
         self._cache[key] = counts
         return counts
-
-    def fraction(self, arcs: Iterable[Arc], measure: CoverageMeasure = CoverageMeasure.TOTAL) -> float:
-        """Shorthand for ``counts(arcs).fraction(measure)``."""
-        return self.counts(arcs).fraction(measure)

@@ -19,9 +19,11 @@ from testgen.coverage import Arc, CoverageCounts, SourceCoverage
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
+    from testgen.fault_exposure import FaultOptions
+    from testgen.mutation_score import GenerationTests, MutationOptions
 
 __all__ = ["CACHE_VERSION", "ProgressFn", "Execution", "ExecutionCache", "run_programs", "union_coverage",
-           "cached_outcome", "coverage_version"]
+           "cached_outcome", "coverage_version", "say_reused", "passing_tests", "run_untraced"]
 
 
 CACHE_VERSION = 4
@@ -191,6 +193,42 @@ def run_programs(
         if progress:
             progress(stage, done, len(jobs))
     return stats
+
+
+def say_reused(say: Callable[[str], None], stage: str, stats: Mapping[str, int], root: object) -> None:
+    """Say how many of a stage's test runs came from the result store at ``root``, if any did."""
+    if stats["tests_wanted"] > stats["tests_run"]:
+        say(f"{stage}: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from the "
+            f"store {root}; {stats['tests_run']:,} to run")
+
+
+def passing_tests(generations: Iterable[GenerationTests], reference_cache: ExecutionCache,
+                  reference_pid: Mapping[str, str]) -> dict[str, list[str]]:
+    """Task id -> the distinct kept tests that passed on its reference, in order: the only tests
+    that can kill a mutant or expose a fault (one that fails on the reference rejects right code)."""
+    passing: dict[str, list[str]] = {}
+    for g in generations:
+        pid = reference_pid[g.task_id]
+        passing.setdefault(g.task_id, []).extend(
+            s for s in g.tests if cached_outcome(reference_cache, pid, s) is Outcome.PASSED)
+    return {t: list(dict.fromkeys(v)) for t, v in passing.items()}
+
+
+def run_untraced(wanted: Mapping[str, tuple[str, list[str], str]], opts: MutationOptions | FaultOptions, *,
+                 scope: str, progress: ProgressFn | None, say: Callable[[str], None]
+                 ) -> tuple[ExecutionCache, dict[str, int]]:
+    """Run ``wanted`` without coverage (mutants, faults), kept in the result store under ``scope``."""
+    from evaluation.result_store import open_store
+
+    store = open_store()
+    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,
+                           shorten_after=opts.shorten_after, scope=scope)
+    stats = run_programs(wanted, cache, progress, scope, chunk_size=opts.chunk_size, timeout=opts.timeout,
+                         workers=opts.workers, engine=opts.engine, measure_coverage=False,
+                         shorten_after=opts.shorten_after)
+    if opts.use_cache:
+        say_reused(say, scope, stats, store.root)
+    return cache, stats
 
 
 def union_coverage(analyzer: SourceCoverage | None, cache: ExecutionCache, pid: str, tests: Sequence[str], *,

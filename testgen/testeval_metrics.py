@@ -1,35 +1,10 @@
 """TestEval's overall-coverage metrics, computed in testgen's sandbox with coverage.py.
 
 Wang et al., "TESTEVAL: Benchmarking Large Language Models for Test Case Generation", arXiv
-2406.04531, 2024 (github.com/LLM4SoftwareTesting/TestEval). Its overall-coverage task asks for N
-tests per program; a *test* is one test function ``def test_<func_name>(): solution = Solution()
-...``. The definitions follow TestEval's ``eval_overall.py`` (``docs/metrics.md``, "TestEval",
-puts each beside it):
-
-* **syntax correctness**: tests that compile / all tests, over every program's tests together;
-* **execution correctness**: tests that run to the end or stop at a false ``assert`` (an
-  ``AssertionError`` counts as executable, as in TestEval) *and* whose text calls
-  ``solution.<func_name>`` / all tests; an exception, a timeout or a program that does not load
-  is a failure, counted by kind;
-* **assertion correctness** (ours; ``eval_overall.py`` does not compute it): tests that run
-  without any exception / all tests;
-* **line / branch coverage**: per program, coverage.py's executed statements / statements and
-  taken branch arcs / branch arcs of the program, run by all its executable tests together (the
-  program's module-level code, run when it is imported, counts, as under ``pytest --cov``);
-  lines containing ``import`` are excluded, as TestEval's ``.coveragerc`` does (its last
-  patterns, regular expressions ``import *``, match every such line); averaged over *all*
-  programs, one without an executable test counting 0;
-* **cov@k**: TestEval's script's definition, which is not "the coverage of k tests": the
-  executable tests are shuffled (one ``random.Random(42)`` for the whole run, each program's list
-  shuffled in place once per k, in the order of the programs and of ``ks``, as the script does),
-  cut into ``len // k`` groups of k (one group of all when fewer than k); a group's figure is the
-  mean of the coverage of its first 1, 2, ..., k tests; a program's is the mean over its groups;
-  averaged over all programs, 0 for one without an executable test.
-
-Running is kept apart from scoring: :func:`run_tests` executes (sandboxed, each test's arcs
-recorded with coverage.py's tracer) and returns :class:`ProgramRun` records; :func:`overall_metrics`
-reads them.
-"""
+2406.04531, 2024 (github.com/LLM4SoftwareTesting/TestEval). The definitions follow its
+``eval_overall.py``; ``docs/metrics.md``, "TestEval overall coverage", sets each beside it.
+Running is kept apart from scoring: :func:`run_tests` executes and returns :class:`ProgramRun`
+records; :func:`overall_metrics` reads them."""
 
 from __future__ import annotations
 

@@ -1,35 +1,11 @@
-"""The ``testgen run`` pipeline: prompts -> backend -> generations.jsonl, resumable.
-
-Xiong, Guo, Chen (arXiv 2310.05727): for every problem, N test generations, each with one
-implementation in the prompt (the :class:`~testgen.settings.Setting`). Generation ``j`` of a
-task has ``sample_index`` ``j`` (0..N-1) in every setting; in ``oracle`` and ``placeholder``
-all N share one ``solution_id`` (``null`` for placeholder), in ``self`` and ``cross`` generation ``j`` is conditioned on the
-task's ``j``-th solution.
-
-What is written (the run-directory contract, README "Data formats"):
-
-* ``RUN/config.json``: the full configuration, written before anything is generated. A run
-  resumed into the same directory must have the same configuration (except ``--limit``,
-  ``--task-id`` and options that do not change outputs such as concurrency); otherwise the run
-  is refused, naming the differing keys.
-* ``RUN/solutions.jsonl``: the solutions shown in prompts (``self``: appended as sampled, or the
-  first N per task of ``--code-from``; ``cross``: drawn from the ``--code-pool`` files by
-  :data:`testgen.pools.POOL_RULE`).
-* ``RUN/generations.jsonl``: one record per test generation, appended (and flushed) the moment
-  its prompt is answered, so a kill loses at most the prompts in flight. On resume the keys
-  ``(task_id, solution_id, sample_index)`` already present are skipped: nothing is generated
-  twice, and deterministic backends (replay, fake) continue at the right sample index.
-
-Docstring examples (the paper's rule): test prompts show the problem without them
-(``keep_examples`` keeps them), code prompts (``self``) keep them (``strip_code_examples``
-removes them); a solution shown in a test prompt gets the example-free header.
-"""
+"""The ``testgen run`` pipeline: prompts -> backend -> ``generations.jsonl``, resumable (the
+settings, the run directory and resuming: ``docs/run.md``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,10 +188,6 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
     }
 
 
-def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
-    return select_tasks(problems, limit=config.limit, task_ids=config.task_ids)
-
-
 def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
     if not path.exists():
         return set()
@@ -257,7 +229,7 @@ def run(
         raise TestgenError("--code-from is only used with --setting self")
     out_dir = Path(out) if out is not None else default_out_dir(config)
     ds = load_dataset(config.dataset, path=config.dataset_path)
-    problems = _select(list(ds), config)
+    problems = select_tasks(list(ds), limit=config.limit, task_ids=config.task_ids)
     if not problems:
         raise TestgenError("no tasks selected")
 
@@ -477,10 +449,3 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         **({"origin": dict(gen.origin)} if gen.origin else {}),
     }
 
-
-def config_to_json(config: RunConfig) -> dict[str, Any]:
-    """A JSON-able view of a :class:`RunConfig` (for logs and tests)."""
-    d = asdict(config)
-    d["setting"] = config.setting.value
-    d["prompt_style"] = config.prompt_style.value
-    return d

@@ -1,30 +1,6 @@
-"""``testgen sample``: code generation alone, resumable (the paper's Table 1, and the pool that
-``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank --samples`` use).
-
-Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code" (arXiv
-2310.05727), Table 1: pass@1/10/100 of each model at T = 0.2, 0.6, 0.8 with n = 200 samples per
-problem, on HumanEval+ and MBPP (sanitized). The code prompt is the "default prompt": the
-dataset's prompt *with* its docstring examples (``strip_code_examples`` removes them, as CodeT's
-prompt files do); only test prompts lose their examples.
-
-What is written (``RUN`` = the output directory):
-
-* ``RUN/config.json``: dataset, backend, model and options, sampling, prompt style, the code
-  template's name, hash and text, ``strip_code_examples``; a resumed run must have the same
-  (``--limit``, ``--task-id`` and runtime options such as concurrency may change).
-* ``RUN/solutions.jsonl``: one record per sample in our solutions format (``task_id``,
-  ``solution_id`` = ``<task_id>/<model>/<sample_index>``, ``solution`` = the complete program,
-  ``completion``, ``sample_index``, ``model``; plus ``raw``, ``finish_reason``, ``usage``,
-  ``prompt_hash``), appended and flushed the moment its prompt is answered. A killed run loses at
-  most the prompts in flight (a torn last line is dropped); run the same command again and only
-  the missing ``(task_id, sample_index)`` are sampled, deterministic backends continuing at the
-  right sample index.
-
-A completion-style sample is cut at the code stop strings (:data:`testgen.commands.run.CODE_STOP`)
-whatever the backend did: a server may apply only four of them, and replayed text (CodeT's
-300-token samples) was never cut; ``raw`` keeps the text as it came. A chat answer's code is
-its first fenced block that defines the entry point (:func:`testgen.prompting.extract_code`).
-"""
+"""``testgen sample``: code generation alone, resumable: the paper's Table 1, and the pool that
+``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank --samples``
+use (the output, the stop strings and resuming: ``docs/sample.md``)."""
 
 from __future__ import annotations
 
