@@ -1,23 +1,9 @@
-"""Prompt assembly for test generation (and for the ``self`` setting's code generation).
-
-The prompts follow Xiong, Guo, Chen (arXiv 2310.05727, Section 3): the problem's signature and
-docstring with the docstring examples removed (:attr:`Problem.code_prompt`; ``keep_examples``
-keeps them), the implementation (reference, sampled solution, or ``pass``), then
-``# Check the correctness of this function with three test cases`` and ``assert <entry_point>(``
-for base models; instruction models get the same content as chat messages.
-
-Templates are plain text files in ``prompts/`` (or a user's file given with
-``--prompt-template``), filled with :class:`string.Template` (``$name`` / ``${name}``; a literal
-``$`` is written ``$$``), which leaves the braces of the inserted code alone and never re-reads
-inserted text. Placeholders: ``$code`` (the implementation shown), ``$prompt`` (signature and
-docstring: the code-generation prompt), ``$entry_point``, ``$num_tests`` (the number of tests
-asked for, in words: ``three``), ``$task_id``.
-
-A completion template is used as is, except that ONE trailing newline of the file is removed, so
-the prompt can end mid-line (``assert f(``). A chat template is split into messages by marker
-lines ``<<<system>>>``, ``<<<user>>>`` and ``<<<assistant>>>`` (a file with no marker is one user
-message); a chat template is recognised by its first marker line.
-"""
+"""Prompt assembly for test generation (and for the ``self`` setting's code generation), after
+Xiong, Guo, Chen (arXiv 2310.05727, Section 3): the problem's signature and docstring without
+its examples, the implementation, then the request for tests; instruction models get the same
+content as chat messages. Templates (``prompts/`` or a user's file) are filled with
+:class:`string.Template`, which leaves the braces of inserted code alone; their placeholders and
+chat markers: ``docs/run.md``, "Prompts"."""
 
 from __future__ import annotations
 

@@ -1,19 +1,10 @@
 """TestEval's targeted line and branch tasks: hit rates, computed in testgen's sandbox.
 
 Wang et al., "TESTEVAL: Benchmarking Large Language Models for Test Case Generation", arXiv
-2406.04531, 2024. In the ``testeval-line`` and ``testeval-branch`` datasets
-(:mod:`evaluation.datasets.testeval`) every target is a task; its test is the first test function
-of each answer (:func:`~testgen.testeval_metrics.split_tests`), or the empty text when the answer
-has none (it then fails execution: nothing calls the method). The definitions follow TestEval's
-``eval_linecov.py`` and ``eval_branchcov.py`` (``docs/metrics.md``, "TestEval"):
-
-* syntax and execution correctness as in :mod:`testgen.testeval_metrics`, over the targets;
-* **line hit rate**: targets whose test is executable and, run alone, executes the target line
-  (coverage.py's executed lines, import lines excluded) / all targets;
-* **branch hit rate**: the same with the branch's first body line, ``start + 1`` (TestEval's rule:
-  a branch counts as covered when that line ran), overall and per TestEval difficulty
-  (0 easy, 1 medium, 2 hard: hits / targets of that difficulty; ``None`` when there is none).
-"""
+2406.04531, 2024. Every target of ``testeval-line`` and ``testeval-branch`` is a task, tested by
+the first test function of each answer, run alone. The definitions follow TestEval's
+``eval_linecov.py`` and ``eval_branchcov.py``; ``docs/metrics.md``, "Targeted line and branch
+coverage", sets each beside it."""
 
 from __future__ import annotations
 
