@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evaluation.errors import RunFailure, TestgenError
 from evaluation.records import Problem, Solution, content_id
@@ -26,6 +27,7 @@ __all__ = [
     "slug",
     "hash_prompt",
     "index_runs",
+    "batches",
     "generate_checked",
     "recorded_requests",
     "solution_record",
@@ -63,6 +65,19 @@ def index_runs(indices: Sequence[int]) -> Iterator[tuple[int, ...]]:
         run.append(i)
     if run:
         yield tuple(run)
+
+
+U = TypeVar("U")
+
+
+def batches(units: Sequence[U], size: int, samples: Callable[[U], int]) -> Iterator[list[U]]:
+    """Units grouped by how many samples they ask for (one ``n`` per backend call), ``size`` per call."""
+    by_n: dict[int, list[U]] = defaultdict(list)
+    for u in units:
+        by_n[samples(u)].append(u)
+    for group in by_n.values():
+        for i in range(0, len(group), size):
+            yield group[i : i + size]
 
 
 def generate_checked(backend: Backend, prompts: list[Prompt], sampling: Sampling, on_result: Any) -> None:

@@ -1,10 +1,4 @@
-"""``testgen augment``: EvalPlus's "+" inputs (``testgen reduce``, in :mod:`testgen.cli.reduce`,
-makes its "-mini" suites).
-
-The command line of :func:`testgen.commands.augment.augment`: options in, the function's report
-printed. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
-``docs/augment.md``.
-"""
+"""``testgen augment``: a thin layer over :func:`testgen.commands.augment.augment` (``docs/augment.md``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``testgen datasets``: list the datasets, their versions, sizes and where each was found.
-
-A thin layer over :func:`testgen.commands.datasets.datasets`. Nothing is downloaded unless
-``--download`` is given; a dataset that is not found is listed with the three ways to provide it.
-"""
+"""``testgen datasets``: a thin layer over :func:`testgen.commands.datasets.datasets`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``testgen eval RUN_DIR``: pass rate P, deduplicated pass rate P' and branch coverage C of a
-run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
-:func:`testgen.commands.eval.eval`."""
+"""``testgen eval``: a thin layer over :func:`testgen.commands.eval.eval`."""
 
 from __future__ import annotations
 

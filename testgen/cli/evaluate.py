@@ -1,9 +1,5 @@
-"""``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
-
-A thin click layer over :func:`testgen.commands.evaluate.evaluate` (``docs/evaluate.md``): it
-builds the configuration, shows progress (bars on a terminal, a line every few seconds elsewhere:
-:mod:`commandline.progress`) and the library's notices, and prints the pass@k table.
-"""
+"""``testgen evaluate``: a thin layer over :func:`testgen.commands.evaluate.evaluate`
+(``docs/evaluate.md``) that shows progress and notices and prints the pass@k table."""
 
 from __future__ import annotations
 

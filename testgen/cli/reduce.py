@@ -1,9 +1,4 @@
-"""``testgen reduce``: EvalPlus's "-mini" suites, a dataset's plus inputs reduced by set cover.
-
-The command line of :func:`testgen.commands.reduce.reduce`: options in, the function's report
-(EvalPlus's Table 4) printed. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and
-measured figures: ``docs/augment.md``.
-"""
+"""``testgen reduce``: a thin layer over :func:`testgen.commands.reduce.reduce` (``docs/augment.md``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
-CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.commands.report.report`,
-which writes a ``testgen study`` folder's report instead when given one (``testgen report STUDY_DIR``)."""
+"""``testgen report``: a thin layer over :func:`testgen.commands.report.report`."""
 
 from __future__ import annotations
 

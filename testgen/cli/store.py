@@ -1,7 +1,4 @@
-"""``testgen store``: the result store's place and size per kind; ``--clear`` empties it.
-
-A thin layer over :func:`testgen.commands.store.store` (``docs/store.md``).
-"""
+"""``testgen store``: a thin layer over :func:`testgen.commands.store.store` (``docs/store.md``)."""
 
 from __future__ import annotations
 

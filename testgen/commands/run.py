@@ -4,7 +4,7 @@ settings, the run directory and resuming: ``docs/run.md``)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from testgen.backends.base import Backend, Generation, Prompt, Sampling
 from testgen.generation import (
     CODE_STOP,
     Progress,
+    batches,
     check_or_write_config,
     generate_checked,
     hash_prompt,
@@ -193,16 +194,6 @@ def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
         return set()
     return {generation_key(rec.get("task_id", ""), rec.get("solution_id"), int(rec.get("sample_index", -1)))
             for _, rec in read_jsonl(path, tolerate_torn_tail=True)}
-
-
-def _batches(units: Sequence[_Unit], size: int) -> Iterator[list[_Unit]]:
-    """Units grouped by how many samples they need (one ``n`` per call), ``size`` per call."""
-    by_n: dict[int, list[_Unit]] = defaultdict(list)
-    for u in units:
-        by_n[len(u.sample_indices)].append(u)
-    for group in by_n.values():
-        for i in range(0, len(group), size):
-            yield group[i : i + size]
 
 
 def run(
@@ -388,7 +379,7 @@ def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style:
     tests_total = 0
     outcomes: dict[str, int] = defaultdict(int)
     with JsonlAppender(path) as sink:
-        for batch in _batches(units, getattr(backend, "batch_hint", 256)):
+        for batch in batches(units, getattr(backend, "batch_hint", 256), lambda u: len(u.sample_indices)):
             sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
 
             def on_result(i: int, gens: list[Generation], batch: list[_Unit] = batch, sampling: Sampling = sampling) -> None:

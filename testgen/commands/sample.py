@@ -4,7 +4,6 @@ use (the output, the stop strings and resuming: ``docs/sample.md``)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from testgen.backends.base import Backend, Generation, Prompt, Sampling, cut_at_
 from testgen.generation import (
     CODE_STOP,
     Progress,
+    batches,
     check_or_write_config,
     generate_checked,
     hash_prompt,
@@ -155,34 +155,28 @@ def sample_solutions(
     model_slug = slug(backend.model)
     stop = sample_stop(sampling, style)
     made = 0
-    by_n: dict[int, list[tuple[Problem, Prompt, tuple[int, ...]]]] = defaultdict(list)
-    for u in units:
-        by_n[len(u[2])].append(u)
     with JsonlAppender(path) as sink:
-        for k, group in by_n.items():
-            size = getattr(backend, "batch_hint", 256)
-            for start in range(0, len(group), size):
-                batch = group[start : start + size]
-                request = replace(sampling, n=k, stop=stop)
+        for batch in batches(units, getattr(backend, "batch_hint", 256), lambda u: len(u[2])):
+            request = replace(sampling, n=len(batch[0][2]), stop=stop)
 
-                def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
-                    nonlocal made
-                    p, prompt, indices = batch[i]
-                    for j, gen in zip(indices, gens):
-                        if prompt.text is not None:
-                            completion, _ = cut_at_stop(gen.text, stop)
-                            code = code_generation_head(p, keep_examples=keep) + completion
-                        else:
-                            code, completion = extract_code(gen.text, p, keep_examples=keep), None
-                        sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
-                                       completion=completion, sample_index=j, model=backend.model)
-                        sink.write(solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
-                                                    usage=dict(gen.usage) if gen.usage else None,
-                                                    prompt_hash=hash_prompt(prompt)))
-                        made += 1
-                    bar.advance(task, len(gens))
+            def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
+                nonlocal made
+                p, prompt, indices = batch[i]
+                for j, gen in zip(indices, gens):
+                    if prompt.text is not None:
+                        completion, _ = cut_at_stop(gen.text, stop)
+                        code = code_generation_head(p, keep_examples=keep) + completion
+                    else:
+                        code, completion = extract_code(gen.text, p, keep_examples=keep), None
+                    sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
+                                   completion=completion, sample_index=j, model=backend.model)
+                    sink.write(solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
+                                                usage=dict(gen.usage) if gen.usage else None,
+                                                prompt_hash=hash_prompt(prompt)))
+                    made += 1
+                bar.advance(task, len(gens))
 
-                generate_checked(backend, [u[1] for u in batch], request, on_result)
+            generate_checked(backend, [u[1] for u in batch], request, on_result)
     return made, reused
 
 
