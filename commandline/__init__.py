@@ -22,42 +22,12 @@ from commandline.paths import PATH_ERRNOS, path_error_message
 if TYPE_CHECKING:
     from evaluation.datasets import DatasetSpec
 
-__all__ = [
-    "INTERRUPTED",
-    "PATH_ERRNOS",
-    "is_user_error",
-    "path_error_message",
-    "UserError",
-    "RunFailed",
-    "FriendlyErrors",
-    "FriendlyCommand",
-    "run_cli",
-    "user_errors",
-    "one_line_warnings",
-    "notice",
-    "results_console",
-    "titled_table",
-    "PositiveInt",
-    "NonNegativeInt",
-    "PositiveFloat",
-    "NonNegativeFloat",
-    "Probability",
-    "DatasetName",
-    "POSITIVE_INT",
-    "NON_NEGATIVE_INT",
-    "POSITIVE_FLOAT",
-    "NON_NEGATIVE_FLOAT",
-    "PROBABILITY",
-    "DatasetFile",
-    "ExistingPath",
-    "existing_path",
-    "dataset_option",
-    "dataset_path_option",
-    "workers_option",
-    "engine_options",
-    "timeout_option",
-    "debug_option",
-]
+__all__ = ["INTERRUPTED", "PATH_ERRNOS", "is_user_error", "path_error_message", "UserError", "RunFailed",
+           "FriendlyErrors", "FriendlyCommand", "run_cli", "user_errors", "one_line_warnings", "notice",
+           "results_console", "titled_table", "PositiveInt", "NonNegativeInt", "PositiveFloat", "NonNegativeFloat",
+           "Probability", "DatasetName", "POSITIVE_INT", "NON_NEGATIVE_INT", "POSITIVE_FLOAT", "NON_NEGATIVE_FLOAT",
+           "PROBABILITY", "DatasetFile", "ExistingPath", "existing_path", "dataset_option", "dataset_path_option",
+           "workers_option", "engine_options", "timeout_option", "debug_option"]
 
 USER_OS_ERRORS: tuple[type[BaseException], ...] = (
     FileNotFoundError,

@@ -21,20 +21,8 @@ from evaluation.errors import RunFailure, TestgenError
 from evaluation.records import Problem, Solution, content_id
 from testgen.backends.base import Backend, Generation, Prompt, Sampling
 
-__all__ = [
-    "CODE_STOP",
-    "RESUMABLE_KEYS",
-    "slug",
-    "hash_prompt",
-    "index_runs",
-    "batches",
-    "generate_checked",
-    "recorded_requests",
-    "solution_record",
-    "Progress",
-    "check_or_write_config",
-    "select_tasks",
-]
+__all__ = ["CODE_STOP", "RESUMABLE_KEYS", "slug", "hash_prompt", "index_runs", "batches", "generate_checked",
+           "recorded_requests", "solution_record", "Progress", "check_or_write_config", "select_tasks"]
 
 
 CODE_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")

@@ -24,27 +24,9 @@ from evaluation.records import Outcome
 from evaluation.registry import Registry
 from testgen.coverage import CoverageCounts, CoverageMeasure
 
-__all__ = [
-    "cpu_seconds",
-    "mean_of_present",
-    "DedupKey",
-    "EmptyPolicy",
-    "GenerationResult",
-    "canonical_test",
-    "pass_rate",
-    "dedup_pass_rate",
-    "coverage_rate",
-    "by_position",
-    "prompt_correctness_split",
-    "per_task",
-    "summarize",
-    "generation_record",
-    "MetricContext",
-    "MetricSpec",
-    "METRICS",
-    "RESERVED_KEYS",
-    "metric_specs",
-]
+__all__ = ["cpu_seconds", "mean_of_present", "DedupKey", "EmptyPolicy", "GenerationResult", "canonical_test",
+           "pass_rate", "dedup_pass_rate", "coverage_rate", "by_position", "prompt_correctness_split", "per_task",
+           "summarize", "generation_record", "MetricContext", "MetricSpec", "METRICS", "RESERVED_KEYS", "metric_specs"]
 
 
 class DedupKey(str, enum.Enum):

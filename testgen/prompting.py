@@ -20,21 +20,9 @@ from evaluation.errors import MissingFile, TestgenError
 from evaluation.records import Problem
 from testgen.backends.base import ChatMessage, Prompt
 
-__all__ = [
-    "PromptTemplate",
-    "builtin_template",
-    "load_template_file",
-    "implementation_code",
-    "placeholder_code",
-    "signature",
-    "header",
-    "render",
-    "prompt_prefix",
-    "extract_code",
-    "code_outcome",
-    "CodeOutcome",
-    "number_word",
-]
+__all__ = ["PromptTemplate", "builtin_template", "load_template_file", "implementation_code", "placeholder_code",
+           "signature", "header", "render", "prompt_prefix", "extract_code", "code_outcome", "CodeOutcome",
+           "number_word"]
 
 _MARKER = re.compile(r"^<<<(system|user|assistant)>>>[ \t]*$", re.MULTILINE)
 _WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]

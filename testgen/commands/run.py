@@ -40,16 +40,8 @@ from testgen.prompting import (
 )
 from testgen.settings import PromptStyle, Setting
 
-__all__ = [
-    "RunConfig",
-    "RunSummary",
-    "run",
-    "default_out_dir",
-    "TEST_STOP",
-    "CODE_STOP",
-    "select_tasks",
-    "generation_key",
-]
+__all__ = ["RunConfig", "RunSummary", "run", "default_out_dir", "TEST_STOP", "CODE_STOP", "select_tasks",
+           "generation_key"]
 
 TEST_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\n```", "\nprint(")
 """Stop strings for completion-style test prompts: the model has left the asserts."""
