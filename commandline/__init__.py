@@ -100,8 +100,7 @@ def one_line_warnings() -> Iterator[None]:
 
     Each distinct :class:`UserWarning` (ours: a torn line dropped, a degraded sandbox) is
     printed once, however often it is raised; other categories keep the filters in force
-    (Python's defaults hide deprecation warnings).
-    """
+    (Python's defaults hide deprecation warnings)."""
     seen: set[str] = set()
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -144,8 +143,7 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
     """Invoke a click command and return its exit status under the rule above.
 
     :class:`FriendlyCommand` (and ``testgen``'s lazy group) already convert errors raised by
-    the command; this also covers any other click command and errors raised while parsing.
-    """
+    the command; this also covers any other click command and errors raised while parsing."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:

@@ -190,8 +190,7 @@ def model_sites(dataset: Dataset, tasks: Iterable[str], examples: Mapping[str, S
     batched call), until a task has ``config.inputs`` distinct ones; every answer is appended to
     ``answers_file`` as it arrives and reused by a later run with the same configuration.
 
-    ``examples``: per task the inputs to show (the base inputs, as EvalPlus shows its seed pool).
-    """
+    ``examples``: per task the inputs to show (the base inputs, as EvalPlus shows its seed pool)."""
     from testgen.backends import create_backend
     from testgen.backends.base import Sampling
     from testgen.prompting import prompt_prefix

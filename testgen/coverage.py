@@ -92,8 +92,7 @@ class _ArcData:
     """The three methods of :class:`coverage.CoverageData` that coverage.py's analysis reads.
 
     Semantics copied from ``CoverageData.lines``/``arcs`` for a file measured in branch mode:
-    the executed lines are the positive line numbers of the executed arcs.
-    """
+    the executed lines are the positive line numbers of the executed arcs."""
 
     def __init__(self, filename: str, arcs: Iterable[Arc]) -> None:
         self._filename = filename
@@ -222,8 +221,7 @@ class SourceCoverage:
     """coverage.py's static analysis of one program, parsed once (the costly part) and reused for
     many sets of executed arcs, with a small cache because many generations execute the same arcs.
 
-    Raises :class:`SyntaxError` (from coverage.py's parser) for a program that does not parse.
-    """
+    Raises :class:`SyntaxError` (from coverage.py's parser) for a program that does not parse."""
 
     def __init__(self, source: str, *, filename: str = "program.py", cache_size: int = 4096) -> None:
         self.source = source

@@ -3,8 +3,7 @@ executor with coverage measured, and kept in the result store (:mod:`evaluation.
 ``executions``: keyed by program, test, timeout, coverage and :data:`CACHE_VERSION`), so an
 interrupted eval resumes and another eval of the same tests on the same program reuses them;
 branch coverage of a set of tests computed from the stored arcs (:mod:`testgen.coverage`). Split out of
-:mod:`testgen.commands.eval`, which decides what to run and turns the results into metrics.
-"""
+:mod:`testgen.commands.eval`, which decides what to run and turns the results into metrics."""
 
 from __future__ import annotations
 
@@ -19,11 +18,10 @@ from testgen.coverage import Arc, CoverageCounts, SourceCoverage
 
 if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
-    from testgen.fault_exposure import FaultOptions
-    from testgen.mutation_score import GenerationTests, MutationOptions
 
 __all__ = ["CACHE_VERSION", "ProgressFn", "Execution", "ExecutionCache", "run_programs", "union_coverage",
-           "cached_outcome", "coverage_version", "say_reused", "passing_tests", "run_untraced"]
+           "cached_outcome", "coverage_version", "say_reused", "GenerationTests", "UntracedOptions", "passing_tests",
+           "run_untraced"]
 
 
 CACHE_VERSION = 4
@@ -195,6 +193,38 @@ def run_programs(
     return stats
 
 
+@dataclass(frozen=True, kw_only=True)
+class GenerationTests:
+    """A generation's kept tests, as ``testgen eval`` scored them."""
+
+    task_id: str
+    generation_id: str
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UntracedOptions:
+    """How programs run without coverage: the mutants and the faults (recorded in ``metrics.json``)."""
+
+    timeout: float = 1.0
+    """CPU seconds per test on a mutant or a fault's program (no tracer here; the slowest HumanEval
+    reference test takes 0.17 s). A test that runs out of it kills the mutant (exposes the fault)."""
+    shorten_after: int = 2
+    """Once a mutant has run out of time on this many tests, its other tests get 0.01 s
+    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact). A mutant that loops then costs
+    0.01 s per further test instead of ``timeout``; it is already killed by the tests it
+    looped on, so the union score cannot change, a generation's score only if one of its
+    tests would have finished on the mutant between 0.01 s and ``timeout``."""
+    workers: int | None = None
+    """Executor workers."""
+    engine: EngineChoice | None = None
+    """Where the programs run (``--engine``; default: this machine's executor)."""
+    chunk_size: int = 64
+    """Tests per executor job."""
+    use_cache: bool = True
+    """Reuse the executions (and the mutants' equivalence verdicts) of an earlier eval."""
+
+
 def say_reused(say: Callable[[str], None], stage: str, stats: Mapping[str, int], root: object) -> None:
     """Say how many of a stage's test runs came from the result store at ``root``, if any did."""
     if stats["tests_wanted"] > stats["tests_run"]:
@@ -214,7 +244,7 @@ def passing_tests(generations: Iterable[GenerationTests], reference_cache: Execu
     return {t: list(dict.fromkeys(v)) for t, v in passing.items()}
 
 
-def run_untraced(wanted: Mapping[str, tuple[str, list[str], str]], opts: MutationOptions | FaultOptions, *,
+def run_untraced(wanted: Mapping[str, tuple[str, list[str], str]], opts: UntracedOptions, *,
                  scope: str, progress: ProgressFn | None, say: Callable[[str], None]
                  ) -> tuple[ExecutionCache, dict[str, int]]:
     """Run ``wanted`` without coverage (mutants, faults), kept in the result store under ``scope``."""

@@ -19,14 +19,20 @@ from typing import TYPE_CHECKING, Any
 from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl, write_jsonl
 from evaluation.records import Outcome, Solution, content_id
-from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, passing_tests, run_untraced
+from testgen.executions import (
+    ExecutionCache,
+    GenerationTests,
+    ProgressFn,
+    UntracedOptions,
+    cached_outcome,
+    passing_tests,
+    run_untraced,
+)
 from testgen.metrics import cpu_seconds, mean_of_present
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
-    from evaluation.executor.engine import EngineChoice
     from evaluation.faults import Fault, FaultSet
-    from testgen.mutation_score import GenerationTests
 
 __all__ = ["FaultOptions", "DEFAULT_SOURCES", "fault_metrics", "default_sources"]
 
@@ -44,7 +50,7 @@ AT = (1, 5, 10)
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultOptions:
+class FaultOptions(UntracedOptions):
     """How the faults are found and run (recorded in ``metrics.json``)."""
 
     samples: tuple[Path, ...] = ()
@@ -52,14 +58,6 @@ class FaultOptions:
     default sources."""
     defaults: bool = True
     """Use :data:`DEFAULT_SOURCES` of the reference dataset."""
-    timeout: float = 1.0
-    """CPU seconds per test on a fault's program (a test out of time on it exposes it)."""
-    shorten_after: int = 2
-    """As :attr:`testgen.mutation_score.MutationOptions.shorten_after`."""
-    workers: int | None = None
-    engine: EngineChoice | None = None
-    chunk_size: int = 64
-    use_cache: bool = True
 
 
 def default_sources(dataset_name: str) -> list[tuple[Path, str | None]]:

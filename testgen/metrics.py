@@ -171,8 +171,7 @@ def coverage_rate(
     ``on="tests_only"`` leaves out the arcs run while loading the program.
 
     Generations whose coverage was not measured (``None`` counts, e.g. the prompt's code did not
-    load) are left out; generations without tests follow ``empty``.
-    """
+    load) are left out; generations without tests follow ``empty``."""
     vals: list[float | None] = []
     for g in gens:
         if g.outcomes and _counts_of(g, on) is None:
@@ -331,8 +330,7 @@ def summarize(
     """The body of ``metrics.json``: every figure as a fraction in [0, 1], plus the counts.
 
     The headline figures follow ``empty``/``measure``; ``variants`` has the other choices side by
-    side so a reader can compare them without re-running.
-    """
+    side so a reader can compare them without re-running."""
     other = EmptyPolicy.EXCLUDE if empty is EmptyPolicy.ZERO else EmptyPolicy.ZERO
     outcome_counts = {o.value: 0 for o in Outcome}
     for g in gens:

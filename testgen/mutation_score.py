@@ -17,12 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.io import write_jsonl
 from evaluation.records import Outcome, content_id
-from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, passing_tests, run_untraced
+from testgen.executions import (
+    ExecutionCache,
+    GenerationTests,
+    ProgressFn,
+    UntracedOptions,
+    cached_outcome,
+    passing_tests,
+    run_untraced,
+)
 from testgen.metrics import cpu_seconds, mean_of_present
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
-    from evaluation.executor.engine import EngineChoice
     from evaluation.mutants import EquivalenceSuite, Mutant
     from evaluation.records import Problem
 
@@ -33,35 +40,8 @@ MUTATION_VERSION = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class MutationOptions:
+class MutationOptions(UntracedOptions):
     """How the mutants are run (recorded in ``metrics.json``)."""
-
-    timeout: float = 1.0
-    """CPU seconds per test on a mutant (no tracer here; the slowest HumanEval reference test
-    takes 0.17 s). A test that runs out of it on a mutant kills the mutant."""
-    shorten_after: int = 2
-    """Once a mutant has run out of time on this many tests, its other tests get 0.01 s
-    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact). A mutant that loops then costs
-    0.01 s per further test instead of ``timeout``; it is already killed by the tests it
-    looped on, so the union score cannot change, a generation's score only if one of its
-    tests would have finished on the mutant between 0.01 s and ``timeout``."""
-    workers: int | None = None
-    """Executor workers."""
-    engine: EngineChoice | None = None
-    """Where the mutants run (``--engine``; default: this machine's executor)."""
-    chunk_size: int = 64
-    """Tests per executor job."""
-    use_cache: bool = True
-    """Reuse the equivalence verdicts and executions of an earlier eval."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenerationTests:
-    """A generation's kept tests, as ``testgen eval`` scored them."""
-
-    task_id: str
-    generation_id: str
-    tests: tuple[str, ...]
 
 
 def mutation_metrics(

@@ -64,8 +64,7 @@ def read_pools(paths: Sequence[str], dataset: Any, problems: Sequence[Problem], 
     """The cross setting's solutions per task, drawn from ``paths`` by :data:`POOL_RULE`.
 
     Solution ids are the pools' own; an id that two pools share gets ``@pool<i>`` appended
-    (e.g. two ``testgen sample`` runs of one model at two temperatures).
-    """
+    (e.g. two ``testgen sample`` runs of one model at two temperatures)."""
     shares = pool_shares(n, len(paths))
     pools = [_by_task(path, dataset, problems, option="--code-pool") for path in paths]
     out: dict[str, list[Solution]] = {}

@@ -149,8 +149,7 @@ def implementation_code(problem: Problem, program: str | None, *, keep_examples:
     """The code shown in a test prompt: ``program`` (``None``: the reference solution).
 
     A program that starts with the dataset's original prompt gets the example-free header
-    instead (unless ``keep_examples``), so every setting shows the same docstring.
-    """
+    instead (unless ``keep_examples``), so every setting shows the same docstring."""
     head = header(problem, keep_examples=keep_examples)
     if program is None:
         if _defines_entry_point(problem):
@@ -284,8 +283,7 @@ def extract_code(answer: str, problem: Problem, *, keep_examples: bool) -> str:
     else the whole answer (:func:`code_outcome` says which). A program with the ``def`` gets the
     prompt's import lines it lacks; one without it follows the header. An answer that held no
     program still gives one (the header and the answer), which fails its tests: the sample
-    counts, as a wrong one, in pass@k.
-    """
+    counts, as a wrong one, in pass@k."""
     chosen, kind = _found_code(answer, problem)
     if chosen is None:
         chosen = answer

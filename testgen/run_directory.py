@@ -2,8 +2,7 @@
 (each record's ``tests`` list, all of them) and, for self/cross, ``solutions.jsonl``.
 
 What ``testgen eval`` (:mod:`testgen.commands.eval`) scores; the formats are in
-``docs/formats.md``. A torn last line (a run killed while writing) is dropped with a warning.
-"""
+``docs/formats.md``. A torn last line (a run killed while writing) is dropped with a warning."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """What ``testgen eval`` scores a run's tests against: the reference dataset (the run's own, or the
 one its spec names to judge it, e.g. HumanEval+'s corrected references for a ``humaneval`` run) and
-the verdicts of the code in the run's prompts (self/cross settings), read from a file or judged.
-"""
+the verdicts of the code in the run's prompts (self/cross settings), read from a file or judged."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ def reference_dataset(run: RunData, *, reference: str | None, dataset_path: Path
     (:attr:`~evaluation.datasets.DatasetSpec.judged_as`: a ``humaneval`` run is judged against
     HumanEval+'s corrected references) is judged by that one when its file can be found without
     a download (explicit path, its environment variable or the cache); the choice is recorded in
-    ``metrics.json``.
-    """
+    ``metrics.json``."""
     from evaluation.datasets import DATASETS, DEFAULT_DATASET, dataset_spec, load_dataset, locate_dataset
     from evaluation.errors import DatasetNotFound
 

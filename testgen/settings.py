@@ -4,8 +4,7 @@ Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code
 (arXiv 2310.05727), Section 3: for every problem the model writes tests for N implementations,
 which are the reference solution copied N times (*oracle*), N solutions the model sampled itself
 (*self*), N solutions from a pool written by other models (*cross*, "all-generated" in the paper),
-or a ``pass`` body N times (*placeholder*).
-"""
+or a ``pass`` body N times (*placeholder*)."""
 
 from __future__ import annotations
 

@@ -52,8 +52,7 @@ def split_tests(raw: str) -> list[str]:
 
     A test starts at a line ``def test...(`` in column 0 and ends before the next line in column
     0 that is not blank nor a comment (prose, another ``def``, a call ``test_f()``), or at the end.
-    A test cut short by the token limit is kept as it is: it fails syntax correctness, counted.
-    """
+    A test cut short by the token limit is kept as it is: it fails syntax correctness, counted."""
     lines = _code_of(raw).splitlines()
     tests: list[str] = []
     i = 0

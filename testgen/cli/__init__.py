@@ -74,8 +74,7 @@ def _unavailable(name: str, help_text: str) -> click.Command:
 def cli(ctx: click.Context, debug: bool) -> None:
     """testgen: how well do LLMs write tests, and which code do their tests pick?
 
-    See https://arxiv.org/abs/2310.05727 (Xiong, Guo, Chen) for the settings and metrics.
-    """
+    See https://arxiv.org/abs/2310.05727 (Xiong, Guo, Chen) for the settings and metrics."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
 

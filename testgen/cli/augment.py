@@ -83,8 +83,7 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     (--llm-backend) and PropertyEval's inputs (--propertyeval); mutation makes the rest. An input
     is kept when the task's contract accepts it and the reference returns on it within 1 s
     without raising (both run in the sandbox). Resumable: run it again with the same options.
-    Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE.
-    """
+    Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE."""
     from testgen.cli.options import parse_backend_options
     from testgen.commands.augment import AugmentCommandConfig, ModelSeeds, augment as make_inputs
 

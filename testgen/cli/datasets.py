@@ -23,8 +23,7 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     MBPP_OVERRIDE_PATH / TESTGEN_MBPP_PATH, then the shared data folder ($TESTGEN_DATA, else
     ../shared/data from the current directory, else beside the checkout), then the cache
     ($TESTGEN_CACHE or ~/.cache/testgen), then (with --download, or when a command needs the data)
-    the official release URL.
-    """
+    the official release URL."""
     from evaluation.datasets import DATASETS
     from testgen.commands.datasets import datasets as dataset_rows
 

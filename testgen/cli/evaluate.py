@@ -121,8 +121,7 @@ def evaluate(
     With --pbt (or --propertyeval PATH) a third suite judges the samples that pass base:
     PropertyEval's inputs (1,000 per task drawn from its Hypothesis strategies, in the sandbox),
     those the task's contract accepts, with the reference's outputs; "+pbt" = base, plus and
-    these inputs all pass.
-    """
+    these inputs all pass."""
     from rich.console import Console
 
     from testgen.commands.evaluate import EvaluateConfig, evaluate as judge

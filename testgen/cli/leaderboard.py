@@ -33,8 +33,7 @@ def leaderboard(run_dirs: tuple[str, ...], rerank_dirs: tuple[Path, ...], rerank
     their tests help pick code (reranked pass@1), each with its 95% interval.
 
     A row is named NAME, or by its run's model/setting. Only tasks every run has are compared; a
-    warning names the others.
-    """
+    warning names the others."""
     from testgen.commands.leaderboard import leaderboard as write_leaderboard
     from testgen.leaderboard_page import table_cells
 

@@ -77,8 +77,7 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     """Compare evaluated runs: Table 2 and the paper's plots.
 
     Given one 'testgen study' folder instead, write the study's report (Tables 1-6, Figures 2-3,
-    index.html) into DIR/report (docs/study.md).
-    """
+    index.html) into DIR/report (docs/study.md)."""
 
     from testgen.commands.report import report as write_report
 

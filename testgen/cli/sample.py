@@ -46,8 +46,7 @@ def sample(
 
     Score them with 'testgen evaluate --samples RUN/solutions.jsonl'; reuse them with
     'testgen run --setting self --code-from RUN/solutions.jsonl', '--setting cross --code-pool',
-    or 'rerank --samples'.
-    """
+    or 'rerank --samples'."""
     import sys
 
     from testgen.backends.base import Sampling

@@ -25,8 +25,7 @@ def store(clear: bool, kinds: tuple[str, ...]) -> None:
 
     Every command reads the store before it runs a program and keeps what it ran there, keyed by
     everything the result depends on; it only grows. --clear removes it (or the kinds named):
-    the next command that needs a result computes it again.
-    """
+    the next command that needs a result computes it again."""
     from testgen.commands.store import store as inspect
 
     if kinds and not clear:

@@ -68,8 +68,7 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     Steps already done (keyed by their configuration) are skipped; a killed study resumes.
     The report (Tables 1-6, Figures 2-3, index.html) is written to OUT/report. Steps that cannot
     run here (their packages are missing) stop it before any step runs (exit 2), unless
-    --skip-unavailable.
-    """
+    --skip-unavailable."""
     from rich.console import Console
 
     from testgen.commands.study import plan_study

@@ -2,8 +2,7 @@
 
 :func:`datasets` locates each dataset's file as :func:`evaluation.datasets.locate_dataset` says
 (nothing is downloaded unless asked) and loads it (:func:`evaluation.datasets.load_dataset`); a
-dataset that is not found becomes a row with the three ways to provide it.
-"""
+dataset that is not found becomes a row with the three ways to provide it."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from testgen.backends import create_backend
 from testgen.backends.base import Backend, Generation, Prompt, Sampling
 from testgen.generation import (
     CODE_STOP,
+    GenerationConfig,
     Progress,
     batches,
     check_or_write_config,
@@ -48,21 +49,11 @@ TEST_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\n```", "\
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunConfig:
+class RunConfig(GenerationConfig):
     """Everything that defines a run (written to ``config.json``)."""
 
-    dataset: str
-    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``)."""
-    dataset_path: str | None = None
-    """Explicit dataset file, if any."""
     setting: Setting = Setting.ORACLE
     """Which implementation is in the prompt."""
-    backend: str
-    """Backend registry name (``testgen.backends.BACKENDS``)."""
-    model: str | None = None
-    """Model name or path (``None``: the backend's name, for model-less backends)."""
-    backend_options: dict[str, str] = field(default_factory=dict)
-    """Raw ``--backend-option key=value`` pairs."""
     n: int = 1
     """Test generations per task (the paper's N: 100)."""
     sampling: Sampling = field(default_factory=Sampling)
@@ -72,8 +63,6 @@ class RunConfig:
     tests_per_generation: int | None = 3
     """Tests kept per generation by the metrics (3 in the paper, 5 in CodeT); all extracted
     tests are recorded regardless. Also fills ``$num_tests`` in the prompt."""
-    prompt_style: PromptStyle = PromptStyle.AUTO
-    """Completion, chat, or whichever the backend's model needs."""
     prompt_template: str | None = None
     """Test-prompt template file or built-in name (``None``: ``tests_<style>``)."""
     code_template: str | None = None
@@ -87,10 +76,6 @@ class RunConfig:
     """Solutions file(s) for the ``cross`` setting (several: :data:`testgen.pools.POOL_RULE`)."""
     code_from: str | None = None
     """``self``: take the first N solutions per task from this file instead of sampling them."""
-    limit: int | None = None
-    """Only the first ``limit`` tasks (in dataset order)."""
-    task_ids: tuple[str, ...] = ()
-    """Only these tasks (after ``limit``), if given."""
     extraction_mode: ExtractionMode = "robust"
     """How tests are extracted from raw text (see :mod:`evaluation.extraction`)."""
 

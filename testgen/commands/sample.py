@@ -17,6 +17,7 @@ from testgen.backends import create_backend
 from testgen.backends.base import Backend, Generation, Prompt, Sampling, cut_at_stop
 from testgen.generation import (
     CODE_STOP,
+    GenerationConfig,
     Progress,
     batches,
     check_or_write_config,
@@ -42,33 +43,17 @@ __all__ = ["SampleConfig", "SampleSummary", "sample", "sample_solutions", "defau
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampleConfig:
+class SampleConfig(GenerationConfig):
     """Everything that defines a sampling run (written to ``config.json``)."""
 
-    dataset: str
-    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
-    dataset_path: str | None = None
-    """Explicit dataset file, if any."""
-    backend: str
-    """Backend registry name (``testgen.backends.BACKENDS``)."""
-    model: str | None = None
-    """Model name or path (``None``: the backend's name, for model-less backends)."""
-    backend_options: dict[str, str] = field(default_factory=dict)
-    """Raw ``--backend-option key=value`` pairs."""
     n: int = 1
     """Samples per task (the paper's Table 1: 200)."""
     sampling: Sampling = field(default_factory=lambda: Sampling(max_tokens=512))
     """Temperature, top-p, new tokens, seed (``n`` and the stop strings are set per request)."""
-    prompt_style: PromptStyle = PromptStyle.AUTO
-    """Completion, chat, or whichever the backend's model needs."""
     code_template: str | None = None
     """Code-prompt template file or built-in name (``None``: ``code_<style>``)."""
     strip_code_examples: bool = False
     """Remove the docstring examples from code prompts (the paper keeps them; CodeT removes them)."""
-    limit: int | None = None
-    """Only the first ``limit`` tasks (in dataset order)."""
-    task_ids: tuple[str, ...] = ()
-    """Only these tasks (after ``limit``), if given."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,8 +113,7 @@ def sample_solutions(
     """Sample ``n`` solutions per task into ``path`` (appending; resumable). Returns (made, reused).
 
     Shared by ``testgen sample`` and the ``self`` setting of ``testgen run``; ``notify`` is told,
-    when resuming, how many solutions were already present.
-    """
+    when resuming, how many solutions were already present."""
     keep = not strip_code_examples
     have: set[tuple[str, int]] = set()
     if path.exists():

@@ -4,8 +4,7 @@ clearing it.
 The store (:mod:`evaluation.result_store`) keeps what the sandboxed executor computed, under a key of
 everything the result depends on, for every command to reuse. It only grows: :func:`store`
 with ``clear`` removes all of it, or some kinds; nothing computed is lost that cannot be
-computed again (the next command that needs a result runs it and keeps it).
-"""
+computed again (the next command that needs a result runs it and keeps it)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code
 graph (:func:`~testgen.study.plan.build_plan`), records the spec in the study folder
 (:data:`STUDY_FILE`), runs what is not done (:func:`~testgen.study.runner.run_plan`) and writes the
 report last (:func:`~testgen.study.tables.write_study_report`); :func:`study_report` re-writes the
-report of a study folder (``testgen report DIR``). See ``docs/study.md``.
-"""
+report of a study folder (``testgen report DIR``). See ``docs/study.md``."""
 
 from __future__ import annotations
 
