@@ -8,6 +8,7 @@ import ``testgen`` (``docs/design.md``, "Layers")."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -152,7 +153,7 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
         # click turns Ctrl-C into Abort; every command writes as it goes, and resumes
         click.echo("", err=True)
         click.secho(f"interrupted: what was written so far is kept; run the same command again to resume"
-                    f" ({_command_line(command, args)})", fg="yellow", err=True)
+                    f" ({shlex.join([command.name or '', *args])})", fg="yellow", err=True)
         return INTERRUPTED
     except click.ClickException as exc:
         exc.show()
@@ -169,12 +170,6 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
         error.show()
         return error.exit_code
     return 0
-
-
-def _command_line(command: click.Command, args: list[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in [command.name or "", *args])
 
 
 # ---------------------------------------------------------------------------------------------

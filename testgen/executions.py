@@ -25,9 +25,8 @@ __all__ = ["CACHE_VERSION", "ProgressFn", "Execution", "ExecutionCache", "run_pr
 
 
 CACHE_VERSION = 4
-"""Part of an execution's key in the store; 2: tests checked in trusted code; 3: deadlines in
-CPU time, per-test coverage through coverage.py's public API; 4: in the result store (earlier
-records are not reused)."""
+"""Part of an execution's key in the store: raised when what a stored result means changes, so
+that records of another version are not reused."""
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -48,15 +47,10 @@ class Execution:
 
 
 class ExecutionCache:
-    """Results by (program id, test id) in the result store (kind ``executions``, keyed also by the
-    timeout, whether coverage was measured, ``shorten_after`` and :data:`CACHE_VERSION`); load arcs
-    and load errors by program. Reads the store as it is asked (:meth:`has`), and keeps what
-    :meth:`record` is given there at once, so a killed eval resumes and any later eval, of any
-    run, reuses a (program, test) pair that ran before.
-
-    ``use=False`` (``--no-cache``): nothing is read from the store; every pair runs again and its
-    new result supersedes the stored one. ``with_arcs=False``: runs without coverage (the mutants
-    of ``testgen eval --mutation``), where a recorded outcome is all there is to reuse."""
+    """Results by (program id, test id), and load arcs and errors by program, read from the result
+    store as asked (:meth:`has`) and kept there at once (:meth:`record`), so a killed eval resumes
+    and any later eval reuses a pair that ran before. ``use=False`` (``--no-cache``): nothing is
+    read; ``with_arcs=False``: runs without coverage, where an outcome is all there is to reuse."""
 
     def __init__(self, store: Store, *, timeout: float, use: bool, with_arcs: bool = True, shorten_after: int = 0,
                  scope: str = "coverage") -> None:
@@ -123,9 +117,6 @@ class ExecutionCache:
                   for tid, ex in results]
         self.shelf.put_many(items)
 
-    def close(self) -> None:
-        """Nothing to flush (every record is appended as it comes); kept for the callers' ``finally``."""
-
 
 def run_programs(
     wanted: Mapping[str, tuple[str, list[str], str]],
@@ -142,12 +133,9 @@ def run_programs(
 ) -> dict[str, int]:
     """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
     point)) that is not cached yet, in jobs of ``chunk_size`` tests, on ``engine`` (default:
-    this machine's executor); results go into ``cache`` as they arrive.
-
-    ``measure_coverage=False`` runs without coverage.py's tracer (and without its canary);
-    programs equal up to comments, layout and local names then run once (the executor's
-    ``"behaviour"`` deduplication). ``shorten_after``: :attr:`evaluation.executor.Limits.shorten_after`
-    (0: every test gets the whole ``timeout``)."""
+    this machine's executor); results go into ``cache`` as they arrive. ``measure_coverage=False``
+    runs without coverage.py's tracer and its canary (programs equal up to comments, layout and
+    local names then run once)."""
     from evaluation.executor import AssertTest, Job, Limits
     from evaluation.executor.engine import run_jobs
 
@@ -210,11 +198,9 @@ class UntracedOptions:
     """CPU seconds per test on a mutant or a fault's program (no tracer here; the slowest HumanEval
     reference test takes 0.17 s). A test that runs out of it kills the mutant (exposes the fault)."""
     shorten_after: int = 2
-    """Once a mutant has run out of time on this many tests, its other tests get 0.01 s
-    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact). A mutant that loops then costs
-    0.01 s per further test instead of ``timeout``; it is already killed by the tests it
-    looped on, so the union score cannot change, a generation's score only if one of its
-    tests would have finished on the mutant between 0.01 s and ``timeout``."""
+    """Once a program has run out of time on this many tests, its other tests get 0.01 s
+    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact): a looping mutant is already
+    killed, so only a test that would have finished between 0.01 s and ``timeout`` can differ."""
     workers: int | None = None
     """Executor workers."""
     engine: EngineChoice | None = None

@@ -276,14 +276,10 @@ def _missing_imports(code: str, problem: Problem) -> str:
 
 
 def extract_code(answer: str, problem: Problem, *, keep_examples: bool) -> str:
-    """A complete program from a chat model's answer to a code-generation prompt.
-
-    The first fenced block that defines the entry point, else the first Python (or untagged)
-    block, else (no fence at all) the code around the entry point's ``def`` with the prose cut off,
-    else the whole answer (:func:`code_outcome` says which). A program with the ``def`` gets the
-    prompt's import lines it lacks; one without it follows the header. An answer that held no
-    program still gives one (the header and the answer), which fails its tests: the sample
-    counts, as a wrong one, in pass@k."""
+    """A complete program from a chat model's answer to a code-generation prompt, found as
+    :func:`code_outcome` says. A program with the ``def`` gets the prompt's import lines it lacks;
+    one without it follows the header. An answer without a program still gives one (the header and
+    the answer), which fails its tests: the sample counts, as a wrong one, in pass@k."""
     chosen, kind = _found_code(answer, problem)
     if chosen is None:
         chosen = answer

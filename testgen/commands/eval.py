@@ -99,10 +99,8 @@ class EvalOptions:
     peer_mutants: Path | None = None
     """With ``mutation``: another tool's mutants too (MuTAP's MutPy ones), scored alike: ``mutation.peer``."""
     pbt: bool = False
-    """With ``mutation`` on HumanEval+: PropertyEval's property-based inputs also judge the mutants'
-    equivalence (after base and plus); the snapshot is :attr:`propertyeval`, else found as
-    ``testgen evaluate --pbt`` finds it (``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot in
-    the cache)."""
+    """With ``mutation`` on HumanEval+: PropertyEval's inputs also judge the mutants' equivalence; the
+    snapshot is :attr:`propertyeval`, else found as ``testgen evaluate --pbt`` finds it."""
     propertyeval: Path | None = None
     """A PropertyEval snapshot (directory or tarball) for :attr:`pbt` (implies it)."""
     faults: bool = False
@@ -315,24 +313,21 @@ def _run_tests(plan: _Scoring, opts: EvalOptions, progress: ProgressFn | None, s
         if opts.use_cache:
             say_reused(say, stage, st, store.root)
 
-    try:
-        ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
-                                 timeout=opts.timeout, workers=opts.workers, engine=opts.engine)
-        reused("reference solutions", ref_stats)
-        prompt_wanted: dict[str, tuple[str, list[str], str]] = {}
-        if plan.want_prompt:
-            for g in plan.run.generations:
-                sol = plan.run.solutions.get(g.solution_id or "")
-                if sol is not None:
-                    code = str(sol["solution"])
-                    prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
-                                             )[1].extend(plan.kept[g.generation_id])
-        prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
-                                     timeout=opts.timeout, workers=opts.workers, engine=opts.engine) if prompt_wanted else {})
-        if prompt_stats:
-            reused("code in the prompts", prompt_stats)
-    finally:
-        cache.close()
+    ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
+                             timeout=opts.timeout, workers=opts.workers, engine=opts.engine)
+    reused("reference solutions", ref_stats)
+    prompt_wanted: dict[str, tuple[str, list[str], str]] = {}
+    if plan.want_prompt:
+        for g in plan.run.generations:
+            sol = plan.run.solutions.get(g.solution_id or "")
+            if sol is not None:
+                code = str(sol["solution"])
+                prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
+                                         )[1].extend(plan.kept[g.generation_id])
+    prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
+                                 timeout=opts.timeout, workers=opts.workers, engine=opts.engine) if prompt_wanted else {})
+    if prompt_stats:
+        reused("code in the prompts", prompt_stats)
     return cache, {"reference": ref_stats, "prompt_code": prompt_stats}
 
 

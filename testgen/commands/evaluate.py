@@ -133,13 +133,8 @@ def _quiet(_: str) -> None:
 
 def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress, notify: Notify = _quiet
              ) -> EvaluateResult:
-    """Judge ``config.samples`` and write their verdicts (see the module docstring): check the
-    options, read the samples, judge them by the dataset's judge, write and count.
-
-    Verdicts are written to ``OUT.partial`` as they are judged, and ``OUT`` whole at the end
-    (:mod:`testgen.partial_output`): the same command run again after a kill reuses what the
-    partial file holds and says so; every judged program is also kept in the result store
-    (:mod:`evaluation.result_store`), which any later run, or ``rerank``, reads instead of judging again."""
+    """Judge ``config.samples`` and write their verdicts: check the options, read the samples, judge
+    them by the dataset's judge (resuming from ``OUT.partial``), write and count."""
     t0 = time.perf_counter()
     spec = dataset_spec(config.dataset)
     strategies = _check(config, spec)
