@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from coverage.parser import PythonParser
 
-__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc", "public_counts", "internal_analysis_ok"]
+__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc", "json_report", "public_counts",
+           "internal_analysis_ok"]
 
 Arc = tuple[int, int]
 """An arc in coverage.py's convention: (from_line, to_line), negative for entry/exit."""
@@ -153,10 +154,10 @@ def _text_reporter(source: str, filename: str) -> Any:
     return TextFileReporter()
 
 
-def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
-    """coverage.py's counts for ``source`` executed along ``arcs``, through its public API only:
-    the source in a file, the arcs in the ``CoverageData`` of a ``Coverage`` in branch mode,
-    the numbers from ``Coverage.json_report`` (what ``coverage json`` writes)."""
+def json_report(source: str, arcs: Iterable[Arc], *, exclude: str | None = None) -> dict[str, Any]:
+    """coverage.py's JSON report (what ``coverage json`` writes) for ``source`` executed along
+    ``arcs``, through its public API only: the source in a file, the arcs in the ``CoverageData``
+    of a ``Coverage`` in branch mode, ``exclude`` added to its exclusions."""
     import coverage
 
     with tempfile.TemporaryDirectory(prefix="testgen-cov-") as tmp:
@@ -164,12 +165,20 @@ def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(source)
         cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
+        if exclude is not None:
+            cov.exclude(exclude)
         cov.get_data().add_arcs({path: [(int(a), int(b)) for a, b in arcs]})
         out = os.path.join(tmp, "coverage.json")
         with contextlib.redirect_stdout(io.StringIO()):
             cov.json_report(morfs=[path], outfile=out)
         with open(out, encoding="utf-8") as fh:
-            totals = json.load(fh)["totals"]
+            report: dict[str, Any] = json.load(fh)
+    return report
+
+
+def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
+    """coverage.py's counts for ``source`` executed along ``arcs``, through its public API only."""
+    totals = json_report(source, arcs)["totals"]
     return CoverageCounts(n_statements=totals["num_statements"], n_missing=totals["missing_lines"],
                           n_branches=totals.get("num_branches", 0), n_missing_branches=totals.get("missing_branches", 0),
                           n_partial_branches=totals.get("num_partial_branches", 0))

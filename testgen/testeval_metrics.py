@@ -8,13 +8,8 @@ records; :func:`overall_metrics` reads them."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
 import random
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -156,8 +151,8 @@ def _compiles(source: str) -> bool:
 
 class TestEvalCoverage:
     """coverage.py's line and branch coverage of one program for sets of executed arcs, through
-    its public API (a ``Coverage`` in branch mode with :data:`EXCLUDE` added to its exclusions,
-    ``json_report``), as ``pytest --cov --cov-branch`` with TestEval's ``.coveragerc`` reports it."""
+    its public API with :data:`EXCLUDE` excluded, as ``pytest --cov --cov-branch`` with TestEval's
+    ``.coveragerc`` reports it."""
 
     def __init__(self, program: str) -> None:
         self.program = program
@@ -173,20 +168,9 @@ class TestEvalCoverage:
         return self._cache[key]
 
     def _count(self, arcs: frozenset[tuple[int, int]]) -> tuple[float, float]:
-        import coverage
+        from testgen.coverage import json_report
 
-        with tempfile.TemporaryDirectory(prefix="testgen-testeval-") as tmp:
-            path = os.path.join(tmp, "under_test.py")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(self.program)
-            cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
-            cov.exclude(EXCLUDE)
-            cov.get_data().add_arcs({path: list(arcs)})
-            out = os.path.join(tmp, "coverage.json")
-            with contextlib.redirect_stdout(io.StringIO()):
-                cov.json_report(morfs=[path], outfile=out)
-            with open(out, encoding="utf-8") as fh:
-                totals = json.load(fh)["totals"]
+        totals = json_report(self.program, arcs, exclude=EXCLUDE)["totals"]
         stmts, branches = totals["num_statements"], totals.get("num_branches", 0)
         line = totals["covered_lines"] / stmts if stmts else 1.0
         branch = totals.get("covered_branches", 0) / branches if branches else 1.0

@@ -8,11 +8,6 @@ coverage", sets each beside it."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,20 +63,9 @@ class TargetRun:
 def executed_lines(program: str, arcs: Iterable[tuple[int, int]]) -> frozenset[int]:
     """coverage.py's executed lines of ``program`` for ``arcs`` (its JSON report's
     ``executed_lines``, :data:`~testgen.testeval_metrics.EXCLUDE` excluded), through its public API."""
-    import coverage
+    from testgen.coverage import json_report
 
-    with tempfile.TemporaryDirectory(prefix="testgen-testeval-") as tmp:
-        path = os.path.join(tmp, "under_test.py")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(program)
-        cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
-        cov.exclude(EXCLUDE)
-        cov.get_data().add_arcs({path: [(int(a), int(b)) for a, b in arcs]})
-        out = os.path.join(tmp, "coverage.json")
-        with contextlib.redirect_stdout(io.StringIO()):
-            cov.json_report(morfs=[path], outfile=out)
-        with open(out, encoding="utf-8") as fh:
-            files = json.load(fh)["files"]
+    files = json_report(program, arcs, exclude=EXCLUDE)["files"]
     return frozenset(next(iter(files.values()))["executed_lines"]) if files else frozenset()
 
 
