@@ -192,10 +192,7 @@ def coverage_label(runs: Sequence[EvaluatedRun], *, tests_only: bool = False) ->
 
 
 def _coverage(run: EvaluatedRun, tests_only: bool) -> float | None:
-    if tests_only:
-        value = run.metrics.get("variants", {}).get("coverage_tests_only")
-        return None if value is None else float(value)
-    value = run.metrics.get("coverage")
+    value = run.metrics.get("variants", {}).get("coverage_tests_only") if tests_only else run.metrics.get("coverage")
     return None if value is None else float(value)
 
 
