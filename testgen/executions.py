@@ -1,9 +1,7 @@
 """Executions of ``testgen eval``: every distinct (program, test) pair run once in the sandboxed
-executor with coverage measured, and kept in the result store (:mod:`evaluation.result_store`, kind
-``executions``: keyed by program, test, timeout, coverage and :data:`CACHE_VERSION`), so an
-interrupted eval resumes and another eval of the same tests on the same program reuses them;
-branch coverage of a set of tests computed from the stored arcs (:mod:`testgen.coverage`). Split out of
-:mod:`testgen.commands.eval`, which decides what to run and turns the results into metrics."""
+executor with coverage measured and kept in the result store, so an interrupted eval resumes and
+a later one reuses them; branch coverage of a set of tests from the stored arcs. What to run and
+the metrics are :mod:`testgen.commands.eval`'s."""
 
 from __future__ import annotations
 

@@ -57,8 +57,7 @@ class EvalOptions:
     tests_per_generation: int | None = 3
     """Keep the first k tests of a generation (the paper: 3); ``None`` keeps all."""
     tests_per_generation_explicit: bool = False
-    """Whether the user set ``tests_per_generation`` (otherwise a backend of the dataset's own tests
-    keeps all)."""
+    """Whether the user set it (otherwise a backend of the dataset's own tests keeps all)."""
     dedup: DedupKey = DedupKey.AST
     """Duplicate rule for P'."""
     empty: EmptyPolicy = EmptyPolicy.ZERO
@@ -79,11 +78,9 @@ class EvalOptions:
     workers: int | None = None
     """Executor workers (default: one per core; on Ray: batches at once, default the cluster's CPUs)."""
     engine: EngineChoice = field(default_factory=EngineChoice)
-    """Where the programs run: this machine (default) or a Ray cluster (``--engine ray``). The
-    metrics are the same on every engine; it is recorded under ``execution`` in ``metrics.json``."""
+    """Where the programs run: this machine (default) or a Ray cluster; the metrics are the same."""
     timeout: float = 5.0
-    """Seconds per test (the executor kills the test after that). Generous because coverage.py's
-    tracer slows tight loops several times over."""
+    """Seconds per test; generous because coverage.py's tracer slows tight loops several times over."""
     chunk_size: int = 64
     """Tests per executor job (one job loads the program once and runs a batch of tests)."""
     out: Path | None = None
@@ -110,8 +107,7 @@ class EvalOptions:
     faults_defaults: bool = True
     """Use the default fault sources of the reference dataset (CodeT's and LDB's on HumanEval+)."""
     limit: int | None = None
-    """Score only the first ``limit`` tasks, in the run's dataset order (as ``testgen run
-    --limit`` chose them); ``None``: every task of ``generations.jsonl``."""
+    """Score only the first ``limit`` tasks of the run's dataset; ``None``: every task of the run."""
 
 
 @dataclass(frozen=True, kw_only=True)
