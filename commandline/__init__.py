@@ -1,34 +1,14 @@
-"""What every command line of the project shares: the exit-status rule, one-line errors and
-warnings, and the option types that check counts, durations and dataset names.
+"""What both command lines share: the exit-status rule (``docs/cli.md``: 0 success, 2 a usage or
+input error, 1 a failure while running, 130 interrupted), one-line errors and warnings, and the
+option types that check counts, durations and dataset names.
 
-The rule (documented in ``docs/cli.md``), for ``testgen`` and ``rerank`` alike:
-
-* **0**: success.
-* **2**: a usage or input error: a bad option value, a missing, empty or truncated input file,
-  a malformed record, an unknown task or dataset. One line, ``Error: FILE:LINE: field 'F': ...``
-  where there is a file (:class:`~evaluation.errors.TestgenError` and its subclasses, and
-  click's own usage errors, which click precedes with the usage line).
-* **2** also: a path that cannot be written (a read-only or full file system, no permission, a
-  file where a folder is expected), whether an output (``--out``) or the cache
-  (``$TESTGEN_CACHE``, default ``~/.cache/testgen``): one line naming the path and what to do.
-* **1**: a failure while running (:class:`~evaluation.errors.RunFailure`: a server that stops
-  answering, a backend that returns fewer results than asked for), also one line; or a bug,
-  shown with its traceback. ``--debug`` shows the traceback of any error.
-* **130**: interrupted (Ctrl-C): one line saying that what was written is kept and that the
-  same command resumes.
-
-Python warnings raised while a command runs (a torn line dropped from a file being resumed, a
-degraded sandbox) are printed as one ``warning: ...`` line each.
-
-Why a package of its own: it is command-line code, so it sits above the library (no module of
-``evaluation``, ``testgen`` or ``rerank`` outside their CLIs imports it; ``tests/test_layers.py``
-holds that), and both command lines import it, while ``rerank``'s must not import ``testgen``:
-a package beside the two CLIs, standing on ``evaluation`` only (``docs/design.md``, "Layers").
-"""
+A package beside the two CLIs, standing on ``evaluation`` only, because ``rerank``'s must not
+import ``testgen`` (``docs/design.md``, "Layers")."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -43,42 +23,12 @@ from commandline.paths import PATH_ERRNOS, path_error_message
 if TYPE_CHECKING:
     from evaluation.datasets import DatasetSpec
 
-__all__ = [
-    "INTERRUPTED",
-    "PATH_ERRNOS",
-    "is_user_error",
-    "path_error_message",
-    "UserError",
-    "RunFailed",
-    "FriendlyErrors",
-    "FriendlyCommand",
-    "run_cli",
-    "user_errors",
-    "one_line_warnings",
-    "notice",
-    "results_console",
-    "titled_table",
-    "PositiveInt",
-    "NonNegativeInt",
-    "PositiveFloat",
-    "NonNegativeFloat",
-    "Probability",
-    "DatasetName",
-    "POSITIVE_INT",
-    "NON_NEGATIVE_INT",
-    "POSITIVE_FLOAT",
-    "NON_NEGATIVE_FLOAT",
-    "PROBABILITY",
-    "DatasetFile",
-    "ExistingPath",
-    "existing_path",
-    "dataset_option",
-    "dataset_path_option",
-    "workers_option",
-    "engine_options",
-    "timeout_option",
-    "debug_option",
-]
+__all__ = ["INTERRUPTED", "PATH_ERRNOS", "is_user_error", "path_error_message", "UserError", "RunFailed",
+           "FriendlyErrors", "FriendlyCommand", "run_cli", "user_errors", "one_line_warnings", "notice",
+           "results_console", "titled_table", "PositiveInt", "NonNegativeInt", "PositiveFloat", "NonNegativeFloat",
+           "Probability", "DatasetName", "POSITIVE_INT", "NON_NEGATIVE_INT", "POSITIVE_FLOAT", "NON_NEGATIVE_FLOAT",
+           "PROBABILITY", "DatasetFile", "ExistingPath", "existing_path", "dataset_option", "dataset_path_option",
+           "workers_option", "engine_options", "timeout_option", "debug_option"]
 
 USER_OS_ERRORS: tuple[type[BaseException], ...] = (
     FileNotFoundError,
@@ -151,8 +101,7 @@ def one_line_warnings() -> Iterator[None]:
 
     Each distinct :class:`UserWarning` (ours: a torn line dropped, a degraded sandbox) is
     printed once, however often it is raised; other categories keep the filters in force
-    (Python's defaults hide deprecation warnings).
-    """
+    (Python's defaults hide deprecation warnings)."""
     seen: set[str] = set()
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -195,8 +144,7 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
     """Invoke a click command and return its exit status under the rule above.
 
     :class:`FriendlyCommand` (and ``testgen``'s lazy group) already convert errors raised by
-    the command; this also covers any other click command and errors raised while parsing.
-    """
+    the command; this also covers any other click command and errors raised while parsing."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
@@ -205,7 +153,7 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
         # click turns Ctrl-C into Abort; every command writes as it goes, and resumes
         click.echo("", err=True)
         click.secho(f"interrupted: what was written so far is kept; run the same command again to resume"
-                    f" ({_command_line(command, args)})", fg="yellow", err=True)
+                    f" ({shlex.join([command.name or '', *args])})", fg="yellow", err=True)
         return INTERRUPTED
     except click.ClickException as exc:
         exc.show()
@@ -224,17 +172,12 @@ def run_cli(command: click.Command, argv: list[str] | None = None) -> int:
     return 0
 
 
-def _command_line(command: click.Command, args: list[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in [command.name or "", *args])
-
-
 # ---------------------------------------------------------------------------------------------
 # Option types: one definition of what a count, a duration or a dataset name may be.
 
 
 class _Number(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic in click >= 8.2
+    name = "integer"
     kind: type[int] | type[float] = int
     minimum: float = 0
     strict: bool = False  # minimum itself excluded
@@ -259,8 +202,6 @@ class _Number(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # gener
 class PositiveInt(_Number):
     """An integer >= 1 (worker counts, numbers of generations, k of pass@k, limits)."""
 
-    name = "integer"
-    kind = int
     minimum = 1
     describe = "a positive integer (>= 1)"
 
@@ -268,9 +209,6 @@ class PositiveInt(_Number):
 class NonNegativeInt(_Number):
     """An integer >= 0 (where 0 has a documented meaning, e.g. "all" or "off")."""
 
-    name = "integer"
-    kind = int
-    minimum = 0
     describe = "a non-negative integer (>= 0)"
 
 
@@ -293,13 +231,9 @@ class NonNegativeFloat(_Number):
     describe = "a non-negative number (>= 0)"
 
 
-class Probability(_Number):
+class Probability(PositiveFloat):
     """A number in (0, 1] (top-p, RW's decay p)."""
 
-    name = "float"
-    kind = float
-    minimum = 0.0
-    strict = True
     maximum = 1.0
     describe = "a number in (0, 1]"
 

@@ -1,12 +1,7 @@
-"""Progress of a long command on stderr: bars on a terminal, log lines elsewhere.
+"""Progress of a long command on stderr: transient bars on a terminal; elsewhere (a log file, CI)
+a line every few seconds with what is done, the rate and the time left::
 
-On a terminal, :func:`progress_bars` shows transient rich progress bars. Off one (a log file,
-a study step, CI, ``nohup``), a bar would print nothing useful for minutes, so each step
-instead prints a line every few seconds (and when it ends) with what is done, the rate and
-the time left at that rate::
-
-    distinct programs: 5,120 of 10,786 (47.5 %), 84.2/s, ETA 1 min 07 s
-"""
+    distinct programs: 5,120 of 10,786 (47.5 %), 84.2/s, ETA 1 min 07 s"""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Seed inputs for ``testgen augment`` from what models wrote: the calls in test generations,
-and inputs a model is asked for the way EvalPlus asked ChatGPT.
-
-EvalPlus (Liu et al., NeurIPS 2023, section 2.1; ``evalplus/gen/chatgpt_gen.py``) seeds its
-mutation with inputs ChatGPT wrote when shown the reference solution, five example inputs and one
-of three instructions ("complex", "corner case", "difficult" inputs), 20 requests per task. A
-test generation (``testgen run``, any setting) holds the same thing: every call of the function
-under test is an input a model chose. Both are read here as *call sites* (argument texts,
-:mod:`evaluation.augment.call_sites`); their values are computed later, in the sandbox unless
-they are literals. Nothing read here is executed in this process.
-"""
+"""Seed inputs for ``testgen augment`` from what models wrote, read as *call sites* (argument texts,
+:mod:`evaluation.augment.call_sites`): the calls in test generations, and inputs a model is asked
+for the way EvalPlus asked ChatGPT (Liu et al., NeurIPS 2023, section 2.1). Their values are
+computed later, in the sandbox unless they are literals: nothing read here is executed in this
+process."""
 
 from __future__ import annotations
 
@@ -196,8 +190,7 @@ def model_sites(dataset: Dataset, tasks: Iterable[str], examples: Mapping[str, S
     batched call), until a task has ``config.inputs`` distinct ones; every answer is appended to
     ``answers_file`` as it arrives and reused by a later run with the same configuration.
 
-    ``examples``: per task the inputs to show (the base inputs, as EvalPlus shows its seed pool).
-    """
+    ``examples``: per task the inputs to show (the base inputs, as EvalPlus shows its seed pool)."""
     from testgen.backends import create_backend
     from testgen.backends.base import Sampling
     from testgen.prompting import prompt_prefix

@@ -1,36 +1,12 @@
 """Branch coverage of a program from executed arcs, computed by coverage.py's own analysis.
 
-The paper (Xiong, Guo, Chen, arXiv 2310.05727, Section 4) measures the coverage rate C with
-coverage.py in branch mode ("the paper ran pytest with coverage on the test file"). We do not
-run pytest per generation: the executor (:mod:`evaluation.executor`, ``Job.measure_coverage``)
-records, with coverage.py's tracer, the arcs each test executes inside the program, and this
-module turns a set of executed arcs into coverage.py's numbers with coverage.py's *own* static
-analysis: :class:`coverage.parser.PythonParser` for the possible arcs, statements and exit
-counts, and :func:`coverage.results.analysis_from_file_reporter` / :class:`coverage.results.Numbers`
-for the counting. No hand-written tracer or counting rule is involved, so the figures equal
-what ``coverage report`` prints for the same execution (a unit test checks that).
-
-What "branch coverage" means (:class:`CoverageMeasure`):
-
-* ``total`` (default): the ``Cover`` column of ``coverage report`` in branch mode, i.e.
-  (statements executed + branch arcs taken) / (statements + branch arcs). This is what
-  "coverage.py branch mode" reports and what ``pytest --cov --cov-branch`` prints.
-* ``branches``: branch arcs taken / branch arcs only (1.0 for a program without branches,
-  as coverage.py's ``pc_branches`` does).
-* ``statements``: statement coverage only.
-
-Defaults of coverage.py apply (``# pragma: no cover`` exclusion, ``# pragma: no branch``
-and ``while True:`` as non-branches), exactly as a ``coverage report`` without a config file.
-
-coverage.py's public API has no function from (source, arcs) to these counts: the public path
-(:func:`public_counts`) writes the source to a file, adds the arcs to a ``CoverageData`` and
-reads ``Coverage.json_report`` per call. The parser and the analysis used here are coverage.py
-internals (``coverage.python.PythonParser``, ``coverage.results.analysis_from_file_reporter``,
-``coverage.config.DEFAULT_*``, ``coverage.misc.join_regex``; listed, with what each path costs,
-in ``docs/dependencies.md``), far cheaper with the parse cached. They are checked once per
-process against the public path on known programs (:func:`internal_analysis_ok`); where they
-are missing or differ, every count takes the public path, with a one-line warning.
-"""
+The executor records, with coverage.py's tracer, the arcs each test executes; this module turns
+a set of arcs into the numbers ``coverage report`` prints for the same execution (a unit test
+checks that), with coverage.py's parser and analysis: internals, checked once per process
+against the public API (:func:`public_counts`), which is used where they are missing or differ
+(``docs/dependencies.md``). Defaults of coverage.py apply (``# pragma: no cover``,
+``# pragma: no branch``), as in a ``coverage report`` without a config file. What each
+:class:`CoverageMeasure` means: ``docs/eval.md``, "Decisions"."""
 
 from __future__ import annotations
 
@@ -49,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from coverage.parser import PythonParser
 
-__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc", "public_counts", "internal_analysis_ok"]
+__all__ = ["CoverageMeasure", "CoverageCounts", "SourceCoverage", "Arc", "json_report", "public_counts",
+           "internal_analysis_ok"]
 
 Arc = tuple[int, int]
 """An arc in coverage.py's convention: (from_line, to_line), negative for entry/exit."""
@@ -116,8 +93,7 @@ class _ArcData:
     """The three methods of :class:`coverage.CoverageData` that coverage.py's analysis reads.
 
     Semantics copied from ``CoverageData.lines``/``arcs`` for a file measured in branch mode:
-    the executed lines are the positive line numbers of the executed arcs.
-    """
+    the executed lines are the positive line numbers of the executed arcs."""
 
     def __init__(self, filename: str, arcs: Iterable[Arc]) -> None:
         self._filename = filename
@@ -178,10 +154,10 @@ def _text_reporter(source: str, filename: str) -> Any:
     return TextFileReporter()
 
 
-def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
-    """coverage.py's counts for ``source`` executed along ``arcs``, through its public API only:
-    the source in a file, the arcs in the ``CoverageData`` of a ``Coverage`` in branch mode,
-    the numbers from ``Coverage.json_report`` (what ``coverage json`` writes)."""
+def json_report(source: str, arcs: Iterable[Arc], *, exclude: str | None = None) -> dict[str, Any]:
+    """coverage.py's JSON report (what ``coverage json`` writes) for ``source`` executed along
+    ``arcs``, through its public API only: the source in a file, the arcs in the ``CoverageData``
+    of a ``Coverage`` in branch mode, ``exclude`` added to its exclusions."""
     import coverage
 
     with tempfile.TemporaryDirectory(prefix="testgen-cov-") as tmp:
@@ -189,12 +165,20 @@ def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(source)
         cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
+        if exclude is not None:
+            cov.exclude(exclude)
         cov.get_data().add_arcs({path: [(int(a), int(b)) for a, b in arcs]})
         out = os.path.join(tmp, "coverage.json")
         with contextlib.redirect_stdout(io.StringIO()):
             cov.json_report(morfs=[path], outfile=out)
         with open(out, encoding="utf-8") as fh:
-            totals = json.load(fh)["totals"]
+            report: dict[str, Any] = json.load(fh)
+    return report
+
+
+def public_counts(source: str, arcs: Iterable[Arc]) -> CoverageCounts:
+    """coverage.py's counts for ``source`` executed along ``arcs``, through its public API only."""
+    totals = json_report(source, arcs)["totals"]
     return CoverageCounts(n_statements=totals["num_statements"], n_missing=totals["missing_lines"],
                           n_branches=totals.get("num_branches", 0), n_missing_branches=totals.get("missing_branches", 0),
                           n_partial_branches=totals.get("num_partial_branches", 0))
@@ -243,14 +227,10 @@ def _internal_counts(reporter: Any, arcs: Iterable[Arc]) -> CoverageCounts:
 
 
 class SourceCoverage:
-    """coverage.py's static analysis of one program, reused for many sets of executed arcs.
+    """coverage.py's static analysis of one program, parsed once (the costly part) and reused for
+    many sets of executed arcs, with a small cache because many generations execute the same arcs.
 
-    Parsing is done once (it is the costly part); :meth:`counts` then runs coverage.py's
-    :func:`~coverage.results.analysis_from_file_reporter` on each arc set, with a small cache
-    because many generations execute exactly the same arcs.
-
-    Raises :class:`SyntaxError` (from coverage.py's parser) for a program that does not parse.
-    """
+    Raises :class:`SyntaxError` (from coverage.py's parser) for a program that does not parse."""
 
     def __init__(self, source: str, *, filename: str = "program.py", cache_size: int = 4096) -> None:
         self.source = source
@@ -268,16 +248,6 @@ class SourceCoverage:
         self._cache: dict[frozenset[Arc], CoverageCounts] = {}
         self._cache_size = cache_size
 
-    @property
-    def statements(self) -> frozenset[int]:
-        """Statement line numbers as coverage.py sees them."""
-        return frozenset((self._reporter or _text_reporter(self.source, self.filename)).lines())
-
-    @property
-    def possible_arcs(self) -> frozenset[Arc]:
-        """Every arc coverage.py's parser considers possible."""
-        return frozenset((self._reporter or _text_reporter(self.source, self.filename)).arcs())
-
     def counts(self, arcs: Iterable[Arc]) -> CoverageCounts:
         """coverage.py's numbers for an execution that ran ``arcs`` (coverage.py's arc convention)."""
         key = frozenset((int(a), int(b)) for a, b in arcs)
@@ -292,7 +262,3 @@ class SourceCoverage:
             self._cache.clear()
         self._cache[key] = counts
         return counts
-
-    def fraction(self, arcs: Iterable[Arc], measure: CoverageMeasure = CoverageMeasure.TOTAL) -> float:
-        """Shorthand for ``counts(arcs).fraction(measure)``."""
-        return self.counts(arcs).fraction(measure)

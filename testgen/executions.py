@@ -1,10 +1,7 @@
 """Executions of ``testgen eval``: every distinct (program, test) pair run once in the sandboxed
-executor with coverage measured, and kept in the result store (:mod:`evaluation.result_store`, kind
-``executions``: keyed by program, test, timeout, coverage and :data:`CACHE_VERSION`), so an
-interrupted eval resumes and another eval of the same tests on the same program reuses them;
-branch coverage of a set of tests computed from the stored arcs (:mod:`testgen.coverage`). Split out of
-:mod:`testgen.commands.eval`, which decides what to run and turns the results into metrics.
-"""
+executor with coverage measured and kept in the result store, so an interrupted eval resumes and
+a later one reuses them; branch coverage of a set of tests from the stored arcs. What to run and
+the metrics are :mod:`testgen.commands.eval`'s."""
 
 from __future__ import annotations
 
@@ -21,13 +18,13 @@ if TYPE_CHECKING:
     from evaluation.executor.engine import EngineChoice
 
 __all__ = ["CACHE_VERSION", "ProgressFn", "Execution", "ExecutionCache", "run_programs", "union_coverage",
-           "cached_outcome", "coverage_version"]
+           "cached_outcome", "coverage_version", "say_reused", "GenerationTests", "UntracedOptions", "passing_tests",
+           "run_untraced"]
 
 
 CACHE_VERSION = 4
-"""Part of an execution's key in the store; 2: tests checked in trusted code; 3: deadlines in
-CPU time, per-test coverage through coverage.py's public API; 4: in the result store (earlier
-records are not reused)."""
+"""Part of an execution's key in the store: raised when what a stored result means changes, so
+that records of another version are not reused."""
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -48,15 +45,10 @@ class Execution:
 
 
 class ExecutionCache:
-    """Results by (program id, test id) in the result store (kind ``executions``, keyed also by the
-    timeout, whether coverage was measured, ``shorten_after`` and :data:`CACHE_VERSION`); load arcs
-    and load errors by program. Reads the store as it is asked (:meth:`has`), and keeps what
-    :meth:`record` is given there at once, so a killed eval resumes and any later eval, of any
-    run, reuses a (program, test) pair that ran before.
-
-    ``use=False`` (``--no-cache``): nothing is read from the store; every pair runs again and its
-    new result supersedes the stored one. ``with_arcs=False``: runs without coverage (the mutants
-    of ``testgen eval --mutation``), where a recorded outcome is all there is to reuse."""
+    """Results by (program id, test id), and load arcs and errors by program, read from the result
+    store as asked (:meth:`has`) and kept there at once (:meth:`record`), so a killed eval resumes
+    and any later eval reuses a pair that ran before. ``use=False`` (``--no-cache``): nothing is
+    read; ``with_arcs=False``: runs without coverage, where an outcome is all there is to reuse."""
 
     def __init__(self, store: Store, *, timeout: float, use: bool, with_arcs: bool = True, shorten_after: int = 0,
                  scope: str = "coverage") -> None:
@@ -123,9 +115,6 @@ class ExecutionCache:
                   for tid, ex in results]
         self.shelf.put_many(items)
 
-    def close(self) -> None:
-        """Nothing to flush (every record is appended as it comes); kept for the callers' ``finally``."""
-
 
 def run_programs(
     wanted: Mapping[str, tuple[str, list[str], str]],
@@ -142,12 +131,9 @@ def run_programs(
 ) -> dict[str, int]:
     """Execute every (program, test) pair of ``wanted`` (program id -> (source, tests, entry
     point)) that is not cached yet, in jobs of ``chunk_size`` tests, on ``engine`` (default:
-    this machine's executor); results go into ``cache`` as they arrive.
-
-    ``measure_coverage=False`` runs without coverage.py's tracer (and without its canary);
-    programs equal up to comments, layout and local names then run once (the executor's
-    ``"behaviour"`` deduplication). ``shorten_after``: :attr:`evaluation.executor.Limits.shorten_after`
-    (0: every test gets the whole ``timeout``)."""
+    this machine's executor); results go into ``cache`` as they arrive. ``measure_coverage=False``
+    runs without coverage.py's tracer and its canary (programs equal up to comments, layout and
+    local names then run once)."""
     from evaluation.executor import AssertTest, Job, Limits
     from evaluation.executor.engine import run_jobs
 
@@ -191,6 +177,72 @@ def run_programs(
         if progress:
             progress(stage, done, len(jobs))
     return stats
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationTests:
+    """A generation's kept tests, as ``testgen eval`` scored them."""
+
+    task_id: str
+    generation_id: str
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UntracedOptions:
+    """How programs run without coverage: the mutants and the faults (recorded in ``metrics.json``)."""
+
+    timeout: float = 1.0
+    """CPU seconds per test on a mutant or a fault's program (no tracer here; the slowest HumanEval
+    reference test takes 0.17 s). A test that runs out of it kills the mutant (exposes the fault)."""
+    shorten_after: int = 2
+    """Once a program has run out of time on this many tests, its other tests get 0.01 s
+    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact): a looping mutant is already
+    killed, so only a test that would have finished between 0.01 s and ``timeout`` can differ."""
+    workers: int | None = None
+    """Executor workers."""
+    engine: EngineChoice | None = None
+    """Where the programs run (``--engine``; default: this machine's executor)."""
+    chunk_size: int = 64
+    """Tests per executor job."""
+    use_cache: bool = True
+    """Reuse the executions (and the mutants' equivalence verdicts) of an earlier eval."""
+
+
+def say_reused(say: Callable[[str], None], stage: str, stats: Mapping[str, int], root: object) -> None:
+    """Say how many of a stage's test runs came from the result store at ``root``, if any did."""
+    if stats["tests_wanted"] > stats["tests_run"]:
+        say(f"{stage}: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from the "
+            f"store {root}; {stats['tests_run']:,} to run")
+
+
+def passing_tests(generations: Iterable[GenerationTests], reference_cache: ExecutionCache,
+                  reference_pid: Mapping[str, str]) -> dict[str, list[str]]:
+    """Task id -> the distinct kept tests that passed on its reference, in order: the only tests
+    that can kill a mutant or expose a fault (one that fails on the reference rejects right code)."""
+    passing: dict[str, list[str]] = {}
+    for g in generations:
+        pid = reference_pid[g.task_id]
+        passing.setdefault(g.task_id, []).extend(
+            s for s in g.tests if cached_outcome(reference_cache, pid, s) is Outcome.PASSED)
+    return {t: list(dict.fromkeys(v)) for t, v in passing.items()}
+
+
+def run_untraced(wanted: Mapping[str, tuple[str, list[str], str]], opts: UntracedOptions, *,
+                 scope: str, progress: ProgressFn | None, say: Callable[[str], None]
+                 ) -> tuple[ExecutionCache, dict[str, int]]:
+    """Run ``wanted`` without coverage (mutants, faults), kept in the result store under ``scope``."""
+    from evaluation.result_store import open_store
+
+    store = open_store()
+    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,
+                           shorten_after=opts.shorten_after, scope=scope)
+    stats = run_programs(wanted, cache, progress, scope, chunk_size=opts.chunk_size, timeout=opts.timeout,
+                         workers=opts.workers, engine=opts.engine, measure_coverage=False,
+                         shorten_after=opts.shorten_after)
+    if opts.use_cache:
+        say_reused(say, scope, stats, store.root)
+    return cache, stats
 
 
 def union_coverage(analyzer: SourceCoverage | None, cache: ExecutionCache, pid: str, tests: Sequence[str], *,

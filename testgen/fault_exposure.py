@@ -1,27 +1,11 @@
-"""Real-fault exposure of a run's generated tests (``testgen eval --faults``).
+"""Real-fault exposure of a run's generated tests (``testgen eval --faults``): beside the mutation
+score, the share of the *real* faults models wrote that the tests reject.
 
-Beside the mutation score M (synthetic mutants of the reference), the share of the *real* faults
-models wrote that the tests reject. Steps, after :func:`testgen.commands.eval.eval` has run
-every kept test on the reference:
-
-1. The wrong programs: every sample of the fault sources (by default, on HumanEval+, CodeT's
-   16,400 CodeGen-16B samples and LDB's 820 seed solutions by five models, from the shared data
-   folder; plus any samples file the user gives, in the formats ``testgen evaluate`` reads) that
-   fails its HumanEval+/MBPP+ plus verdict.
-2. Distinct faults (:func:`evaluation.faults.distinct_faults`): the wrong programs of a task
-   grouped by their signature, their per-input results on every base and plus input.
-3. The exposure matrix: every distinct kept test that passed on the reference, run on each
-   fault's representative program in the executor (kept in the result store like the mutants'
-   runs). A test *exposes* a fault when it passes on the reference and does not pass on the fault
-   (fails, errors or runs out of time). A test that fails on the reference exposes nothing: it
-   rejects right code too, so its rejecting a wrong program says nothing about the fault.
-4. Per generation: exposed / faults of its task; per task the mean over its generations; the
-   exposure is the mean over the tasks that have a fault. ``exposure_at``: TestCase-Eval's
-   Cov@N (Yang et al., ACL 2025), the share of a task's faults the task's first N kept tests
-   (in generation order, repeats counted) expose together, averaged over the tasks.
-
-Keys of the ``fault_exposure`` block of ``metrics.json`` and measured figures: docs/metrics.md.
-"""
+After :func:`testgen.commands.eval.eval` has run every kept test on the reference: (1) the wrong
+programs of the fault sources, (2) the distinct faults among them, grouped by signature
+(:func:`evaluation.faults.distinct_faults`), (3) the exposure matrix, every kept test that passed
+on the reference run on each fault, (4) the scores, ``exposure_at`` being TestCase-Eval's Cov@N.
+Definitions, keys and figures: ``docs/metrics.md``."""
 
 from __future__ import annotations
 
@@ -35,14 +19,20 @@ from typing import TYPE_CHECKING, Any
 from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl, write_jsonl
 from evaluation.records import Outcome, Solution, content_id
-from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_programs
+from testgen.executions import (
+    ExecutionCache,
+    GenerationTests,
+    ProgressFn,
+    UntracedOptions,
+    cached_outcome,
+    passing_tests,
+    run_untraced,
+)
 from testgen.metrics import cpu_seconds, mean_of_present
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
-    from evaluation.executor.engine import EngineChoice
     from evaluation.faults import Fault, FaultSet
-    from testgen.mutation_score import GenerationTests
 
 __all__ = ["FaultOptions", "DEFAULT_SOURCES", "fault_metrics", "default_sources"]
 
@@ -60,7 +50,7 @@ AT = (1, 5, 10)
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultOptions:
+class FaultOptions(UntracedOptions):
     """How the faults are found and run (recorded in ``metrics.json``)."""
 
     samples: tuple[Path, ...] = ()
@@ -68,14 +58,6 @@ class FaultOptions:
     default sources."""
     defaults: bool = True
     """Use :data:`DEFAULT_SOURCES` of the reference dataset."""
-    timeout: float = 1.0
-    """CPU seconds per test on a fault's program (a test out of time on it exposes it)."""
-    shorten_after: int = 2
-    """As :attr:`testgen.mutation_score.MutationOptions.shorten_after`."""
-    workers: int | None = None
-    engine: EngineChoice | None = None
-    chunk_size: int = 64
-    use_cache: bool = True
 
 
 def default_sources(dataset_name: str) -> list[tuple[Path, str | None]]:
@@ -197,25 +179,10 @@ def _exposure_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str
                      say: Callable[[str], None]) -> tuple[dict[str, set[str]], dict[str, Any]]:
     """Step 3: every distinct kept test that passed on the reference, on every fault of its task;
     ``task#fault_id`` -> the tests that expose it, and the executor's figures."""
-    from evaluation.result_store import open_store
-
-    passing: dict[str, list[str]] = {}
-    for g in generations:
-        pid = reference_pid[g.task_id]
-        passing.setdefault(g.task_id, []).extend(
-            s for s in g.tests if cached_outcome(reference_cache, pid, s) is Outcome.PASSED)
-    passing = {t: list(dict.fromkeys(v)) for t, v in passing.items()}
+    passing = passing_tests(generations, reference_cache, reference_pid)
     wanted = {_pid(f): (f.program, passing[t], dataset.problems[t].entry_point)
               for t in tasks if passing.get(t) for f in fs.faults.get(t, ())}
-    store = open_store()
-    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,
-                           shorten_after=opts.shorten_after, scope="faults")
-    stats = run_programs(wanted, cache, None, "faults", chunk_size=opts.chunk_size, timeout=opts.timeout,
-                         workers=opts.workers, engine=opts.engine, measure_coverage=False,
-                         shorten_after=opts.shorten_after)
-    if opts.use_cache and stats["tests_wanted"] > stats["tests_run"]:
-        say(f"faults: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from "
-            f"the store {store.root}; {stats['tests_run']:,} to run")
+    cache, stats = run_untraced(wanted, opts, scope="faults", progress=None, say=say)
     return {f"{t}#{f.fault_id}": {s for s in passing.get(t, ())
                                   if cached_outcome(cache, _pid(f), s) is not Outcome.PASSED}
             for t in tasks for f in fs.faults.get(t, ())}, stats

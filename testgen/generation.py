@@ -3,40 +3,53 @@ share: the code prompts' stop strings, resumable run directories (``config.json`
 resume, task selection, contiguous runs of missing sample indices), checked backend calls,
 ``solutions.jsonl`` records and the progress bar.
 
-Its own module so that neither of the two imports the other (``tests/test_layers.py``).
-"""
+Its own module so that neither of the two imports the other (``tests/test_layers.py``)."""
 
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evaluation.errors import RunFailure, TestgenError
 from evaluation.records import Problem, Solution, content_id
 from testgen.backends.base import Backend, Generation, Prompt, Sampling
+from testgen.settings import PromptStyle
 
-__all__ = [
-    "CODE_STOP",
-    "RESUMABLE_KEYS",
-    "slug",
-    "hash_prompt",
-    "index_runs",
-    "generate_checked",
-    "recorded_requests",
-    "solution_record",
-    "Progress",
-    "check_or_write_config",
-    "select_tasks",
-]
+__all__ = ["GenerationConfig", "CODE_STOP", "RESUMABLE_KEYS", "slug", "hash_prompt", "index_runs", "batches", "generate_checked",
+           "recorded_requests", "solution_record", "Progress", "check_or_write_config", "select_tasks"]
 
 
 CODE_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
 """Stop strings for completion-style code prompts (Codex/HumanEval's, plus a stray assert)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationConfig:
+    """What ``testgen run`` and ``testgen sample`` both are configured by (written to ``config.json``)."""
+
+    dataset: str
+    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
+    dataset_path: str | None = None
+    """Explicit dataset file, if any."""
+    backend: str
+    """Backend registry name (``testgen.backends.BACKENDS``)."""
+    model: str | None = None
+    """Model name or path (``None``: the backend's name, for model-less backends)."""
+    backend_options: dict[str, str] = field(default_factory=dict)
+    """Raw ``--backend-option key=value`` pairs."""
+    prompt_style: PromptStyle = PromptStyle.AUTO
+    """Completion, chat, or whichever the backend's model needs."""
+    limit: int | None = None
+    """Only the first ``limit`` tasks (in dataset order)."""
+    task_ids: tuple[str, ...] = ()
+    """Only these tasks (after ``limit``), if given."""
 
 
 #: keys of config.json that may differ when resuming into an existing run directory
@@ -63,6 +76,19 @@ def index_runs(indices: Sequence[int]) -> Iterator[tuple[int, ...]]:
         run.append(i)
     if run:
         yield tuple(run)
+
+
+U = TypeVar("U")
+
+
+def batches(units: Sequence[U], size: int, samples: Callable[[U], int]) -> Iterator[list[U]]:
+    """Units grouped by how many samples they ask for (one ``n`` per backend call), ``size`` per call."""
+    by_n: dict[int, list[U]] = defaultdict(list)
+    for u in units:
+        by_n[samples(u)].append(u)
+    for group in by_n.values():
+        for i in range(0, len(group), size):
+            yield group[i : i + size]
 
 
 def generate_checked(backend: Backend, prompts: list[Prompt], sampling: Sampling, on_result: Any) -> None:

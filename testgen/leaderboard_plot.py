@@ -26,12 +26,9 @@ def _colour(iv: Mapping[str, Any]) -> str:
 
 def plot_board(board: Board, stats: Mapping[str, Any], out: Path) -> None:
     """Write the panels (columns without any value are left out)."""
-    import matplotlib
+    from testgen.plots import percent_limits, pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from testgen.plots import percent_limits
+    plt = pyplot()
 
     rows = ordered_rows(board, stats)
     cols = [c for c in board.columns if stats["columns"][c.key]["rows"]]
@@ -71,6 +68,4 @@ def plot_board(board: Board, stats: Mapping[str, Any], out: Path) -> None:
         ax.axis("off")
     fig.suptitle("mean over tasks and 95% interval; blue: best, orange: not significantly below it, grey: below",
                  fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out, metadata={"Software": None})
-    plt.close(fig)
+    save_figure(fig, out, metadata={"Software": None})

@@ -1,15 +1,7 @@
-"""The statistics of ``testgen leaderboard``: is one test generator really above another?
-
-Per column (P, P', C, M, reranked pass@1, ...), each row's mean over tasks gets a 95% bootstrap
-interval, and every row is compared with the column's best by a paired permutation test over the
-tasks (:mod:`evaluation.stats`, as ``testgen report`` does within a setting). On P, every pair of
-rows is tested as well, and the order of the rows is bootstrapped over tasks: the share of
-resamples that give the same order, and each row's 95% range of ranks, say how much of the order
-the data carries. The reranked pass@1 is also compared with the random pick of the same pool and
-with the reranking by the human tests. Only tasks every compared row has a value for enter a
-column's figures (a task whose reference has no non-equivalent mutant has no M). Tests are per
-comparison, not corrected for multiplicity.
-"""
+"""The statistics of ``testgen leaderboard``: is one test generator really above another? Per
+column, 95% bootstrap intervals over tasks and paired permutation tests against the column's
+best (:mod:`evaluation.stats`); on P also every pair and the stability of the order
+(``docs/leaderboard.md``, "Intervals, paired tests and the order")."""
 
 from __future__ import annotations
 

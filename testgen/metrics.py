@@ -2,28 +2,10 @@
 Code" (arXiv 2310.05727): pass rate P, deduplicated pass rate P', coverage rate C, correctness by
 test position (Figure 3) and the split by correctness of the prompt's code (Table 4).
 
-Definitions (the paper's, as ``docs/metrics.md`` quotes them), for M problems x N generations:
-
-* Q_ij: the first ``tests_per_generation`` (3) tests of generation j of problem i, n_ij of them;
-  p_ij of them pass against the oracle (the HumanEval+ reference solution).
-* P = 1/(MN) sum_ij p_ij / n_ij.
-* P' = the same after removing duplicate tests within Q_ij. Two tests are duplicates when their
-  *canonical form* is equal: ``ast.unparse(ast.parse(test))`` (so whitespace, comments, quote style
-  and redundant parentheses do not matter), or the stripped text when the test does not parse.
-  :class:`DedupKey` ``exact`` compares the stripped source instead.
-* C = 1/(MN) sum_ij c_ij, c_ij the branch coverage (coverage.py branch mode, see
-  :mod:`testgen.coverage`) reached by *all* of Q_ij's tests, passing or failing: the paper ran
-  pytest with coverage on the test file, where a failing assert has still executed the code.
-* A generation with no test (nothing parsable that calls the entry point) has no p_ij / n_ij. The
-  paper does not say what it counts as. :class:`EmptyPolicy` ``zero`` (default) counts it as 0 in
-  P, P' and C, keeping the paper's 1/(MN) denominator (a model that writes no usable test is not
-  rewarded); ``exclude`` leaves it out. Both variants are always reported, with the count.
-
-P, P' and C are the built-in entries of :data:`METRICS`, the registry of the headline metrics
-``testgen eval`` writes into ``metrics.json`` (a :class:`MetricSpec`: a name, a title, and a
-function of the generations' results); third parties add theirs through the ``testgen.metrics``
-entry-point group and ``testgen eval`` reports them beside P, P' and C (``docs/extending.md``).
-"""
+Definitions, and the decisions the paper leaves open (duplicates, a generation without tests):
+``docs/metrics.md`` and ``docs/eval.md``. P, P' and C are the built-in entries of
+:data:`METRICS`; plugins add theirs through the ``testgen.metrics`` entry-point group
+(``docs/extending.md``)."""
 
 from __future__ import annotations
 
@@ -42,27 +24,9 @@ from evaluation.records import Outcome
 from evaluation.registry import Registry
 from testgen.coverage import CoverageCounts, CoverageMeasure
 
-__all__ = [
-    "cpu_seconds",
-    "mean_of_present",
-    "DedupKey",
-    "EmptyPolicy",
-    "GenerationResult",
-    "canonical_test",
-    "pass_rate",
-    "dedup_pass_rate",
-    "coverage_rate",
-    "by_position",
-    "prompt_correctness_split",
-    "per_task",
-    "summarize",
-    "generation_record",
-    "MetricContext",
-    "MetricSpec",
-    "METRICS",
-    "RESERVED_KEYS",
-    "metric_specs",
-]
+__all__ = ["cpu_seconds", "mean_of_present", "DedupKey", "EmptyPolicy", "GenerationResult", "canonical_test",
+           "pass_rate", "dedup_pass_rate", "coverage_rate", "by_position", "prompt_correctness_split", "per_task",
+           "summarize", "generation_record", "MetricContext", "MetricSpec", "METRICS", "RESERVED_KEYS", "metric_specs"]
 
 
 class DedupKey(str, enum.Enum):
@@ -207,8 +171,7 @@ def coverage_rate(
     ``on="tests_only"`` leaves out the arcs run while loading the program.
 
     Generations whose coverage was not measured (``None`` counts, e.g. the prompt's code did not
-    load) are left out; generations without tests follow ``empty``.
-    """
+    load) are left out; generations without tests follow ``empty``."""
     vals: list[float | None] = []
     for g in gens:
         if g.outcomes and _counts_of(g, on) is None:
@@ -251,16 +214,10 @@ def prompt_correctness_split(
     measure: CoverageMeasure = CoverageMeasure.TOTAL,
     empty: EmptyPolicy = EmptyPolicy.ZERO,
 ) -> dict[str, Any] | None:
-    """Table 4 (self setting): P, P', C for generations whose prompt code is correct vs wrong.
-
-    As in the paper, problems whose prompt solutions are all correct or all wrong are left out
-    of ``correct``/``incorrect``. ``only_correct`` is the paper's "only correct code in the
-    prompt" variant (Section 6, "74.95% for GPT-3.5-turbo"): every problem counts; a problem
-    with at least one correct prompt solution keeps only the generations made with a correct
-    one, a problem with none keeps all its generations. ``only_correct_solved_tasks`` is the
-    variant that keeps only the generations with correct code, so problems the model never
-    solved drop out. ``None`` when no generation has a known verdict.
-    """
+    """Table 4 (self setting): P, P', C for generations whose prompt code is correct vs wrong, and
+    the two "only correct code" variants (``docs/metrics.md``). As in the paper, problems whose
+    prompt solutions are all correct or all wrong are left out of ``correct``/``incorrect``.
+    ``None`` when no generation has a known verdict."""
     known = [g for g in gens if g.prompt_correct is not None]
     if not known:
         return None
@@ -373,8 +330,7 @@ def summarize(
     """The body of ``metrics.json``: every figure as a fraction in [0, 1], plus the counts.
 
     The headline figures follow ``empty``/``measure``; ``variants`` has the other choices side by
-    side so a reader can compare them without re-running.
-    """
+    side so a reader can compare them without re-running."""
     other = EmptyPolicy.EXCLUDE if empty is EmptyPolicy.ZERO else EmptyPolicy.ZERO
     outcome_counts = {o.value: 0 for o in Outcome}
     for g in gens:

@@ -1,29 +1,11 @@
-"""Mutation score of a run's generated tests (``testgen eval --mutation``).
+"""Mutation score of a run's generated tests (``testgen eval --mutation``): the share of the
+reference's non-equivalent mutants that the tests kill (DeMillo, Lipton, Sayward 1978; reported
+beside coverage in test-generation research, e.g. Schäfer et al., TSE 2024).
 
-The share of the reference's non-equivalent mutants that the tests kill (DeMillo, Lipton,
-Sayward 1978; the measure test-generation research reports beside coverage, e.g. Schäfer et
-al., "An Empirical Evaluation of Using Large Language Models for Automated Unit Test
-Generation", TSE 2024). Steps, after :func:`testgen.commands.eval.eval` has run every
-kept test on the reference:
-
-1. The mutants of each task's reference (:func:`evaluation.mutants.mutants_of`).
-2. Equivalent mutants: those that agree with the reference on every input of
-   :data:`evaluation.mutants.EQUIVALENCE_SUITES` (HumanEval+ base and plus; PropertyEval's
-   inputs after them with ``--propertyeval``), judged as ``testgen evaluate`` judges a sample;
-   excluded from the score. Each mutant's result on each suite is kept in the result store
-   (:mod:`evaluation.result_store`) as it is judged: a later eval reuses it, and one with another suite
-   judges only that suite (``execution.equivalence_store`` in ``metrics.json`` counts both).
-3. The kill matrix: every distinct kept test that passed on the reference, run on every
-   non-equivalent mutant in the executor (a mutant is just another program: no coverage, the
-   executor's deduplication, kept in the result store like the other runs).
-   A test kills a mutant when it passes on the reference and does not pass on the mutant
-   (fails, errors or runs out of time).
-4. Per generation: killed / non-equivalent mutants of its task; per task the mean over its
-   generations (and, apart, the share the task's tests kill together); the score is the mean
-   over the tasks that have a non-equivalent mutant (the others are listed).
-
-Definitions, operators and measured figures: docs/mutation.md.
-"""
+After :func:`testgen.commands.eval.eval` has run every kept test on the reference: (1) the
+mutants of each reference, (2) the equivalent ones, judged on the HumanEval+ base and plus inputs
+and left out, (3) the kill matrix, every kept test that passed on the reference run on every
+other mutant, (4) the scores. Definitions, operators and figures: ``docs/mutation.md``."""
 
 from __future__ import annotations
 
@@ -35,12 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.io import write_jsonl
 from evaluation.records import Outcome, content_id
-from testgen.executions import ExecutionCache, ProgressFn, cached_outcome, run_programs
+from testgen.executions import (
+    ExecutionCache,
+    GenerationTests,
+    ProgressFn,
+    UntracedOptions,
+    cached_outcome,
+    passing_tests,
+    run_untraced,
+)
 from testgen.metrics import cpu_seconds, mean_of_present
 
 if TYPE_CHECKING:
     from evaluation.datasets import Dataset
-    from evaluation.executor.engine import EngineChoice
     from evaluation.mutants import EquivalenceSuite, Mutant
     from evaluation.records import Problem
 
@@ -51,35 +40,8 @@ MUTATION_VERSION = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class MutationOptions:
+class MutationOptions(UntracedOptions):
     """How the mutants are run (recorded in ``metrics.json``)."""
-
-    timeout: float = 1.0
-    """CPU seconds per test on a mutant (no tracer here; the slowest HumanEval reference test
-    takes 0.17 s). A test that runs out of it on a mutant kills the mutant."""
-    shorten_after: int = 2
-    """Once a mutant has run out of time on this many tests, its other tests get 0.01 s
-    (:attr:`evaluation.executor.Limits.shorten_after`; 0: exact). A mutant that loops then costs
-    0.01 s per further test instead of ``timeout``; it is already killed by the tests it
-    looped on, so the union score cannot change, a generation's score only if one of its
-    tests would have finished on the mutant between 0.01 s and ``timeout``."""
-    workers: int | None = None
-    """Executor workers."""
-    engine: EngineChoice | None = None
-    """Where the mutants run (``--engine``; default: this machine's executor)."""
-    chunk_size: int = 64
-    """Tests per executor job."""
-    use_cache: bool = True
-    """Reuse the equivalence verdicts and executions of an earlier eval."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenerationTests:
-    """A generation's kept tests, as ``testgen eval`` scored them."""
-
-    task_id: str
-    generation_id: str
-    tests: tuple[str, ...]
 
 
 def mutation_metrics(
@@ -170,28 +132,13 @@ def _kill_matrix(generations: Sequence[GenerationTests], tasks: Sequence[str], l
                  ) -> tuple[dict[str, set[str]], dict[str, Any]]:
     """Step 3: every distinct kept test that passed on the reference, run on every non-equivalent
     mutant of its task; mutant key -> the tests that kill it, and the executor's figures."""
-    passing: dict[str, list[str]] = {}
-    for g in generations:
-        pid = reference_pid[g.task_id]
-        passing.setdefault(g.task_id, []).extend(
-            s for s in g.tests if cached_outcome(reference_cache, pid, s) is Outcome.PASSED)
-    passing = {t: list(dict.fromkeys(v)) for t, v in passing.items()}
+    passing = passing_tests(generations, reference_cache, reference_pid)
     wanted: dict[str, tuple[str, list[str], str]] = {}
     for t in tasks:
         if passing.get(t):
             for m in live[t]:
                 wanted["mut:" + content_id(m.program)] = (m.program, passing[t], problems[t].entry_point)
-    from evaluation.result_store import open_store
-
-    store = open_store()
-    cache = ExecutionCache(store, timeout=opts.timeout, use=opts.use_cache, with_arcs=False,
-                           shorten_after=opts.shorten_after, scope="mutants")
-    stats = run_programs(wanted, cache, progress, "mutants", chunk_size=opts.chunk_size, timeout=opts.timeout,
-                         workers=opts.workers, engine=opts.engine, measure_coverage=False,
-                         shorten_after=opts.shorten_after)
-    if opts.use_cache and stats["tests_wanted"] > stats["tests_run"]:
-        say(f"mutants: {stats['tests_wanted'] - stats['tests_run']:,} of {stats['tests_wanted']:,} test runs from "
-            f"the store {store.root}; {stats['tests_run']:,} to run")
+    cache, stats = run_untraced(wanted, opts, scope="mutants", progress=progress, say=say)
 
     def kills(m: Mutant, test: str) -> bool:
         return cached_outcome(cache, "mut:" + content_id(m.program), test) is not Outcome.PASSED

@@ -1,16 +1,6 @@
-"""A run's output written as it goes, resumed after a kill: ``OUT.partial``.
-
-A long command (``testgen evaluate``) appends each record to ``OUT.partial`` as soon as it has
-it (one flushed line each, :class:`~evaluation.io.JsonlAppender`), after a first line that says
-which run wrote them: the digest of everything the records depend on. When the run finishes it
-writes ``OUT`` whole, in its own order (temporary file and rename), and removes ``OUT.partial``;
-so ``OUT`` is either absent, an earlier complete output, or this run's complete output, never a
-cut one. Run again after a kill, the same command finds ``OUT.partial`` with its own digest,
-reuses its records (a torn last line is dropped) and appends the rest; a partial file of another
-configuration is started over (the result store still has every judged program:
-:mod:`evaluation.result_store`). The partial file is locked while a run writes it: a second run
-into the same ``OUT`` at the same time is refused.
-"""
+"""A run's output written as it goes, resumed after a kill: ``OUT.partial``, a digest line then
+one flushed record each, replaced by ``OUT`` written whole at the end, so that ``OUT`` is never
+a cut one (``docs/cli.md``, "Resuming says what it reused")."""
 
 from __future__ import annotations
 

@@ -9,7 +9,24 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["percent_limits", "fit_percent_axes", "mark_missing_bars"]
+__all__ = ["pyplot", "save_figure", "percent_limits", "fit_percent_axes", "mark_missing_bars"]
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend: plots are written to files, never shown."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, out: Any, **options: Any) -> None:
+    """Lay out ``fig``, write it to ``out`` and free it."""
+    fig.tight_layout()
+    fig.savefig(out, **options)
+    pyplot().close(fig)
 
 
 def percent_limits(values: Iterable[float], *, min_span: float = 10.0, pad: float = 0.08) -> tuple[float, float]:

@@ -1,21 +1,10 @@
 """The code shown in the prompts of the ``cross`` and ``self`` settings when the run does not
-sample it: pools of solutions written elsewhere (``testgen sample``, EvalPlus, CodeT).
+sample it: pools of solutions written elsewhere (``testgen sample``, EvalPlus, CodeT), and
+``self``'s ``--code-from FILE`` (the first N solutions per task of a solutions file).
 
-Xiong, Guo, Chen (arXiv 2310.05727), Section 3: in the cross ("all-generated") setting every
-model tests "the same code synthesized by a group of four LLMs" (InCoder-1.3B, CodeGen2-1B,
-CodeT5+-770M, SantaCoder). The paper does not say how the N implementations per problem were
-drawn from the four. Our rule (:data:`POOL_RULE`, recorded in ``config.json``): with ``k`` pools
-given in order and ``N`` generations per task, pool ``i`` contributes the first ``q_i``
-solutions of the task by sample index, ``q_i = N // k``, plus one for each of the first
-``N % k`` pools; generation ``j`` of the task shows the ``j``-th of the concatenation (pool 0's
-share first). A pool with fewer solutions than its share gives what it has, and nothing is
-taken from another pool in its place (each model's share stays as the rule says); such tasks
-are reported as short. With one pool this is "the first N solutions per task".
-
-``self`` with ``--code-from FILE``: the first N solutions per task (by sample index) of a
-solutions file, typically ``testgen sample``'s ``RUN/solutions.jsonl`` for the same model, used
-instead of sampling again.
-"""
+The paper (arXiv 2310.05727, Section 3) does not say how the cross setting's N implementations
+per problem were drawn from its four models; our rule is :data:`POOL_RULE`, recorded in
+``config.json`` and explained in ``docs/sample.md``, "The cross setting"."""
 
 from __future__ import annotations
 
@@ -75,8 +64,7 @@ def read_pools(paths: Sequence[str], dataset: Any, problems: Sequence[Problem], 
     """The cross setting's solutions per task, drawn from ``paths`` by :data:`POOL_RULE`.
 
     Solution ids are the pools' own; an id that two pools share gets ``@pool<i>`` appended
-    (e.g. two ``testgen sample`` runs of one model at two temperatures).
-    """
+    (e.g. two ``testgen sample`` runs of one model at two temperatures)."""
     shares = pool_shares(n, len(paths))
     pools = [_by_task(path, dataset, problems, option="--code-pool") for path in paths]
     out: dict[str, list[Solution]] = {}

@@ -1,23 +1,9 @@
-"""Prompt assembly for test generation (and for the ``self`` setting's code generation).
-
-The prompts follow Xiong, Guo, Chen (arXiv 2310.05727, Section 3): the problem's signature and
-docstring with the docstring examples removed (:attr:`Problem.code_prompt`; ``keep_examples``
-keeps them), the implementation (reference, sampled solution, or ``pass``), then
-``# Check the correctness of this function with three test cases`` and ``assert <entry_point>(``
-for base models; instruction models get the same content as chat messages.
-
-Templates are plain text files in ``prompts/`` (or a user's file given with
-``--prompt-template``), filled with :class:`string.Template` (``$name`` / ``${name}``; a literal
-``$`` is written ``$$``), which leaves the braces of the inserted code alone and never re-reads
-inserted text. Placeholders: ``$code`` (the implementation shown), ``$prompt`` (signature and
-docstring: the code-generation prompt), ``$entry_point``, ``$num_tests`` (the number of tests
-asked for, in words: ``three``), ``$task_id``.
-
-A completion template is used as is, except that ONE trailing newline of the file is removed, so
-the prompt can end mid-line (``assert f(``). A chat template is split into messages by marker
-lines ``<<<system>>>``, ``<<<user>>>`` and ``<<<assistant>>>`` (a file with no marker is one user
-message); a chat template is recognised by its first marker line.
-"""
+"""Prompt assembly for test generation (and for the ``self`` setting's code generation), after
+Xiong, Guo, Chen (arXiv 2310.05727, Section 3): the problem's signature and docstring without
+its examples, the implementation, then the request for tests; instruction models get the same
+content as chat messages. Templates (``prompts/`` or a user's file) are filled with
+:class:`string.Template`, which leaves the braces of inserted code alone; their placeholders and
+chat markers: ``docs/run.md``, "Prompts"."""
 
 from __future__ import annotations
 
@@ -34,21 +20,9 @@ from evaluation.errors import MissingFile, TestgenError
 from evaluation.records import Problem
 from testgen.backends.base import ChatMessage, Prompt
 
-__all__ = [
-    "PromptTemplate",
-    "builtin_template",
-    "load_template_file",
-    "implementation_code",
-    "placeholder_code",
-    "signature",
-    "header",
-    "render",
-    "prompt_prefix",
-    "extract_code",
-    "code_outcome",
-    "CodeOutcome",
-    "number_word",
-]
+__all__ = ["PromptTemplate", "builtin_template", "load_template_file", "implementation_code", "placeholder_code",
+           "signature", "header", "render", "prompt_prefix", "extract_code", "code_outcome", "CodeOutcome",
+           "number_word"]
 
 _MARKER = re.compile(r"^<<<(system|user|assistant)>>>[ \t]*$", re.MULTILINE)
 _WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
@@ -175,8 +149,7 @@ def implementation_code(problem: Problem, program: str | None, *, keep_examples:
     """The code shown in a test prompt: ``program`` (``None``: the reference solution).
 
     A program that starts with the dataset's original prompt gets the example-free header
-    instead (unless ``keep_examples``), so every setting shows the same docstring.
-    """
+    instead (unless ``keep_examples``), so every setting shows the same docstring."""
     head = header(problem, keep_examples=keep_examples)
     if program is None:
         if _defines_entry_point(problem):
@@ -303,15 +276,10 @@ def _missing_imports(code: str, problem: Problem) -> str:
 
 
 def extract_code(answer: str, problem: Problem, *, keep_examples: bool) -> str:
-    """A complete program from a chat model's answer to a code-generation prompt.
-
-    The first fenced block that defines the entry point, else the first Python (or untagged)
-    block, else (no fence at all) the code around the entry point's ``def`` with the prose cut off,
-    else the whole answer (:func:`code_outcome` says which). A program with the ``def`` gets the
-    prompt's import lines it lacks; one without it follows the header. An answer that held no
-    program still gives one (the header and the answer), which fails its tests: the sample
-    counts, as a wrong one, in pass@k.
-    """
+    """A complete program from a chat model's answer to a code-generation prompt, found as
+    :func:`code_outcome` says. A program with the ``def`` gets the prompt's import lines it lacks;
+    one without it follows the header. An answer without a program still gives one (the header and
+    the answer), which fails its tests: the sample counts, as a wrong one, in pass@k."""
     chosen, kind = _found_code(answer, problem)
     if chosen is None:
         chosen = answer

@@ -1,15 +1,7 @@
-"""Intervals and paired tests for ``testgen report``: is model A's P' really above model B's?
-
-Each run's per-task metrics (``EvaluatedRun.per_task``: P' and C per task, and any other
-per-task metric a later evaluation adds, e.g. a mutation score) get a 95% bootstrap interval
-of their mean over tasks; within each setting (a column of Table 2), every model is compared
-with the setting's best model by a paired permutation test over the tasks both have
-(:mod:`evaluation.stats`). Written as ``table2_ci.md`` (one table per metric), extra columns
-of ``table2.csv`` and ``stats.json``.
-
-The estimate shown is the mean over tasks of the per-task means, which equals the run's
-overall figure when every task has the same number of generations (the paper's setting).
-"""
+"""Intervals and paired tests for ``testgen report``: is model A's P' really above model B's? Each
+run's per-task metrics get a 95% bootstrap interval of their mean over tasks, and within each
+setting every model is compared with the setting's best by a paired permutation test
+(:mod:`evaluation.stats`; ``docs/eval.md``, "testgen report")."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 (each record's ``tests`` list, all of them) and, for self/cross, ``solutions.jsonl``.
 
 What ``testgen eval`` (:mod:`testgen.commands.eval`) scores; the formats are in
-``docs/formats.md``. A torn last line (a run killed while writing) is dropped with a warning.
-"""
+``docs/formats.md``. A torn last line (a run killed while writing) is dropped with a warning."""
 
 from __future__ import annotations
 
@@ -116,7 +115,6 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
         for line, rec in read_jsonl(sol_path, tolerate_torn_tail=True):
             sid = require(rec, "solution_id", str, path=str(sol_path), line=line)
             require(rec, "task_id", str, path=str(sol_path), line=line)
-            if not isinstance(rec.get("solution"), str):
-                require(rec, "solution", str, path=str(sol_path), line=line)
+            require(rec, "solution", str, path=str(sol_path), line=line)
             solutions[sid] = rec
     return RunData(path=root, config=config, generations=tuple(gens), solutions=solutions)

@@ -1,7 +1,6 @@
 """What ``testgen eval`` scores a run's tests against: the reference dataset (the run's own, or the
 one its spec names to judge it, e.g. HumanEval+'s corrected references for a ``humaneval`` run) and
-the verdicts of the code in the run's prompts (self/cross settings), read from a file or judged.
-"""
+the verdicts of the code in the run's prompts (self/cross settings), read from a file or judged."""
 
 from __future__ import annotations
 
@@ -19,14 +18,9 @@ if TYPE_CHECKING:
 
 
 def reference_dataset(run: RunData, *, reference: str | None, dataset_path: Path | str | None) -> tuple[str, Dataset]:
-    """(name, dataset) of the dataset whose references are the oracle.
-
-    Default: the run's dataset, except that a dataset whose spec names another to judge it
-    (:attr:`~evaluation.datasets.DatasetSpec.judged_as`: a ``humaneval`` run is judged against
-    HumanEval+'s corrected references) is judged by that one when its file can be found without
-    a download (explicit path, its environment variable or the cache); the choice is recorded in
-    ``metrics.json``.
-    """
+    """(name, dataset) of the dataset whose references are the oracle: the run's dataset, or the
+    one its spec names to judge it (:attr:`~evaluation.datasets.DatasetSpec.judged_as`: HumanEval+
+    for a ``humaneval`` run) when that one's file can be found without a download."""
     from evaluation.datasets import DATASETS, DEFAULT_DATASET, dataset_spec, load_dataset, locate_dataset
     from evaluation.errors import DatasetNotFound
 

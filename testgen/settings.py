@@ -1,11 +1,5 @@
-"""The four settings of the testing study, and the prompt styles.
-
-Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code"
-(arXiv 2310.05727), Section 3: for every problem the model writes tests for N implementations,
-which are the reference solution copied N times (*oracle*), N solutions the model sampled itself
-(*self*), N solutions from a pool written by other models (*cross*, "all-generated" in the paper),
-or a ``pass`` body N times (*placeholder*).
-"""
+"""The four settings of the testing study (Xiong, Guo, Chen, arXiv 2310.05727, Section 3: which
+implementation is in the test prompt; ``docs/run.md``), and the prompt styles."""
 
 from __future__ import annotations
 

@@ -1,45 +1,15 @@
 """TestEval's overall-coverage metrics, computed in testgen's sandbox with coverage.py.
 
 Wang et al., "TESTEVAL: Benchmarking Large Language Models for Test Case Generation", arXiv
-2406.04531, 2024 (github.com/LLM4SoftwareTesting/TestEval). Its overall-coverage task asks for N
-tests per program; a *test* is one test function ``def test_<func_name>(): solution = Solution()
-...``. The definitions follow TestEval's ``eval_overall.py`` (``docs/metrics.md``, "TestEval",
-puts each beside it):
-
-* **syntax correctness**: tests that compile / all tests, over every program's tests together;
-* **execution correctness**: tests that run to the end or stop at a false ``assert`` (an
-  ``AssertionError`` counts as executable, as in TestEval) *and* whose text calls
-  ``solution.<func_name>`` / all tests; an exception, a timeout or a program that does not load
-  is a failure, counted by kind;
-* **assertion correctness** (ours; ``eval_overall.py`` does not compute it): tests that run
-  without any exception / all tests;
-* **line / branch coverage**: per program, coverage.py's executed statements / statements and
-  taken branch arcs / branch arcs of the program, run by all its executable tests together (the
-  program's module-level code, run when it is imported, counts, as under ``pytest --cov``);
-  lines containing ``import`` are excluded, as TestEval's ``.coveragerc`` does (its last
-  patterns, regular expressions ``import *``, match every such line); averaged over *all*
-  programs, one without an executable test counting 0;
-* **cov@k**: TestEval's script's definition, which is not "the coverage of k tests": the
-  executable tests are shuffled (one ``random.Random(42)`` for the whole run, each program's list
-  shuffled in place once per k, in the order of the programs and of ``ks``, as the script does),
-  cut into ``len // k`` groups of k (one group of all when fewer than k); a group's figure is the
-  mean of the coverage of its first 1, 2, ..., k tests; a program's is the mean over its groups;
-  averaged over all programs, 0 for one without an executable test.
-
-Running is kept apart from scoring: :func:`run_tests` executes (sandboxed, each test's arcs
-recorded with coverage.py's tracer) and returns :class:`ProgramRun` records; :func:`overall_metrics`
-reads them.
-"""
+2406.04531, 2024 (github.com/LLM4SoftwareTesting/TestEval). The definitions follow its
+``eval_overall.py``; ``docs/metrics.md``, "TestEval overall coverage", sets each beside it.
+Running is kept apart from scoring: :func:`run_tests` executes and returns :class:`ProgramRun`
+records; :func:`overall_metrics` reads them."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
 import random
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,8 +47,7 @@ def split_tests(raw: str) -> list[str]:
 
     A test starts at a line ``def test...(`` in column 0 and ends before the next line in column
     0 that is not blank nor a comment (prose, another ``def``, a call ``test_f()``), or at the end.
-    A test cut short by the token limit is kept as it is: it fails syntax correctness, counted.
-    """
+    A test cut short by the token limit is kept as it is: it fails syntax correctness, counted."""
     lines = _code_of(raw).splitlines()
     tests: list[str] = []
     i = 0
@@ -182,8 +151,8 @@ def _compiles(source: str) -> bool:
 
 class TestEvalCoverage:
     """coverage.py's line and branch coverage of one program for sets of executed arcs, through
-    its public API (a ``Coverage`` in branch mode with :data:`EXCLUDE` added to its exclusions,
-    ``json_report``), as ``pytest --cov --cov-branch`` with TestEval's ``.coveragerc`` reports it."""
+    its public API with :data:`EXCLUDE` excluded, as ``pytest --cov --cov-branch`` with TestEval's
+    ``.coveragerc`` reports it."""
 
     def __init__(self, program: str) -> None:
         self.program = program
@@ -199,20 +168,9 @@ class TestEvalCoverage:
         return self._cache[key]
 
     def _count(self, arcs: frozenset[tuple[int, int]]) -> tuple[float, float]:
-        import coverage
+        from testgen.coverage import json_report
 
-        with tempfile.TemporaryDirectory(prefix="testgen-testeval-") as tmp:
-            path = os.path.join(tmp, "under_test.py")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(self.program)
-            cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
-            cov.exclude(EXCLUDE)
-            cov.get_data().add_arcs({path: list(arcs)})
-            out = os.path.join(tmp, "coverage.json")
-            with contextlib.redirect_stdout(io.StringIO()):
-                cov.json_report(morfs=[path], outfile=out)
-            with open(out, encoding="utf-8") as fh:
-                totals = json.load(fh)["totals"]
+        totals = json_report(self.program, arcs, exclude=EXCLUDE)["totals"]
         stmts, branches = totals["num_statements"], totals.get("num_branches", 0)
         line = totals["covered_lines"] / stmts if stmts else 1.0
         branch = totals.get("covered_branches", 0) / branches if branches else 1.0

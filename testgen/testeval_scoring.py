@@ -1,8 +1,7 @@
 """Score a ``testgen run`` of the TestEval datasets (``testgen eval --testeval``): read the run
 directory, hand its tests to :mod:`testgen.testeval_metrics` (overall coverage) or
 :mod:`testgen.testeval_targets` (targeted line and branch), and write the figures and the same
-tests in TestEval's own prediction format.
-"""
+tests in TestEval's own prediction format."""
 
 from __future__ import annotations
 

@@ -1,27 +1,13 @@
 """TestEval's targeted line and branch tasks: hit rates, computed in testgen's sandbox.
 
 Wang et al., "TESTEVAL: Benchmarking Large Language Models for Test Case Generation", arXiv
-2406.04531, 2024. In the ``testeval-line`` and ``testeval-branch`` datasets
-(:mod:`evaluation.datasets.testeval`) every target is a task; its test is the first test function
-of each answer (:func:`~testgen.testeval_metrics.split_tests`), or the empty text when the answer
-has none (it then fails execution: nothing calls the method). The definitions follow TestEval's
-``eval_linecov.py`` and ``eval_branchcov.py`` (``docs/metrics.md``, "TestEval"):
-
-* syntax and execution correctness as in :mod:`testgen.testeval_metrics`, over the targets;
-* **line hit rate**: targets whose test is executable and, run alone, executes the target line
-  (coverage.py's executed lines, import lines excluded) / all targets;
-* **branch hit rate**: the same with the branch's first body line, ``start + 1`` (TestEval's rule:
-  a branch counts as covered when that line ran), overall and per TestEval difficulty
-  (0 easy, 1 medium, 2 hard: hits / targets of that difficulty; ``None`` when there is none).
-"""
+2406.04531, 2024. Every target of ``testeval-line`` and ``testeval-branch`` is a task, tested by
+the first test function of each answer, run alone. The definitions follow TestEval's
+``eval_linecov.py`` and ``eval_branchcov.py``; ``docs/metrics.md``, "Targeted line and branch
+coverage", sets each beside it."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,20 +63,9 @@ class TargetRun:
 def executed_lines(program: str, arcs: Iterable[tuple[int, int]]) -> frozenset[int]:
     """coverage.py's executed lines of ``program`` for ``arcs`` (its JSON report's
     ``executed_lines``, :data:`~testgen.testeval_metrics.EXCLUDE` excluded), through its public API."""
-    import coverage
+    from testgen.coverage import json_report
 
-    with tempfile.TemporaryDirectory(prefix="testgen-testeval-") as tmp:
-        path = os.path.join(tmp, "under_test.py")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(program)
-        cov = coverage.Coverage(data_file=None, branch=True, config_file=False)
-        cov.exclude(EXCLUDE)
-        cov.get_data().add_arcs({path: [(int(a), int(b)) for a, b in arcs]})
-        out = os.path.join(tmp, "coverage.json")
-        with contextlib.redirect_stdout(io.StringIO()):
-            cov.json_report(morfs=[path], outfile=out)
-        with open(out, encoding="utf-8") as fh:
-            files = json.load(fh)["files"]
+    files = json_report(program, arcs, exclude=EXCLUDE)["files"]
     return frozenset(next(iter(files.values()))["executed_lines"]) if files else frozenset()
 
 

@@ -1,11 +1,6 @@
-"""The ``testgen`` command line: a thin click layer over the library (:mod:`testgen.commands`).
-
-Subcommands live in their own modules (``testgen/cli/<command>.py``, each calling the library
-function named after its command) and are imported only when invoked (lazy group),
-so ``testgen --help`` stays fast and never imports torch or vllm. Errors follow the rule of
-:mod:`commandline` (``docs/cli.md``): exit 2 for usage and input errors, 1 for failures
-while running, each one line; ``--debug`` shows the traceback.
-"""
+"""The ``testgen`` command line: a thin click layer over :mod:`testgen.commands`, one module per
+subcommand, imported only when invoked (so ``testgen --help`` never imports torch or vllm).
+Errors follow the rule of :mod:`commandline`."""
 
 from __future__ import annotations
 
@@ -79,8 +74,7 @@ def _unavailable(name: str, help_text: str) -> click.Command:
 def cli(ctx: click.Context, debug: bool) -> None:
     """testgen: how well do LLMs write tests, and which code do their tests pick?
 
-    See https://arxiv.org/abs/2310.05727 (Xiong, Guo, Chen) for the settings and metrics.
-    """
+    See https://arxiv.org/abs/2310.05727 (Xiong, Guo, Chen) for the settings and metrics."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
 

@@ -1,10 +1,4 @@
-"""``testgen augment``: EvalPlus's "+" inputs (``testgen reduce``, in :mod:`testgen.cli.reduce`,
-makes its "-mini" suites).
-
-The command line of :func:`testgen.commands.augment.augment`: options in, the function's report
-printed. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures:
-``docs/augment.md``.
-"""
+"""``testgen augment``: a thin layer over :func:`testgen.commands.augment.augment` (``docs/augment.md``)."""
 
 from __future__ import annotations
 
@@ -89,8 +83,7 @@ def augment(dataset: str, dataset_path: str | None, out: str, seed_files: tuple[
     (--llm-backend) and PropertyEval's inputs (--propertyeval); mutation makes the rest. An input
     is kept when the task's contract accepts it and the reference returns on it within 1 s
     without raising (both run in the sandbox). Resumable: run it again with the same options.
-    Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE.
-    """
+    Judge with: testgen evaluate --dataset humaneval+|mbpp+ --dataset-path OUT --samples FILE."""
     from testgen.cli.options import parse_backend_options
     from testgen.commands.augment import AugmentCommandConfig, ModelSeeds, augment as make_inputs
 

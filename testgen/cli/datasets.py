@@ -1,8 +1,4 @@
-"""``testgen datasets``: list the datasets, their versions, sizes and where each was found.
-
-A thin layer over :func:`testgen.commands.datasets.datasets`. Nothing is downloaded unless
-``--download`` is given; a dataset that is not found is listed with the three ways to provide it.
-"""
+"""``testgen datasets``: a thin layer over :func:`testgen.commands.datasets.datasets`."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ def datasets(names: tuple[str, ...], dataset_path: str | None, download: bool, a
     MBPP_OVERRIDE_PATH / TESTGEN_MBPP_PATH, then the shared data folder ($TESTGEN_DATA, else
     ../shared/data from the current directory, else beside the checkout), then the cache
     ($TESTGEN_CACHE or ~/.cache/testgen), then (with --download, or when a command needs the data)
-    the official release URL.
-    """
+    the official release URL."""
     from evaluation.datasets import DATASETS
     from testgen.commands.datasets import datasets as dataset_rows
 

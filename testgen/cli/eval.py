@@ -1,6 +1,4 @@
-"""``testgen eval RUN_DIR``: pass rate P, deduplicated pass rate P' and branch coverage C of a
-run's generated tests (Xiong, Guo, Chen, arXiv 2310.05727). A thin layer over
-:func:`testgen.commands.eval.eval`."""
+"""``testgen eval``: a thin layer over :func:`testgen.commands.eval.eval`."""
 
 from __future__ import annotations
 
@@ -115,8 +113,7 @@ def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, ded
           no_cache: bool, quiet: bool, peer_mutants: str | None, testeval: bool) -> None:
     """Score the tests of RUN_DIR: P, P', branch coverage C, correctness by position.
 
-    Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl.
-    """
+    Writes RUN_DIR/eval/metrics.json (fractions in [0, 1]) and RUN_DIR/eval/generations.jsonl."""
     if testeval:
         from testgen.cli.testeval_table import print_testeval
 

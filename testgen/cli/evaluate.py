@@ -1,9 +1,5 @@
-"""``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
-
-A thin click layer over :func:`testgen.commands.evaluate.evaluate` (``docs/evaluate.md``): it
-builds the configuration, shows progress (bars on a terminal, a line every few seconds elsewhere:
-:mod:`commandline.progress`) and the library's notices, and prints the pass@k table.
-"""
+"""``testgen evaluate``: a thin layer over :func:`testgen.commands.evaluate.evaluate`
+(``docs/evaluate.md``) that shows progress and notices and prints the pass@k table."""
 
 from __future__ import annotations
 
@@ -125,8 +121,7 @@ def evaluate(
     With --pbt (or --propertyeval PATH) a third suite judges the samples that pass base:
     PropertyEval's inputs (1,000 per task drawn from its Hypothesis strategies, in the sandbox),
     those the task's contract accepts, with the reference's outputs; "+pbt" = base, plus and
-    these inputs all pass.
-    """
+    these inputs all pass."""
     from rich.console import Console
 
     from testgen.commands.evaluate import EvaluateConfig, evaluate as judge

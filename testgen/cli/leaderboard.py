@@ -1,12 +1,5 @@
-"""``testgen leaderboard RUN_DIR... [--rerank DIR] --out DIR``: one row per test generator, every
-figure with its 95% interval and a paired test against the column's best. A thin layer over
-:func:`testgen.commands.leaderboard.leaderboard`.
-
-A command of its own rather than an option of ``testgen report``: the report's table is the
-paper's Table 2 (models x settings, a cell per pair), its inputs runs only; the leaderboard's rows
-are test generators, whatever their setting, its columns every figure of every run and the
-reranking of a pool with each row's tests, read from ``rerank``'s output (``--rerank``), which
-the report does not take."""
+"""``testgen leaderboard``: a thin layer over :func:`testgen.commands.leaderboard.leaderboard`
+(why a command of its own: ``docs/leaderboard.md``)."""
 
 from __future__ import annotations
 
@@ -40,8 +33,7 @@ def leaderboard(run_dirs: tuple[str, ...], rerank_dirs: tuple[Path, ...], rerank
     their tests help pick code (reranked pass@1), each with its 95% interval.
 
     A row is named NAME, or by its run's model/setting. Only tasks every run has are compared; a
-    warning names the others.
-    """
+    warning names the others."""
     from testgen.commands.leaderboard import leaderboard as write_leaderboard
     from testgen.leaderboard_page import table_cells
 

@@ -1,9 +1,6 @@
-"""Options that ``testgen run`` and ``testgen sample`` share, each defined once here: which tasks,
-which backend and how to reach and configure it (``--base-url``, ``--backend-option KEY=VALUE``,
-``--list-backend-options``), and how to sample (``--model``, ``--temperature``, ``--top-p``,
-``--max-tokens``, ``--seed``, ``--prompt-style``, ``--progress``). The options that ``testgen`` and
-``rerank`` share (``--dataset``, ``--workers``, ...) are in :mod:`commandline`.
-"""
+"""Options that ``testgen run`` and ``testgen sample`` share (which tasks, which backend and how to
+reach and configure it, how to sample); those ``testgen`` and ``rerank`` share are in
+:mod:`commandline`."""
 
 from __future__ import annotations
 
@@ -78,10 +75,10 @@ def parse_backend_options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def resolve_backend_options(backend: str, pairs: tuple[str, ...], base_url: str | tuple[str, ...] | None, *,
-                            list_only: bool) -> dict[str, str] | None:
+                            list_only: bool, model: str | None) -> dict[str, str] | None:
     """The backend's options from the command line (``--base-url``, repeatable, is the ``base_url``
     option: several URLs are joined with commas); with ``list_only``, print the backend's
-    documented options instead and return None."""
+    documented options instead and return None. A backend that needs a model needs ``--model``."""
     if list_only:
         from testgen.backends import BACKENDS
         from testgen.backends.base import options_help
@@ -91,6 +88,10 @@ def resolve_backend_options(backend: str, pairs: tuple[str, ...], base_url: str 
         for name, default, doc in options_help(cls.Options):
             click.echo(f"  {name} [default {default}]: {doc}")
         return None
+    from testgen.backends import backend_capabilities
+
+    if model is None and backend_capabilities(backend).needs_model:
+        raise click.UsageError(f"--backend {backend} needs --model")
     options = parse_backend_options(pairs)
     urls = (base_url,) if isinstance(base_url, str) else tuple(base_url or ())
     if urls:

@@ -1,9 +1,4 @@
-"""``testgen reduce``: EvalPlus's "-mini" suites, a dataset's plus inputs reduced by set cover.
-
-The command line of :func:`testgen.commands.reduce.reduce`: options in, the function's report
-(EvalPlus's Table 4) printed. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210. Details and
-measured figures: ``docs/augment.md``.
-"""
+"""``testgen reduce``: a thin layer over :func:`testgen.commands.reduce.reduce` (``docs/augment.md``)."""
 
 from __future__ import annotations
 
@@ -56,8 +51,7 @@ def reduce(dataset: str, dataset_path: str | None, sample_files: tuple[str, ...]
     Keeps every base input and the fewest plus inputs (greedily) that still execute every arc
     of the reference, kill every mutant and every sample the full suite kills. Prints EvalPlus's
     Table 4: tests per task and pass@1 with each requirement alone and all together, every
-    sample judged on a suite reduced without its own model's (or fold's) samples.
-    """
+    sample judged on a suite reduced without its own model's (or fold's) samples."""
     from testgen.commands.reduce import ReduceConfig, reduce as reduce_inputs
 
     kinds = tuple(k.strip() for k in requirements.split(",") if k.strip())

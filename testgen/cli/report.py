@@ -1,7 +1,4 @@
-"""``testgen report RUN_DIR... --out DIR``: Table 2 (models x settings, "P' (C)") as Markdown,
-CSV and on the terminal, and PNG plots (Figure 2, Figure 3, per-task distributions) of
-Xiong, Guo, Chen (arXiv 2310.05727). A thin layer over :func:`testgen.commands.report.report`,
-which writes a ``testgen study`` folder's report instead when given one (``testgen report STUDY_DIR``)."""
+"""``testgen report``: a thin layer over :func:`testgen.commands.report.report`."""
 
 from __future__ import annotations
 
@@ -80,8 +77,7 @@ def report(run_dirs: tuple[Path, ...], out: Path, code_pass1: tuple[str, ...], c
     """Compare evaluated runs: Table 2 and the paper's plots.
 
     Given one 'testgen study' folder instead, write the study's report (Tables 1-6, Figures 2-3,
-    index.html) into DIR/report (docs/study.md).
-    """
+    index.html) into DIR/report (docs/study.md)."""
 
     from testgen.commands.report import report as write_report
 

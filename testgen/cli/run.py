@@ -1,7 +1,4 @@
-"""``testgen run``: make a model write tests in the oracle/self/cross/placeholder settings.
-
-A thin layer over :func:`testgen.commands.run.run` (Xiong, Guo, Chen, arXiv 2310.05727).
-"""
+"""``testgen run``: a thin layer over :func:`testgen.commands.run.run`."""
 
 from __future__ import annotations
 
@@ -87,16 +84,13 @@ def run(
     from testgen.commands.run import CODE_STOP, RunConfig, default_out_dir, run as run_pipeline
     from testgen.settings import PromptStyle, Setting
 
-    options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
+    options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options, model=model)
     if options is None:
         return
-    caps = backend_capabilities(backend)
     source = click.get_current_context().get_parameter_source("n")
-    if caps.dataset_tests and source is not click.core.ParameterSource.DEFAULT and n != 1:
+    if backend_capabilities(backend).dataset_tests and source is not click.core.ParameterSource.DEFAULT and n != 1:
         click.echo(f"note: the {backend} backend makes one generation per task (all of its tests); -n is ignored",
                    err=True)
-    if model is None and caps.needs_model:
-        raise click.UsageError(f"--backend {backend} needs --model")
     config = RunConfig(
         dataset=dataset,
         dataset_path=dataset_path,

@@ -1,11 +1,5 @@
-"""``testgen sample``: sample code from a model for every problem (the paper's Table 1, and the
-pool for ``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank``).
-
-A thin layer over :func:`testgen.commands.sample.sample` (Xiong, Guo, Chen, arXiv 2310.05727). The project's
-exit-status rule (``docs/cli.md``): 2 for a bad input (unknown dataset or backend option, a run
-directory holding another configuration), checked before anything is sampled; 1 when sampling
-fails while running (:class:`~evaluation.errors.RunFailure`: the model server gives up, ...).
-"""
+"""``testgen sample``: sample code from a model for every problem; a thin layer over
+:func:`testgen.commands.sample.sample`."""
 
 from __future__ import annotations
 
@@ -52,20 +46,16 @@ def sample(
 
     Score them with 'testgen evaluate --samples RUN/solutions.jsonl'; reuse them with
     'testgen run --setting self --code-from RUN/solutions.jsonl', '--setting cross --code-pool',
-    or 'rerank --samples'.
-    """
+    or 'rerank --samples'."""
     import sys
 
-    from testgen.backends import backend_capabilities
     from testgen.backends.base import Sampling
     from testgen.commands.sample import SampleConfig, sample as draw_samples
     from testgen.settings import PromptStyle
 
-    options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options)
+    options = resolve_backend_options(backend, backend_options, base_url, list_only=list_backend_options, model=model)
     if options is None:
         return
-    if model is None and backend_capabilities(backend).needs_model:
-        raise click.UsageError(f"--backend {backend} needs --model")
     config = SampleConfig(
         dataset=dataset, dataset_path=dataset_path, backend=backend, model=model, backend_options=options, n=n,
         sampling=Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),

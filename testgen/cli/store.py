@@ -1,7 +1,4 @@
-"""``testgen store``: the result store's place and size per kind; ``--clear`` empties it.
-
-A thin layer over :func:`testgen.commands.store.store` (``docs/store.md``).
-"""
+"""``testgen store``: a thin layer over :func:`testgen.commands.store.store` (``docs/store.md``)."""
 
 from __future__ import annotations
 
@@ -28,8 +25,7 @@ def store(clear: bool, kinds: tuple[str, ...]) -> None:
 
     Every command reads the store before it runs a program and keeps what it ran there, keyed by
     everything the result depends on; it only grows. --clear removes it (or the kinds named):
-    the next command that needs a result computes it again.
-    """
+    the next command that needs a result computes it again."""
     from testgen.commands.store import store as inspect
 
     if kinds and not clear:

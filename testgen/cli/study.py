@@ -1,11 +1,5 @@
-"""``testgen study SPEC.toml --out DIR``: the paper's whole study (many models, four settings, two
-datasets, Table 1 sampling and Table 5 reranking) from one spec file, then its tables.
-
-A thin layer over :func:`testgen.commands.study.study` (Xiong, Guo, Chen, arXiv 2310.05727):
-``--dry-run`` lists the plan's steps, ``--check`` runs the preflight alone
-(:mod:`testgen.study.check`, also run before every study); otherwise the study runs with a live
-view of its steps. See ``docs/study.md``.
-"""
+"""``testgen study``: a thin layer over :func:`testgen.commands.study.study` (``docs/study.md``),
+with a live view of the steps."""
 
 from __future__ import annotations
 
@@ -74,8 +68,7 @@ def study(spec_file: Path, out: Path | None, only: str | None, dry_run: bool, jo
     Steps already done (keyed by their configuration) are skipped; a killed study resumes.
     The report (Tables 1-6, Figures 2-3, index.html) is written to OUT/report. Steps that cannot
     run here (their packages are missing) stop it before any step runs (exit 2), unless
-    --skip-unavailable.
-    """
+    --skip-unavailable."""
     from rich.console import Console
 
     from testgen.commands.study import plan_study

@@ -1,14 +1,7 @@
-"""``testgen augment``: new inputs per task, EvalPlus's way (the "+" of HumanEval+).
-
-:func:`augment` gathers the seeds (the dataset's base inputs, or for a dataset judged on its own
-asserts the calls in them; the calls in test generations,
-:func:`testgen.augment_seeds.generation_sites`; a model asked for inputs,
-:func:`testgen.augment_seeds.model_sites`; PropertyEval's drawn inputs), then hands them to
-:func:`evaluation.augment.augment_dataset` (type-aware mutation, every input checked in the
-sandbox against the task's contract and the reference). It writes the dataset in the release
-format of :func:`evaluation.augment.release.plus_format` and returns the report. EvalPlus: Liu et
-al., NeurIPS 2023, arXiv 2305.01210. Details and measured figures: ``docs/augment.md``.
-"""
+"""``testgen augment``: new inputs per task, EvalPlus's way (the "+" of HumanEval+). :func:`augment`
+gathers the seeds and hands them to :func:`evaluation.augment.augment_dataset`, then writes the
+dataset in EvalPlus's release format. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210.
+The seeds, the checks and measured figures: ``docs/augment.md``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``testgen datasets``: each registered dataset located and loaded, or why it was not found.
-
-:func:`datasets` locates each dataset's file as :func:`evaluation.datasets.locate_dataset` says
-(nothing is downloaded unless asked) and loads it (:func:`evaluation.datasets.load_dataset`); a
-dataset that is not found becomes a row with the three ways to provide it.
-"""
+"""``testgen datasets``: each registered dataset located (nothing downloaded unless asked) and
+loaded, or why it was not found."""
 
 from __future__ import annotations
 
@@ -55,18 +51,8 @@ def datasets(
         except DatasetNotFound as exc:
             if dataset_path is not None:
                 raise
-            rows.append(
-                DatasetRow(name=name, version=version, problems=None, found_by=None, path=None, error=str(exc))
-            )
+            rows.append(DatasetRow(name=name, version=version, problems=None, found_by=None, path=None, error=str(exc)))
             continue
-        rows.append(
-            DatasetRow(
-                name=name,
-                version=dataset.version or version,
-                problems=len(dataset),
-                found_by=found_by,
-                path=dataset.source,
-                fixes=len(dataset.fixes),
-            )
-        )
+        rows.append(DatasetRow(name=name, version=dataset.version or version, problems=len(dataset), found_by=found_by,
+                               path=dataset.source, fixes=len(dataset.fixes)))
     return rows

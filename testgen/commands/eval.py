@@ -1,30 +1,10 @@
 """The ``testgen eval`` pipeline: score a run directory's generated tests (P, P', C, ...).
 
-Method: Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code"
-(arXiv 2310.05727); definitions in :mod:`testgen.metrics`. Steps:
-
-1. Read ``RUN/config.json``, ``RUN/generations.jsonl`` (each record's ``tests`` list, all of them)
-   and, for self/cross, ``RUN/solutions.jsonl`` (:mod:`testgen.run_directory`).
-2. Keep the first ``tests_per_generation`` tests of each generation (3 by default; all of them for
-   a backend that returns the dataset's own tests, one generation holding a task's whole human
-   test suite: :attr:`~testgen.backends.base.Capabilities.dataset_tests`).
-3. Run every *distinct* kept test of a task once against the reference solution in the sandboxed
-   executor (:mod:`evaluation.executor`), with ``measure_coverage`` so each test's executed arcs
-   come back; identical tests of different generations share the result. Tests name the task's
-   entry point, so the executor checks them in trusted code where it can (a program cannot forge
-   their pass); ``metrics.json`` counts how many were checked there and how many in the
-   program's process. Tests that rebind the entry point are vacuous: dropped (runs made before
-   extraction dropped them) and counted. For self/cross the kept tests also run against the code
-   that was in the prompt (Table 6).
-4. Per generation: outcomes of its kept tests, and branch coverage of the union of the load arcs
-   and its tests' arcs, computed by coverage.py's own analysis (:mod:`testgen.coverage`).
-5. Write ``EVAL/metrics.json`` and ``EVAL/generations.jsonl`` (``EVAL`` = ``RUN/eval`` by default).
-
-Execution results are kept in the result store (:mod:`evaluation.result_store`) keyed by (program, test,
-timeout) and :data:`testgen.executions.CACHE_VERSION` (:mod:`testgen.executions`), so re-running
-with other options (``--tests-per-generation``, ``--empty``, ...), into another ``--out``, or after
-an interruption executes only what is missing.
-"""
+Reads the run (:mod:`testgen.run_directory`), keeps each generation's first
+``tests_per_generation`` tests, runs every distinct kept test of a task once against the reference
+in the sandboxed executor with coverage on (results kept in the result store, so a re-run executes
+only what is missing), and writes ``EVAL/metrics.json`` and ``EVAL/generations.jsonl``. Method
+and decisions: ``docs/eval.md``; definitions: :mod:`testgen.metrics`."""
 
 from __future__ import annotations
 
@@ -49,6 +29,7 @@ from testgen.executions import (
     cached_outcome,
     coverage_version,
     run_programs,
+    say_reused,
     union_coverage,
 )
 from testgen.metrics import (
@@ -76,8 +57,7 @@ class EvalOptions:
     tests_per_generation: int | None = 3
     """Keep the first k tests of a generation (the paper: 3); ``None`` keeps all."""
     tests_per_generation_explicit: bool = False
-    """Whether the user set ``tests_per_generation`` (otherwise a backend of the dataset's own tests
-    keeps all)."""
+    """Whether the user set it (otherwise a backend of the dataset's own tests keeps all)."""
     dedup: DedupKey = DedupKey.AST
     """Duplicate rule for P'."""
     empty: EmptyPolicy = EmptyPolicy.ZERO
@@ -98,11 +78,9 @@ class EvalOptions:
     workers: int | None = None
     """Executor workers (default: one per core; on Ray: batches at once, default the cluster's CPUs)."""
     engine: EngineChoice = field(default_factory=EngineChoice)
-    """Where the programs run: this machine (default) or a Ray cluster (``--engine ray``). The
-    metrics are the same on every engine; it is recorded under ``execution`` in ``metrics.json``."""
+    """Where the programs run: this machine (default) or a Ray cluster; the metrics are the same."""
     timeout: float = 5.0
-    """Seconds per test (the executor kills the test after that). Generous because coverage.py's
-    tracer slows tight loops several times over."""
+    """Seconds per test; generous because coverage.py's tracer slows tight loops several times over."""
     chunk_size: int = 64
     """Tests per executor job (one job loads the program once and runs a batch of tests)."""
     out: Path | None = None
@@ -118,10 +96,8 @@ class EvalOptions:
     peer_mutants: Path | None = None
     """With ``mutation``: another tool's mutants too (MuTAP's MutPy ones), scored alike: ``mutation.peer``."""
     pbt: bool = False
-    """With ``mutation`` on HumanEval+: PropertyEval's property-based inputs also judge the mutants'
-    equivalence (after base and plus); the snapshot is :attr:`propertyeval`, else found as
-    ``testgen evaluate --pbt`` finds it (``$TESTGEN_PROPERTYEVAL``, else the pinned snapshot in
-    the cache)."""
+    """With ``mutation`` on HumanEval+: PropertyEval's inputs also judge the mutants' equivalence; the
+    snapshot is :attr:`propertyeval`, else found as ``testgen evaluate --pbt`` finds it."""
     propertyeval: Path | None = None
     """A PropertyEval snapshot (directory or tarball) for :attr:`pbt` (implies it)."""
     faults: bool = False
@@ -131,8 +107,7 @@ class EvalOptions:
     faults_defaults: bool = True
     """Use the default fault sources of the reference dataset (CodeT's and LDB's on HumanEval+)."""
     limit: int | None = None
-    """Score only the first ``limit`` tasks, in the run's dataset order (as ``testgen run
-    --limit`` chose them); ``None``: every task of ``generations.jsonl``."""
+    """Score only the first ``limit`` tasks of the run's dataset; ``None``: every task of the run."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,10 +160,7 @@ def eval(  # noqa: A001 - the library function of `testgen eval`, named after it
     notify: Callable[[str], None] | None = None,
 ) -> EvalResult:
     """``testgen eval``: score a run directory's tests; write ``metrics.json`` and ``generations.jsonl``
-    under the eval dir (the steps of the module docstring: prepare, run the tests, the results per
-    generation, the mutation score, the metrics).
-
-    ``notify`` is told how many test runs came from the result store (or that it was not read)."""
+    under the eval dir. ``notify`` is told how many test runs came from the result store (or that it was not read)."""
     opts = opts or EvalOptions()
     t0, r0 = time.perf_counter(), cpu_seconds()
     plan = _prepare(run_dir, opts)
@@ -334,28 +306,24 @@ def _run_tests(plan: _Scoring, opts: EvalOptions, progress: ProgressFn | None, s
         say(f"--no-cache: nothing reused from the store {store.root}; every test runs again")
 
     def reused(stage: str, st: Mapping[str, int]) -> None:
-        if opts.use_cache and st["tests_wanted"] > st["tests_run"]:
-            say(f"{stage}: {st['tests_wanted'] - st['tests_run']:,} of {st['tests_wanted']:,} test runs from the "
-                f"store {store.root}; {st['tests_run']:,} to run")
+        if opts.use_cache:
+            say_reused(say, stage, st, store.root)
 
-    try:
-        ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
-                                 timeout=opts.timeout, workers=opts.workers, engine=opts.engine)
-        reused("reference solutions", ref_stats)
-        prompt_wanted: dict[str, tuple[str, list[str], str]] = {}
-        if plan.want_prompt:
-            for g in plan.run.generations:
-                sol = plan.run.solutions.get(g.solution_id or "")
-                if sol is not None:
-                    code = str(sol["solution"])
-                    prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
-                                             )[1].extend(plan.kept[g.generation_id])
-        prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
-                                     timeout=opts.timeout, workers=opts.workers, engine=opts.engine) if prompt_wanted else {})
-        if prompt_stats:
-            reused("code in the prompts", prompt_stats)
-    finally:
-        cache.close()
+    ref_stats = run_programs(ref_wanted, cache, progress, "reference", chunk_size=opts.chunk_size,
+                             timeout=opts.timeout, workers=opts.workers, engine=opts.engine)
+    reused("reference solutions", ref_stats)
+    prompt_wanted: dict[str, tuple[str, list[str], str]] = {}
+    if plan.want_prompt:
+        for g in plan.run.generations:
+            sol = plan.run.solutions.get(g.solution_id or "")
+            if sol is not None:
+                code = str(sol["solution"])
+                prompt_wanted.setdefault("sol:" + content_id(code), (code, [], problems[g.task_id].entry_point)
+                                         )[1].extend(plan.kept[g.generation_id])
+    prompt_stats = (run_programs(prompt_wanted, cache, progress, "prompt code", chunk_size=opts.chunk_size,
+                                 timeout=opts.timeout, workers=opts.workers, engine=opts.engine) if prompt_wanted else {})
+    if prompt_stats:
+        reused("code in the prompts", prompt_stats)
     return cache, {"reference": ref_stats, "prompt_code": prompt_stats}
 
 
@@ -402,14 +370,13 @@ def _results(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions) -> list[G
 def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, progress: ProgressFn | None,
                     notify: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, int]]:
     """Step 4 (``--mutation``): the mutation score of the kept tests (:mod:`testgen.mutation_score`)."""
-    from testgen.mutation_score import GenerationTests, MutationOptions, mutation_metrics
+    from testgen.mutation_score import MutationOptions, mutation_metrics
 
     def score(peer: Path | None) -> tuple[dict[str, Any], dict[str, int]]:
         return mutation_metrics(
             dataset=plan.ref_ds, suites=plan.suites, reference_cache=cache, reference_pid=plan.ref_pid,
             out_dir=plan.out_dir, progress=progress, notify=notify, peer=peer,
-            generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id,
-                                         tests=plan.kept[g.generation_id]) for g in plan.run.generations],
+            generations=_generation_tests(plan),
             opts=MutationOptions(timeout=opts.mutation_timeout, shorten_after=opts.mutation_shorten_after,
                                  workers=opts.workers, engine=opts.engine, chunk_size=opts.chunk_size,
                                  use_cache=opts.use_cache))
@@ -418,17 +385,22 @@ def _mutation_score(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, pr
     return ({**block, "peer": score(opts.peer_mutants)[0]} if opts.peer_mutants else block), killed
 
 
+def _generation_tests(plan: _Scoring) -> list[Any]:
+    """Each generation's kept tests, as the mutation score and fault exposure read them."""
+    from testgen.mutation_score import GenerationTests
+
+    return [GenerationTests(task_id=g.task_id, generation_id=g.generation_id, tests=plan.kept[g.generation_id])
+            for g in plan.run.generations]
+
+
 def _fault_exposure(plan: _Scoring, cache: ExecutionCache, opts: EvalOptions, notify: Callable[[str], None] | None
                     ) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
     """Step 4 (``--faults``): real-fault exposure of the kept tests (:mod:`testgen.fault_exposure`)."""
     from testgen.fault_exposure import FaultOptions, fault_metrics
-    from testgen.mutation_score import GenerationTests
 
     return fault_metrics(
         dataset=plan.ref_ds, ref_name=plan.ref_name, reference_cache=cache, reference_pid=plan.ref_pid,
-        out_dir=plan.out_dir, notify=notify,
-        generations=[GenerationTests(task_id=g.task_id, generation_id=g.generation_id, tests=plan.kept[g.generation_id])
-                     for g in plan.run.generations],
+        out_dir=plan.out_dir, notify=notify, generations=_generation_tests(plan),
         opts=FaultOptions(samples=opts.faults_samples, defaults=opts.faults_defaults, workers=opts.workers,
                           engine=opts.engine, chunk_size=opts.chunk_size, use_cache=opts.use_cache))
 

@@ -1,18 +1,10 @@
 """``testgen evaluate``: HumanEval+/MBPP+/MBPP verdicts and pass@k of a file of sampled solutions.
 
-:func:`evaluate` reads the samples (:func:`evaluation.solutions.read_solutions`: ours, EvalPlus's or
-CodeT's) and judges them by the judge the dataset's spec names (:func:`evaluation.correctness.judge_solutions`,
-after the references are measured and reported: :func:`evaluation.correctness.reference_truth`),
-with ``pbt`` on PropertyEval's property-based inputs as a third suite
-(:func:`evaluation.evalplus.propertyeval.propertyeval_suite`); or, to check ours against, with the
-installed ``evalplus`` 0.3.1 (:func:`evaluation.evalplus.evaluate_solutions_evalplus`). It writes
-one verdict record per sample (:meth:`evaluation.records.Verdict.to_record`), each as soon as it is
-judged (to ``OUT.partial``, which a stopped run's same command resumes; ``OUT`` whole at the end:
-:mod:`testgen.partial_output`), and returns pass@k (:func:`evaluation.passk.verdict_pass_at_k`).
-Every program's result is read from, or kept in, the result store (:mod:`evaluation.result_store`)
-that ``rerank`` and the other commands share. EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210.
-PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893.
-"""
+Reads the samples (ours, EvalPlus's or CodeT's), judges them by the judge the dataset's spec
+names (``pbt``: PropertyEval's inputs as a third suite; or, to check ours against, the installed
+``evalplus``), writes one verdict record per sample as it is judged (:mod:`testgen.partial_output`)
+and returns pass@k; every program's result goes through the shared result store. EvalPlus: Liu et
+al., NeurIPS 2023, arXiv 2305.01210. PropertyEval: Pawagi 2025, DOI 10.5281/zenodo.15081893."""
 
 from __future__ import annotations
 
@@ -141,13 +133,8 @@ def _quiet(_: str) -> None:
 
 def evaluate(config: EvaluateConfig, *, progress: ProgressFactory = _no_progress, notify: Notify = _quiet
              ) -> EvaluateResult:
-    """Judge ``config.samples`` and write their verdicts (see the module docstring): check the
-    options, read the samples, judge them by the dataset's judge, write and count.
-
-    Verdicts are written to ``OUT.partial`` as they are judged, and ``OUT`` whole at the end
-    (:mod:`testgen.partial_output`): the same command run again after a kill reuses what the
-    partial file holds and says so; every judged program is also kept in the result store
-    (:mod:`evaluation.result_store`), which any later run, or ``rerank``, reads instead of judging again."""
+    """Judge ``config.samples`` and write their verdicts: check the options, read the samples, judge
+    them by the dataset's judge (resuming from ``OUT.partial``), write and count."""
     t0 = time.perf_counter()
     spec = dataset_spec(config.dataset)
     strategies = _check(config, spec)

@@ -1,24 +1,10 @@
 """``testgen leaderboard``: one row per test generator, every figure with its interval.
 
-Input: run directories scored by ``testgen eval`` (one per test generator: human tests, a model
-replayed, an imported tool's tests), and optionally ``rerank`` output folders whose test sets are
-those runs' ``generations.jsonl``. Each row gets:
-
-* every metric of the registry :data:`testgen.metrics.METRICS` (P, P', C and any plug-in's),
-  computed per task again from the run's ``eval/generations.jsonl`` with the metric's own
-  function, so a registered metric becomes a column without any change here;
-* M, the mutation score, per task from ``generations.jsonl``'s ``mutants_killed`` and the
-  non-equivalent mutants of ``eval/mutation/mutants.jsonl`` (``testgen eval --mutation``);
-* any other figure of ``metrics.json`` (a number, or a block with a numeric ``score``, at its top
-  level): per task from the block's ``per_task`` map or, failing that, from the generations'
-  field of the same name; a figure with neither is shown as it is, without an interval, and only
-  where the run was scored on exactly the compared tasks;
-* reranking utility: the chosen reranker's (CodeT's) expected pass@1 of the pool reranked with
-  the row's tests, from ``picks.jsonl``, beside the random pick and the human tests' row.
-
-Only the tasks every row has are compared (a warning names what was left out of which row);
-intervals, paired tests and the stability of the order are in :mod:`testgen.leaderboard_stats`.
-"""
+Input: run directories scored by ``testgen eval``, and optionally ``rerank`` output folders whose
+test sets are those runs' ``generations.jsonl``. Each row gets every metric of
+:data:`testgen.metrics.METRICS` computed per task again, M, any other figure of ``metrics.json``,
+and the reranking utility; only the tasks every row has are compared (the columns and where each
+comes from: ``docs/leaderboard.md``). Intervals and paired tests: :mod:`testgen.leaderboard_stats`."""
 
 from __future__ import annotations
 
@@ -133,7 +119,7 @@ def _other_keys(runs: Mapping[str, EvaluatedRun]) -> list[str]:
 
 
 def _metrics_json_columns(runs: Mapping[str, EvaluatedRun], tasks: set[str], warnings: list[str]) -> list[Column]:
-    """M and every other figure of ``metrics.json`` (see the module's docstring for the per-task rule)."""
+    """M and every other figure of ``metrics.json`` (the per-task rule: ``docs/leaderboard.md``)."""
     raw = {label: _raw(run, tasks) for label, run in runs.items()}
     columns = [Column(key="mutation", title="M", per_task={label: v for label, run in runs.items()
                                                           if (v := _mutation_per_task(run, raw[label]))},

@@ -1,12 +1,7 @@
-"""``testgen reduce``: a dataset's plus inputs reduced by greedy set cover (EvalPlus's "-mini").
-
-:func:`reduce` reads the sample pools (any format ``testgen evaluate`` reads, or ``testgen
-sample`` run directories) and hands them to :func:`evaluation.augment.reduce_dataset`: branch
-coverage of the reference, mutants killed and samples killed as the requirements, every program
-run in the sandbox; it writes the reduced dataset and EvalPlus's Table 4 (each requirement kind
-alone, then all, every sample judged on a suite reduced without its own model's or fold's
-samples). EvalPlus: Liu et al., NeurIPS 2023, arXiv 2305.01210, section 2.2.
-"""
+"""``testgen reduce``: a dataset's plus inputs reduced by greedy set cover (EvalPlus's "-mini",
+Liu et al., NeurIPS 2023, arXiv 2305.01210, section 2.2), through
+:func:`evaluation.augment.reduce_dataset`; the requirements and the Table 4 it writes:
+``docs/augment.md``."""
 
 from __future__ import annotations
 

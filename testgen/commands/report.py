@@ -1,25 +1,9 @@
-"""Tables and plots comparing evaluated runs, in the shapes of Xiong, Guo, Chen (arXiv 2310.05727).
+"""Tables and plots comparing evaluated runs, in the shapes of Xiong, Guo, Chen (arXiv 2310.05727):
+Table 2 (models x settings, "P' (C)"), Figures 2 and 3, and per-task distributions of P' and C.
 
-* Table 2: models x settings (oracle, self, cross, placeholder), each cell "P' (C)" in percent;
-  written as Markdown and CSV (with P, P', C and counts as separate numeric columns). The paper's
-  C is underspecified (Appendix A.5: 80.35% for HumanEval's human tests; coverage.py's branch
-  total on the same tests is 98.73%, 75.73% without the arcs run on import): every column
-  header says which C it shows (``C total`` as evaluated, or ``C total, tests-only``), and the
-  CSV has both.
-* Figure 2: test pass rate P' against the model's code pass@1, one point per model and setting,
-  with a least-squares line and Pearson's r per setting.
-* Figure 3: correctness of the 1st, 2nd, 3rd, ... kept test of a generation.
-* Per-task distributions of P' and C (box plots, one box per run).
-
-Runs are compared on the tasks every one of them has: a run scored on more tasks (a run
-directory of 164 tasks beside one of 5) is scored again here, from its ``eval/generations.jsonl``,
-on the common tasks only (:func:`on_common_tasks`); what was left out is said on screen, in
-``report.md`` and in ``tasks.json``. The figures that cannot be recomputed from that file (the
-mutation score M, code pass@1 of the prompts' code, the tests-only C) are then left out ("-").
-
-Input: run directories scored by ``testgen eval`` (``RUN/eval/metrics.json`` and
-``RUN/eval/generations.jsonl``), or those eval directories themselves.
-"""
+Input: run directories scored by ``testgen eval``, or their eval directories. Runs are compared
+on the tasks every one of them has, a run with more scored again from its
+``eval/generations.jsonl`` (:func:`on_common_tasks`); what each file holds: ``docs/eval.md``."""
 
 from __future__ import annotations
 
@@ -208,10 +192,7 @@ def coverage_label(runs: Sequence[EvaluatedRun], *, tests_only: bool = False) ->
 
 
 def _coverage(run: EvaluatedRun, tests_only: bool) -> float | None:
-    if tests_only:
-        value = run.metrics.get("variants", {}).get("coverage_tests_only")
-        return None if value is None else float(value)
-    value = run.metrics.get("coverage")
+    value = run.metrics.get("variants", {}).get("coverage_tests_only") if tests_only else run.metrics.get("coverage")
     return None if value is None else float(value)
 
 
@@ -262,13 +243,11 @@ def _code_pass1(run: EvaluatedRun, overrides: Mapping[str, float]) -> float | No
 
 def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, float], out: Path) -> dict[str, Any]:
     """Figure 2; returns the fitted line and Pearson r per setting."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    from testgen.plots import fit_percent_axes
+    from testgen.plots import fit_percent_axes, pyplot, save_figure
+
+    plt = pyplot()
 
     fits: dict[str, Any] = {}
     fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=120)
@@ -305,21 +284,17 @@ def _plot_pass_vs_code(runs: Sequence[EvaluatedRun], overrides: Mapping[str, flo
     else:
         ax.text(0.5, 0.5, "no run has a code pass@1\n(use --code-pass1 MODEL=VALUE)", ha="center",
                 va="center", transform=ax.transAxes)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    save_figure(fig, out)
     return fits
 
 
 def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
     """Figure 3: grouped bars, correctness of the k-th test per run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    from testgen.plots import mark_missing_bars
+    from testgen.plots import mark_missing_bars, pyplot, save_figure
+
+    plt = pyplot()
 
     k = max((len(r.metrics.get("by_position", [])) for r in runs), default=0)
     k = min(k, 5)
@@ -343,17 +318,14 @@ def _plot_by_position(runs: Sequence[EvaluatedRun], out: Path) -> None:
     ax.set_title("Correctness by position of the test in its generation (0 and 'no test #k' differ)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    save_figure(fig, out)
 
 
 def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
     """Per-task distributions of P' and C, one box per run."""
-    import matplotlib
+    from testgen.plots import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.6 * len(runs) + 4), 4.8), dpi=120)
     for ax, key, title in ((axes[0], "dedup_pass_rate", "P' per task"), (axes[1], "coverage", "C per task")):
@@ -367,9 +339,7 @@ def _plot_per_task(runs: Sequence[EvaluatedRun], out: Path) -> None:
                  f"{counts[0]}-{counts[-1]} tasks with a value") if counts else "no task"
         ax.set_title(f"{title} (box: quartiles, triangle: mean; {shown})", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    save_figure(fig, out)
 
 
 def _write_table2_csv(runs: Sequence[EvaluatedRun], stats: Mapping[str, Any], code_pass1: Mapping[str, float],
@@ -435,19 +405,11 @@ def report(
     code_pass1: Mapping[str, float] | None = None,
     tests_only: bool = False,
 ) -> dict[str, Any]:
-    """``testgen report``: write report.md (and the same as one page, index.html), table2.csv,
-    table2.md, tasks.json and the PNG plots under ``out_dir``.
+    """``testgen report``: write the report's files (``docs/eval.md``) under ``out_dir`` and return
+    what the CLI prints. Given one ``testgen study`` folder instead, re-write that study's report
+    (:func:`testgen.commands.study.study_report`) and return ``{"study": folder, "files"}``.
 
-    Given one ``testgen study`` folder instead, re-write that study's report into its ``report``
-    folder (:func:`testgen.commands.study.study_report`) and return ``{"study": folder,
-    "files"}``.
-
-    ``tests_only``: the C of the tables leaves out the arcs run while importing the program.
-
-    Also ``table2_ci.md`` and ``stats.json``: 95% intervals over tasks and paired tests
-    (:mod:`testgen.report_stats`). Returns ``{"runs", "header", "rows", "fits", "stats",
-    "files"}`` for the CLI to print.
-    """
+    ``tests_only``: the C of the tables leaves out the arcs run while importing the program."""
     if not run_paths:
         raise TestgenError("no run directory given")
     from testgen.commands.study import STUDY_FILE, study_report

@@ -1,35 +1,11 @@
-"""The ``testgen run`` pipeline: prompts -> backend -> generations.jsonl, resumable.
-
-Xiong, Guo, Chen (arXiv 2310.05727): for every problem, N test generations, each with one
-implementation in the prompt (the :class:`~testgen.settings.Setting`). Generation ``j`` of a
-task has ``sample_index`` ``j`` (0..N-1) in every setting; in ``oracle`` and ``placeholder``
-all N share one ``solution_id`` (``null`` for placeholder), in ``self`` and ``cross`` generation ``j`` is conditioned on the
-task's ``j``-th solution.
-
-What is written (the run-directory contract, README "Data formats"):
-
-* ``RUN/config.json``: the full configuration, written before anything is generated. A run
-  resumed into the same directory must have the same configuration (except ``--limit``,
-  ``--task-id`` and options that do not change outputs such as concurrency); otherwise the run
-  is refused, naming the differing keys.
-* ``RUN/solutions.jsonl``: the solutions shown in prompts (``self``: appended as sampled, or the
-  first N per task of ``--code-from``; ``cross``: drawn from the ``--code-pool`` files by
-  :data:`testgen.pools.POOL_RULE`).
-* ``RUN/generations.jsonl``: one record per test generation, appended (and flushed) the moment
-  its prompt is answered, so a kill loses at most the prompts in flight. On resume the keys
-  ``(task_id, solution_id, sample_index)`` already present are skipped: nothing is generated
-  twice, and deterministic backends (replay, fake) continue at the right sample index.
-
-Docstring examples (the paper's rule): test prompts show the problem without them
-(``keep_examples`` keeps them), code prompts (``self``) keep them (``strip_code_examples``
-removes them); a solution shown in a test prompt gets the example-free header.
-"""
+"""The ``testgen run`` pipeline: prompts -> backend -> ``generations.jsonl``, resumable (the
+settings, the run directory and resuming: ``docs/run.md``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +18,9 @@ from testgen.backends import create_backend
 from testgen.backends.base import Backend, Generation, Prompt, Sampling
 from testgen.generation import (
     CODE_STOP,
+    GenerationConfig,
     Progress,
+    batches,
     check_or_write_config,
     generate_checked,
     hash_prompt,
@@ -63,37 +41,19 @@ from testgen.prompting import (
 )
 from testgen.settings import PromptStyle, Setting
 
-__all__ = [
-    "RunConfig",
-    "RunSummary",
-    "run",
-    "default_out_dir",
-    "TEST_STOP",
-    "CODE_STOP",
-    "select_tasks",
-    "generation_key",
-]
+__all__ = ["RunConfig", "RunSummary", "run", "default_out_dir", "TEST_STOP", "CODE_STOP", "select_tasks",
+           "generation_key"]
 
 TEST_STOP: tuple[str, ...] = ("\ndef ", "\nclass ", "\nif __name__", "\n```", "\nprint(")
 """Stop strings for completion-style test prompts: the model has left the asserts."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunConfig:
+class RunConfig(GenerationConfig):
     """Everything that defines a run (written to ``config.json``)."""
 
-    dataset: str
-    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``)."""
-    dataset_path: str | None = None
-    """Explicit dataset file, if any."""
     setting: Setting = Setting.ORACLE
     """Which implementation is in the prompt."""
-    backend: str
-    """Backend registry name (``testgen.backends.BACKENDS``)."""
-    model: str | None = None
-    """Model name or path (``None``: the backend's name, for model-less backends)."""
-    backend_options: dict[str, str] = field(default_factory=dict)
-    """Raw ``--backend-option key=value`` pairs."""
     n: int = 1
     """Test generations per task (the paper's N: 100)."""
     sampling: Sampling = field(default_factory=Sampling)
@@ -103,8 +63,6 @@ class RunConfig:
     tests_per_generation: int | None = 3
     """Tests kept per generation by the metrics (3 in the paper, 5 in CodeT); all extracted
     tests are recorded regardless. Also fills ``$num_tests`` in the prompt."""
-    prompt_style: PromptStyle = PromptStyle.AUTO
-    """Completion, chat, or whichever the backend's model needs."""
     prompt_template: str | None = None
     """Test-prompt template file or built-in name (``None``: ``tests_<style>``)."""
     code_template: str | None = None
@@ -118,10 +76,6 @@ class RunConfig:
     """Solutions file(s) for the ``cross`` setting (several: :data:`testgen.pools.POOL_RULE`)."""
     code_from: str | None = None
     """``self``: take the first N solutions per task from this file instead of sampling them."""
-    limit: int | None = None
-    """Only the first ``limit`` tasks (in dataset order)."""
-    task_ids: tuple[str, ...] = ()
-    """Only these tasks (after ``limit``), if given."""
     extraction_mode: ExtractionMode = "robust"
     """How tests are extracted from raw text (see :mod:`evaluation.extraction`)."""
 
@@ -212,25 +166,11 @@ def _config_json(config: RunConfig, backend: Backend, *, n: int, style: PromptSt
     }
 
 
-def _select(problems: Sequence[Problem], config: RunConfig) -> list[Problem]:
-    return select_tasks(problems, limit=config.limit, task_ids=config.task_ids)
-
-
 def _existing_keys(path: Path) -> set[tuple[str, str, int]]:
     if not path.exists():
         return set()
     return {generation_key(rec.get("task_id", ""), rec.get("solution_id"), int(rec.get("sample_index", -1)))
             for _, rec in read_jsonl(path, tolerate_torn_tail=True)}
-
-
-def _batches(units: Sequence[_Unit], size: int) -> Iterator[list[_Unit]]:
-    """Units grouped by how many samples they need (one ``n`` per call), ``size`` per call."""
-    by_n: dict[int, list[_Unit]] = defaultdict(list)
-    for u in units:
-        by_n[len(u.sample_indices)].append(u)
-    for group in by_n.values():
-        for i in range(0, len(group), size):
-            yield group[i : i + size]
 
 
 def run(
@@ -257,7 +197,7 @@ def run(
         raise TestgenError("--code-from is only used with --setting self")
     out_dir = Path(out) if out is not None else default_out_dir(config)
     ds = load_dataset(config.dataset, path=config.dataset_path)
-    problems = _select(list(ds), config)
+    problems = select_tasks(list(ds), limit=config.limit, task_ids=config.task_ids)
     if not problems:
         raise TestgenError("no tasks selected")
 
@@ -416,7 +356,7 @@ def _generate(config: RunConfig, backend: Backend, units: list[_Unit], *, style:
     tests_total = 0
     outcomes: dict[str, int] = defaultdict(int)
     with JsonlAppender(path) as sink:
-        for batch in _batches(units, getattr(backend, "batch_hint", 256)):
+        for batch in batches(units, getattr(backend, "batch_hint", 256), lambda u: len(u.sample_indices)):
             sampling = replace(config.sampling, n=len(batch[0].sample_indices), stop=config.sampling.stop or stop)
 
             def on_result(i: int, gens: list[Generation], batch: list[_Unit] = batch, sampling: Sampling = sampling) -> None:
@@ -477,10 +417,3 @@ def _generation_record(config: RunConfig, backend: Backend, unit: _Unit, j: int,
         **({"origin": dict(gen.origin)} if gen.origin else {}),
     }
 
-
-def config_to_json(config: RunConfig) -> dict[str, Any]:
-    """A JSON-able view of a :class:`RunConfig` (for logs and tests)."""
-    d = asdict(config)
-    d["setting"] = config.setting.value
-    d["prompt_style"] = config.prompt_style.value
-    return d

@@ -1,34 +1,9 @@
-"""``testgen sample``: code generation alone, resumable (the paper's Table 1, and the pool that
-``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank --samples`` use).
-
-Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code" (arXiv
-2310.05727), Table 1: pass@1/10/100 of each model at T = 0.2, 0.6, 0.8 with n = 200 samples per
-problem, on HumanEval+ and MBPP (sanitized). The code prompt is the "default prompt": the
-dataset's prompt *with* its docstring examples (``strip_code_examples`` removes them, as CodeT's
-prompt files do); only test prompts lose their examples.
-
-What is written (``RUN`` = the output directory):
-
-* ``RUN/config.json``: dataset, backend, model and options, sampling, prompt style, the code
-  template's name, hash and text, ``strip_code_examples``; a resumed run must have the same
-  (``--limit``, ``--task-id`` and runtime options such as concurrency may change).
-* ``RUN/solutions.jsonl``: one record per sample in our solutions format (``task_id``,
-  ``solution_id`` = ``<task_id>/<model>/<sample_index>``, ``solution`` = the complete program,
-  ``completion``, ``sample_index``, ``model``; plus ``raw``, ``finish_reason``, ``usage``,
-  ``prompt_hash``), appended and flushed the moment its prompt is answered. A killed run loses at
-  most the prompts in flight (a torn last line is dropped); run the same command again and only
-  the missing ``(task_id, sample_index)`` are sampled, deterministic backends continuing at the
-  right sample index.
-
-A completion-style sample is cut at the code stop strings (:data:`testgen.commands.run.CODE_STOP`)
-whatever the backend did: a server may apply only four of them, and replayed text (CodeT's
-300-token samples) was never cut; ``raw`` keeps the text as it came. A chat answer's code is
-its first fenced block that defines the entry point (:func:`testgen.prompting.extract_code`).
-"""
+"""``testgen sample``: code generation alone, resumable: the paper's Table 1, and the pool that
+``run --setting self --code-from``, ``run --setting cross --code-pool`` and ``rerank --samples``
+use (the output, the stop strings and resuming: ``docs/sample.md``)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,7 +17,9 @@ from testgen.backends import create_backend
 from testgen.backends.base import Backend, Generation, Prompt, Sampling, cut_at_stop
 from testgen.generation import (
     CODE_STOP,
+    GenerationConfig,
     Progress,
+    batches,
     check_or_write_config,
     generate_checked,
     hash_prompt,
@@ -66,33 +43,17 @@ __all__ = ["SampleConfig", "SampleSummary", "sample", "sample_solutions", "defau
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampleConfig:
+class SampleConfig(GenerationConfig):
     """Everything that defines a sampling run (written to ``config.json``)."""
 
-    dataset: str
-    """Dataset name (``humaneval``, ``humaneval+``, ``mbpp+``, ``mbpp``)."""
-    dataset_path: str | None = None
-    """Explicit dataset file, if any."""
-    backend: str
-    """Backend registry name (``testgen.backends.BACKENDS``)."""
-    model: str | None = None
-    """Model name or path (``None``: the backend's name, for model-less backends)."""
-    backend_options: dict[str, str] = field(default_factory=dict)
-    """Raw ``--backend-option key=value`` pairs."""
     n: int = 1
     """Samples per task (the paper's Table 1: 200)."""
     sampling: Sampling = field(default_factory=lambda: Sampling(max_tokens=512))
     """Temperature, top-p, new tokens, seed (``n`` and the stop strings are set per request)."""
-    prompt_style: PromptStyle = PromptStyle.AUTO
-    """Completion, chat, or whichever the backend's model needs."""
     code_template: str | None = None
     """Code-prompt template file or built-in name (``None``: ``code_<style>``)."""
     strip_code_examples: bool = False
     """Remove the docstring examples from code prompts (the paper keeps them; CodeT removes them)."""
-    limit: int | None = None
-    """Only the first ``limit`` tasks (in dataset order)."""
-    task_ids: tuple[str, ...] = ()
-    """Only these tasks (after ``limit``), if given."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,8 +113,7 @@ def sample_solutions(
     """Sample ``n`` solutions per task into ``path`` (appending; resumable). Returns (made, reused).
 
     Shared by ``testgen sample`` and the ``self`` setting of ``testgen run``; ``notify`` is told,
-    when resuming, how many solutions were already present.
-    """
+    when resuming, how many solutions were already present."""
     keep = not strip_code_examples
     have: set[tuple[str, int]] = set()
     if path.exists():
@@ -179,34 +139,28 @@ def sample_solutions(
     model_slug = slug(backend.model)
     stop = sample_stop(sampling, style)
     made = 0
-    by_n: dict[int, list[tuple[Problem, Prompt, tuple[int, ...]]]] = defaultdict(list)
-    for u in units:
-        by_n[len(u[2])].append(u)
     with JsonlAppender(path) as sink:
-        for k, group in by_n.items():
-            size = getattr(backend, "batch_hint", 256)
-            for start in range(0, len(group), size):
-                batch = group[start : start + size]
-                request = replace(sampling, n=k, stop=stop)
+        for batch in batches(units, getattr(backend, "batch_hint", 256), lambda u: len(u[2])):
+            request = replace(sampling, n=len(batch[0][2]), stop=stop)
 
-                def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
-                    nonlocal made
-                    p, prompt, indices = batch[i]
-                    for j, gen in zip(indices, gens):
-                        if prompt.text is not None:
-                            completion, _ = cut_at_stop(gen.text, stop)
-                            code = code_generation_head(p, keep_examples=keep) + completion
-                        else:
-                            code, completion = extract_code(gen.text, p, keep_examples=keep), None
-                        sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
-                                       completion=completion, sample_index=j, model=backend.model)
-                        sink.write(solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
-                                                    usage=dict(gen.usage) if gen.usage else None,
-                                                    prompt_hash=hash_prompt(prompt)))
-                        made += 1
-                    bar.advance(task, len(gens))
+            def on_result(i: int, gens: list[Generation], batch: Any = batch) -> None:
+                nonlocal made
+                p, prompt, indices = batch[i]
+                for j, gen in zip(indices, gens):
+                    if prompt.text is not None:
+                        completion, _ = cut_at_stop(gen.text, stop)
+                        code = code_generation_head(p, keep_examples=keep) + completion
+                    else:
+                        code, completion = extract_code(gen.text, p, keep_examples=keep), None
+                    sol = Solution(task_id=p.task_id, solution_id=f"{p.task_id}/{model_slug}/{j}", code=code,
+                                   completion=completion, sample_index=j, model=backend.model)
+                    sink.write(solution_record(sol, raw=gen.text, finish_reason=gen.finish_reason,
+                                                usage=dict(gen.usage) if gen.usage else None,
+                                                prompt_hash=hash_prompt(prompt)))
+                    made += 1
+                bar.advance(task, len(gens))
 
-                generate_checked(backend, [u[1] for u in batch], request, on_result)
+            generate_checked(backend, [u[1] for u in batch], request, on_result)
     return made, reused
 
 

@@ -1,11 +1,5 @@
-"""``testgen store``: where the result store is, how large each kind of result in it is, and
-clearing it.
-
-The store (:mod:`evaluation.result_store`) keeps what the sandboxed executor computed, under a key of
-everything the result depends on, for every command to reuse. It only grows: :func:`store`
-with ``clear`` removes all of it, or some kinds; nothing computed is lost that cannot be
-computed again (the next command that needs a result runs it and keeps it).
-"""
+"""``testgen store``: where the result store (:mod:`evaluation.result_store`) is, how large each
+kind of result in it is, and clearing it (``docs/store.md``)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ Xiong, Guo, Chen, "The Program Testing Ability of Large Language Models for Code
 graph (:func:`~testgen.study.plan.build_plan`), records the spec in the study folder
 (:data:`STUDY_FILE`), runs what is not done (:func:`~testgen.study.runner.run_plan`) and writes the
 report last (:func:`~testgen.study.tables.write_study_report`); :func:`study_report` re-writes the
-report of a study folder (``testgen report DIR``). See ``docs/study.md``.
-"""
+report of a study folder (``testgen report DIR``). See ``docs/study.md``."""
 
 from __future__ import annotations
 
@@ -129,16 +128,9 @@ def open_study(out: str | os.PathLike[str]) -> Plan:
 def study(spec_file: str | os.PathLike[str], out: str | os.PathLike[str], *, only: str | None = None, jobs: int = 1,
           on_event: Event | None = None, skip_unavailable: bool = False) -> StudyRun:
     """Run every step of the study not yet done in ``out`` (up to ``jobs`` at a time), then write
-    its report into ``out/report``; ``on_event`` hears of each step.
-
-    Steps that cannot run here for want of packages (:func:`unavailable_steps`) stop the study
-    before any step runs (:class:`StepsUnavailable`), unless ``skip_unavailable``: then the others
-    run and the report's cells of those say "not run: ... not installed".
-
-    The replayed files of its models are read first (:func:`~testgen.study.sources.check_sources`):
-    a bad one stops the study before any step runs. A study in which a step failed writes its
-    report marked incomplete, naming the failed steps, and no ``done.json`` for it (see
-    :func:`~testgen.study.runner.run_plan` for a study stopped by a signal)."""
+    its report into ``out/report``; ``on_event`` hears of each step. Steps that cannot run here for
+    want of packages (:func:`unavailable_steps`), a bad replayed file or an unwritable cache stop
+    the study before any step runs, unless ``skip_unavailable`` (the others then run)."""
     from testgen.study.runner import run_plan
     from testgen.study.sources import check_sources
 
