@@ -1,23 +1,9 @@
 """Honest evaluation of the learned reranker: k-fold cross-validation by task.
 
-A task's programs are never in both the training and the test part of a fold: the folds
-split the *tasks* (scikit-learn ``KFold`` over task indices, shuffled with a seed), which is
-``GroupKFold`` with the task as the group. The split is repeated for several seeds. In every
-fold the model is fitted on the training tasks only (features are per task and need no
-fitting; the standardisation is fitted on the training tasks), then scored on the held-out
-tasks beside the rule-based rerankers (CodeT, B4, MBR-exec, random) on the same tasks.
-
-With ``c_grid`` the regularisation strength is chosen inside each training part by an inner
-cross-validation over its tasks (nested CV), so the held-out tasks never influence it.
-
-A model trained on one pool's training tasks can also be tested on the held-out tasks of
-*another* pool of the same tasks (other tests of the same samples): ``eval_pools``.
-
-Reported per fold: the expected pass@1 (as :mod:`rerank.scoring` computes it) of every
-method on the fold's tasks; then the mean, standard deviation and range over all folds of
-all seeds; and, per task, the out-of-fold pass@1 averaged over the seeds, with a bootstrap
-interval over tasks and paired permutation tests against each baseline
-(:mod:`evaluation.stats`).
+The folds split the tasks, never a task's programs; each fold's model is fitted on the training
+tasks only (``c`` by a nested CV when there is a grid) and scored beside the rule-based rerankers
+on the held-out tasks, of its own pool and of ``eval_pools``. Protocol and what is reported:
+``docs/rerankers.md``, "Evaluation protocol".
 """
 
 from __future__ import annotations

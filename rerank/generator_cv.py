@@ -1,33 +1,10 @@
 """Validation of the learned reranker across generators: whole models held out.
 
-The pools (:class:`rerank.generators.GeneratorPool`) pair one code source with one test
-source. A *fold* holds out generators, and no pool that any of them contributed to is trained on:
-
-* ``tests:T`` (leave one test source out): trained on the pools whose tests another model wrote,
-  scored on the pools whose tests T wrote;
-* ``code:F`` (leave one code source out; F is a family of code generators, e.g. LDB's five
-  models): trained on the pools with no sample by F, scored on the pools with some;
-* ``both:F+T``: trained on the pools with neither, scored on the pools with both (another
-  model's code *and* tests, as on a user's pool).
-
-Tasks are split too (``KFold`` over the task indices, shuffled with each seed): a fold's model
-is trained on the training pools' training tasks and scored on the held-out pools' held-out
-tasks, so neither a generator nor a task of the scored part was seen in training.
-
-Every configuration (:class:`Config`: a feature set) is fitted as the ``direct`` kind of
-:mod:`rerank.learned` (non-negative weights on a grid of step 0.05 that maximise the training
-pass@1), on the features as they are, not standardised: a scale fitted on the training pools
-would be one more thing learned from them, and without it the objective is a sum over tasks of
-each task's pass@1 at every grid point, computed once (:func:`feature_grids`), so a fit on any
-pools and tasks is a sum. Selection among the configurations is made inside each fold: an
-inner leave-one-test-source-out over the fold's training pools (training tasks only) picks
-the configuration with the best mean pass@1, which is then fitted on the fold's whole
-training part. Every table says how many configurations were tried.
-
-Reported per fold and verdict kind, over the held-out (pool, task) units: pass@1 of learned,
-CodeT, B4, MBR-exec and random; learned minus each of CodeT, B4 and the better of the two (by
-its mean on the fold), with a bootstrap interval and a paired permutation test
-(:func:`evaluation.stats.paired_test`).
+A fold (:func:`generator_folds`) holds out test sources (``tests:T``), code sources (``code:F``)
+or both (``both:F+T``), and tasks too; the configuration (:class:`Config`) is chosen inside each
+fold and fitted as the ``direct`` kind of :mod:`rerank.learned` on unstandardised features, so a
+fit on any pools and tasks is a sum of per-task pass@1 grids computed once (:func:`feature_grids`).
+Protocol: ``docs/rerankers.md``, "Across generators".
 """
 
 from __future__ import annotations

@@ -1,34 +1,8 @@
 """The learned reranker: a small scikit-learn model over :mod:`rerank.features`.
 
-A model scores each distinct program of a task from its features; the loaded programs
-are ranked by that score (equal scores form one tie group, picked by occurrence, as in
-CodeT); programs that did not load are never picked. Trained on pools whose programs
-have known verdicts (``rerank train``), saved as a small JSON file with its feature list,
-the library versions and a hash of the training data; ``rerank --method learned --model
-FILE`` uses it.
-
-Model kinds (:data:`ModelKind`), all scoring standardised features linearly except the last:
-
-* ``direct`` (the default): non-negative weights, summing to 1, that maximise the training
-  pass@1 itself, searched exhaustively on a grid (step 0.05; at most 5 features). Direct
-  optimisation of the ranking metric, as coordinate ascent does (Metzler & Croft,
-  "Linear feature-based models for information retrieval", Information Retrieval 2007).
-  Over the published rerankers' scores (:data:`rerank.features.SCORE_FEATURES`) it
-  cross-validates best here (``docs/rerankers.md``), and it is the simplest: 4 weights.
-* ``logistic``: pointwise L2 logistic regression (scikit-learn ``LogisticRegression``) of
-  "this program is correct", each task's programs weighted by occurrence, each task
-  weighing 1.
-* ``pairwise``: RankSVM-style pairwise logistic regression on feature differences of
-  (correct, wrong) program pairs of the same task (Herbrich et al., "Large Margin Rank
-  Boundaries for Ordinal Regression", 2000; Burges et al., RankNet, ICML 2005).
-* ``listwise``: a linear softmax over each task's loaded programs fitted to put its mass
-  on the correct ones (ListNet top-1, Cao et al., ICML 2007), by ``scipy.optimize``.
-* ``boosting``: scikit-learn ``HistGradientBoostingClassifier`` (shallow trees), for
-  comparison under cross-validation only: it has no public export to a plain file, so it
-  is never saved (loading a pickle would run code).
-
-Ground truth enters only through :class:`TaskVerdicts`, a type of its own that the
-feature code never receives.
+Fitting (the kinds of :data:`ModelKind`), the saved JSON model and the registered reranker
+function. A model ranks a task's loaded programs by its score; ground truth enters only through
+:class:`TaskVerdicts`, which the feature code never receives. Design: ``docs/rerankers.md``, "Models".
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""What a reranker is: a pure function from a task's outcome matrix to a ranking, described by a
-spec (its options with defaults and help, whether it needs the programs' outputs), and the
-registry of them.
+"""What a reranker is: a pure function from a task's outcome matrix to a :class:`Ranking`,
+described by a :class:`RerankerSpec` (options, defaults, whether it needs the programs'
+outputs), and the registry of them.
 
-A reranker takes a :class:`~rerank.matrix.TaskMatrix` and keyword-only options and returns a
-:class:`Ranking`: groups of distinct solutions, best first, with equal scores merged (a pick is
-uniform within a group, weighted by each member's ``weight``). An empty ranking means "no
-opinion": the task falls back to a random pick (what CodeT does for a task where no solution
-passed any test).
-
-Its :class:`RerankerSpec` is what the ``rerank`` command, the pipeline and the study read instead
-of its name: the command builds its options from the specs (``--method-option NAME.OPTION=VALUE``
-for every option of every reranker, plugins included; the built-ins' own flags such as ``--rw-p``
-from :attr:`RerankerOption.flag`), the pipeline asks :attr:`RerankerSpec.needs_outputs` before it
-builds the matrices. The built-ins live one module each in :mod:`rerank.methods`; third parties
-add theirs through the ``testgen.rerankers`` entry-point group (an entry names a
-:class:`RerankerSpec`; ``docs/extending.md``).
+The command, the pipeline and the study read the spec instead of the name; the built-ins live one
+module each in :mod:`rerank.methods`, plug-ins come through the ``testgen.rerankers`` entry-point
+group (``docs/extending.md``). An empty ranking means "no opinion": the task falls back to random.
 """
 
 from __future__ import annotations

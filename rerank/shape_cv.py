@@ -1,19 +1,9 @@
 """Cross-validation of the learned reranker across pool shapes.
 
-One pool whose matrix and verdicts were computed once (:class:`rerank.shapes.FullTask`) is
-subsampled into many shapes (samples x test generations x tests per generation), several
-times each (subsampling seeds): :func:`draw_shape_pools`. Then :func:`cross_validate_shapes`
-splits the *tasks* into folds shared by every shape and seed (scikit-learn ``KFold`` over task
-indices): a task's subsamples, of any shape, are all in the training part or all in the test
-part of a fold, never in both. Each *training regime* (a set of training shapes, e.g. all of
-them, or one) fits one model per fold on its shapes' subsamples of the training tasks; the
-model is scored on every test shape's subsamples of the held-out tasks, beside CodeT, B4,
-CodeT-RW (both combinations), MBR-exec and random on the very same subsamples.
-
-Reported per regime, test shape and verdict kind: each method's pass@1 averaged over tasks,
-subsampling seeds and fold repetitions; its standard deviation over the subsampling seeds;
-and learned against each baseline and against the better of CodeT and B4 on that shape
-(paired over tasks, :func:`evaluation.stats.paired_test`).
+One pool's subsamples in many shapes (:func:`draw_shape_pools`), task folds shared by every shape
+and seed (:func:`cross_validate_shapes`), the nested selection on one shape
+(:func:`select_in_folds`) and what any consensus pick can reach (:func:`consensus_limits`).
+Protocol: ``docs/rerankers.md``, "Evaluation protocol".
 """
 
 from __future__ import annotations

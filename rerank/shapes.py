@@ -1,23 +1,9 @@
-"""Pool shapes: how many samples, test generations and tests per generation a pool has, and
-subsamples of one computed pool in any smaller shape.
+"""Pool shapes (samples x test generations x tests per generation per task) and subsamples of
+one computed pool in any smaller shape.
 
-A reranker's inputs differ from pool to pool in their *shape*: CodeT's CodeGen-16B pool has 100
-samples and 100 test generations of up to 5 asserts per task; a user's may have 5 samples and
-5 generations, or 10 samples and 1 generation of single asserts. The learned reranker is trained
-on many shapes and its model file records them (:func:`shape_range`), so that ``rerank`` can
-say when a pool lies outside what the model has seen (:func:`shape_warnings`).
-
-Training on many shapes needs many pools with verdicts. They are drawn from one pool whose
-outcome matrix was computed once (:class:`FullTask`): a subsample keeps some samples (and so
-their distinct programs), some whole test generations and the first ``tests_per_generation``
-tests of each (:func:`subsample`). Its matrix is a sub-matrix of the full one: a program's
-outcome on a test does not depend on the other tests when every test gets the full deadline
-(the full matrix must be built with ``--shorten-timeouts-after 0``) and nothing is skipped
-(``--no-codet-packing``; CodeT's packing rule is then applied to the subsample's own tests, as
-``rerank`` would, see :func:`subsample`). Test ``k`` of a generation is column ``occ_test`` of
-its occurrence with ``occ_position == k``: the first ``a`` tests of a generation are its
-occurrences with positions ``0 .. a-1``, since extraction keeps a prefix of the valid asserts
-(:func:`evaluation.extraction.extract_tests`).
+A model file records the shapes it was trained on (:func:`shape_range`), so that ``rerank`` can
+warn when a pool lies far outside them (:func:`shape_warnings`). Why a subsample's matrix is a
+sub-matrix of the full one: ``docs/rerankers.md``, "Pool shapes".
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""Whether a learned model travels to a pool: its fallback and the pool's feature distributions.
+"""Whether a learned model travels to a pool: its fallback and the pool's feature profile.
 
-Two records in a model file, both written by ``rerank train --generators``
-(:mod:`rerank.cli_train_generators`):
-
-* ``cv.generators.verdict``: on pools whose code *and* tests came from generators held out of
-  training, whether the model won significantly over the better of CodeT and B4
-  (:func:`rerank.generator_cv.pooled_verdict`). Where it did not, ``fallback`` names that
-  method, and the registered ``learned`` reranker (:func:`learned`) ranks with it instead,
-  unless told ``fallback=off``: the user gets what they would have picked instead, never less.
-* ``training.profile``: per descriptive statistic of a pool (:data:`PROFILE_STATS`: the mean
-  over tasks of the mean over loaded programs of a feature, and the share of programs that
-  load), its value on every training pool. :func:`profile_warnings` names each statistic of a
-  pool being ranked that lies outside the training pools' range (widened by half of it, at
-  least :data:`MIN_MARGIN`), e.g. far fewer generated tests passed than on any training pool.
+Two records of a model file, both written by ``rerank cv`` (:mod:`rerank.cli_generators`):
+``cv.generators.verdict`` names the simple method the registered ``learned`` reranker
+(:func:`learned`) ranks with instead when the model showed no significant win over it on
+held-out generators; ``training.profile`` holds the training pools' :data:`PROFILE_STATS`, against
+which :func:`profile_warnings` checks a pool being ranked.
 """
 
 from __future__ import annotations
