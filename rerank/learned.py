@@ -57,11 +57,8 @@ Strong: the pools are small (100-odd tasks with something to learn)."""
 
 @dataclass(frozen=True, kw_only=True)
 class TaskVerdicts:
-    """Ground truth of one task: which distinct programs are correct.
-
-    Its own type, apart from :class:`~rerank.matrix.TaskMatrix`: features are computed
-    from the matrix alone, and only training and scoring code read this.
-    """
+    """Ground truth of one task: which distinct programs are correct (a type of its own, apart
+    from :class:`~rerank.matrix.TaskMatrix`: only training and scoring code read it)."""
 
     task_id: str
     """The task (the same as its matrix's)."""
@@ -263,14 +260,9 @@ def _contenders(x: npt.NDArray[np.float64], y: npt.NDArray[np.bool_], w: npt.NDA
 
 
 def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray[np.float64], float]:
-    """Maximise the training pass@1 itself over non-negative weights on a grid.
-
-    Direct optimisation of the ranking metric (as coordinate ascent does, Metzler & Croft,
-    "Linear feature-based models for information retrieval", 2007), exhaustively: with few
-    features the weight simplex is small enough to search on a grid. Every feature must be
-    oriented "higher is better" (the rerankers' scores are). Several grid points tie on the
-    training pass@1 (a plateau): their mean is taken. ``c`` is not used.
-    """
+    """Maximise the training pass@1 itself over non-negative weights on a grid (Metzler & Croft,
+    Information Retrieval 2007); every feature oriented "higher is better". Grid points that tie
+    (a plateau) are averaged. ``c`` is not used."""
     dim = data[0][0].shape[1]
     if dim > DIRECT_MAX_FEATURES:
         raise TestgenError(f"the 'direct' model searches a grid: at most {DIRECT_MAX_FEATURES} features, got {dim}")
@@ -433,10 +425,8 @@ SHIPPED_MODELS: dict[str, str] = {
     "shapes": "codegen16b-humaneval.json",
     "full": "codegen16b-humaneval-full.json",
 }
-"""The models shipped with the package (``docs/rerankers.md``): ``shapes`` (the default), trained
-across 40 shapes subsampled from CodeT's CodeGen-Mono-16B HumanEval pool; ``full``, the first
-model's configuration for pools of about that pool's shape (100 samples, 10 generations with
-tests, 4-5 tests each)."""
+"""The models shipped with the package: ``shapes`` (the default) and ``full``
+(``docs/rerankers.md``, "The shipped model")."""
 
 
 def shipped_model_path(name: str = "shapes") -> Path:

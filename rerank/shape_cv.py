@@ -19,16 +19,15 @@ import numpy.typing as npt
 
 from evaluation.errors import TestgenError
 from evaluation.stats import paired_test
-from rerank.crossval import LEARNED, CVConfig
+from rerank.crossval import LEARNED, CVConfig, flat_comparison, task_pass1
 from rerank.features import pool_features
 from rerank.learned import TaskVerdicts, fit_scorer, ranking_from_scores
 from rerank.matrix import TaskMatrix
 from rerank.methods import bind_reranker
-from rerank.scoring import expected_pass_at_k
 from rerank.shapes import FullTask, PoolShape, subsample
 
 __all__ = ["ShapePools", "ShapeCVResult", "draw_shape_pools", "cross_validate_shapes", "shape_markdown",
-           "mean_over_shapes", "select_in_folds", "Candidate", "consensus_limits", "SHAPE_BASELINES", "BEST_RULE"]
+           "select_in_folds", "Candidate", "consensus_limits", "SHAPE_BASELINES", "BEST_RULE"]
 
 SHAPE_BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("codet", "codet", {}),
@@ -140,16 +139,11 @@ def _shape_summary(methods: Mapping[str, Mapping[str, npt.NDArray[np.float64]]],
     for m in [*[m for m in methods if m != LEARNED], BEST_RULE]:
         ref = better if m == BEST_RULE else m
         cmp = paired_test(per_task[LEARNED], per_task[ref], n_resamples=n_resamples)
-        rows[m]["learned_minus_this"] = {"difference": cmp.difference.estimate, "low": cmp.difference.low,
-                                         "high": cmp.difference.high, "p_value": cmp.p_value}
+        rows[m]["learned_minus_this"] = flat_comparison(cmp)
         if m == BEST_RULE:
             diffs = methods[LEARNED][kind].mean(axis=1) - methods[ref][kind].mean(axis=1)
             rows[m]["learned_minus_this"]["per_seed"] = diffs.tolist()
     return rows
-
-
-def _task_pass1(ranking: Any, matrix: TaskMatrix, verdicts: TaskVerdicts) -> float:
-    return expected_pass_at_k(ranking, verdicts.correct, matrix.solution_counts, 1)
 
 
 def _baselines(pools: ShapePools, shapes: Sequence[PoolShape], kinds: Sequence[str]
@@ -166,7 +160,7 @@ def _baselines(pools: ShapePools, shapes: Sequence[PoolShape], kinds: Sequence[s
                 for t, m in enumerate(mats):
                     ranking = method(m)
                     for k in kinds:
-                        per[name][k][s, t] = _task_pass1(ranking, m, verd[k][t])
+                        per[name][k][s, t] = task_pass1(ranking, m, verd[k][t])
         out[shape.label] = per
     return out
 
@@ -219,7 +213,7 @@ def cross_validate_shapes(
                             ranking = ranking_from_scores(scorer(tables[key][i]), m)
                             for k in kinds:
                                 learned[regime][shape.label][k][s, i] += (
-                                    _task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(config.seeds))
+                                    task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(config.seeds))
                 done += 1
                 if progress:
                     progress(done, steps)
@@ -227,11 +221,6 @@ def cross_validate_shapes(
     return ShapeCVResult(config=config, regimes={r: tuple(s) for r, s in regimes.items()}, test_shapes=tests,
                          sub_seeds=pools.seeds, pass1=pass1, task_ids=pools.task_ids,
                          seconds=time.perf_counter() - t0, extra={"fold_weights": weights})
-
-
-def mean_over_shapes(result: ShapeCVResult, regime: str, kind: str, method: str) -> float:
-    """A method's pass@1 averaged over every test shape (each shape weighs 1)."""
-    return statistics.fmean(float(result.pass1[regime][s.label][method][kind].mean()) for s in result.test_shapes)
 
 
 def _pct(v: float) -> str:
@@ -347,7 +336,7 @@ def select_in_folds(
                         key = (target, sd)
                         for i in train[ite].tolist():
                             m = pools.matrices[key][i]
-                            inner[c.name].append(_task_pass1(ranking_from_scores(scorer(tables[c.name][key][i]), m),
+                            inner[c.name].append(task_pass1(ranking_from_scores(scorer(tables[c.name][key][i]), m),
                                                              m, pools.verdicts[key][c.config.label][i]))
             best = max(candidates, key=lambda c: statistics.fmean(inner[c.name]))  # ties: the first listed
             chosen.append(best.name)
@@ -358,7 +347,7 @@ def select_in_folds(
                     m = pools.matrices[key][i]
                     ranking = ranking_from_scores(scorer(tables[best.name][key][i]), m)
                     for k in kinds:
-                        learned[k][s, i] += _task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(seeds)
+                        learned[k][s, i] += task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(seeds)
             done += 1
             if progress:
                 progress(done, steps)

@@ -197,26 +197,20 @@ def draw_indices(task: FullTask, shape: PoolShape, rng: np.random.Generator
                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The samples (indices in the samples file's order) and generations (indices of
     :attr:`FullTask.generation_ids`) a subsample of ``shape`` keeps, both sorted; drawn
-    uniformly without replacement, samples first.
-
-    Generations are drawn among those that yielded a test: a user's pool of "10 samples x 1
-    generation" has tests. (In CodeT's CodeGen-16B pool only 12.75 of the 100 generations of a
-    task yield an assert CodeT's extraction keeps, on average: a shape asking for more
-    generations than a task has gets them all.)"""
+    uniformly without replacement, samples first. Generations are drawn among those that
+    yielded a test (a user's pool of "10 samples x 1 generation" has tests); a shape asking
+    for more than a task has gets them all."""
     return (_take(rng, task.sample_program.size, shape.samples),
             _take(rng, len(task.generation_ids), shape.generations))
 
 
 def subsample(task: FullTask, shape: PoolShape, rng: np.random.Generator, *,
               codet_packing: bool = True) -> tuple[TaskMatrix, npt.NDArray[np.int64]]:
-    """A random pool of ``shape`` drawn from ``task``: its matrix and, per distinct program
-    of it, the program's index in the full matrix (to carry verdicts over).
-
-    ``shape.samples`` samples are drawn without replacement (all when there are fewer), then
-    ``shape.generations`` whole generations among those with tests (:func:`draw_indices`), of
-    which the first ``tests_per_generation`` kept tests count. Multiplicities and positions are recounted on what was drawn. As ``rerank``
-    does, a pool without tests loads nothing, and with ``codet_packing`` a pool with a test
-    CodeT's harness cannot pack loads nothing either (:func:`rerank.build.codet_packing_compiles`).
+    """A random pool of ``shape`` drawn from ``task`` (:func:`draw_indices`; the first
+    ``tests_per_generation`` tests of each generation): its matrix, multiplicities and positions
+    recounted, and per distinct program its index in the full matrix (to carry verdicts over).
+    As ``rerank`` does, a pool without tests loads nothing, nor, with ``codet_packing``, one with
+    a test CodeT's harness cannot pack (:func:`rerank.build.codet_packing_compiles`).
     """
     full = task.matrix
     samples, gens = draw_indices(task, shape, rng)

@@ -26,12 +26,9 @@ PROFILE_STATS: Mapping[str, str] = {
     "tests_passed_share": "share of generated tests a program passes",
     "passes_none": "share of programs passing no generated test",
 }
-"""Statistic -> what it measures (each a feature of :mod:`rerank.features`): how the tests and
-the programs behave, which is what differs between generators (the share of tests passed ranges
-0.17-0.70 over the pools of docs/rerankers.md) and, on CodeGen-16B's pool, stays within 0.04 from
-5 to 100 samples per task. Not B4's gaps, the consensus-set shares or the functional overlap,
-whose means over a task's distinct programs move with the number of samples (a program agrees
-with itself: 1/5 of the samples at 5), i.e. with the shape, which :mod:`rerank.shapes` checks."""
+"""Statistic -> what it measures (each a feature of :mod:`rerank.features`): how the tests and the
+programs behave, which differs between generators but not with the pool's shape (unlike B4's gaps
+or the consensus shares, a program agreeing with itself; :mod:`rerank.shapes` checks the shape)."""
 
 MIN_MARGIN = 0.05
 """Smallest widening of a statistic's training range before a pool is called unlike it."""
