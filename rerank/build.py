@@ -25,15 +25,8 @@ from evaluation.records import Outcome, Solution, TestCase, content_id
 from evaluation.result_store import Shelf, Store, key, open_store
 from rerank.matrix import TaskMatrix
 
-__all__ = [
-    "TaskInputs",
-    "prepare_task",
-    "build_matrices",
-    "matrices_from_codet_outcomes",
-    "codet_packing_compiles",
-    "sg_authors",
-    "CACHE_VERSION",
-]
+__all__ = ["TaskInputs", "prepare_task", "build_matrices", "matrices_from_codet_outcomes",
+           "codet_packing_compiles", "sg_authors", "CACHE_VERSION"]
 
 CACHE_VERSION = 5
 """Part of a row's key in the store: bumped when the meaning of a row changes."""
@@ -201,14 +194,11 @@ def build_matrices(
     """Run every distinct program against its task's distinct tests (kept in the result store:
     ``store``, else the store of the cache folder ``cache_dir``, else the default one).
 
-    ``shorten_after``/``short_timeout``: see :attr:`evaluation.executor.Limits.shorten_after`.
-
-    ``engine``: where the programs run (default: this machine's executor; see
-    :func:`evaluation.executor.engine.open_engine`); the matrix is the same on every engine.
-
-    ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
-    A program that fails to load is recorded as not loaded (CodeT: not ranked); so is every
-    program of a task whose tests CodeT could not pack (``codet_packing``, see above).
+    ``shorten_after``/``short_timeout``: :attr:`evaluation.executor.Limits.shorten_after`;
+    ``engine``: where the programs run (the matrix is the same on every engine);
+    ``progress(done, total)``: called as jobs (one per program) finish. A program that fails to
+    load is recorded as not loaded (CodeT: not ranked); so is every program of a task whose tests
+    CodeT could not pack, with ``codet_packing``.
     """
     from evaluation.executor import AssertTest, Job, Limits
 
@@ -267,9 +257,7 @@ def matrices_from_codet_outcomes(
     (``TaskInputs.first_solution[i].completion``); a completion the file lacks counts as
     not loaded.
     """
-    ref: dict[str, dict[str, Any]] = {}
-    for _, rec in read_jsonl(path):
-        ref[rec["task_id"]] = rec
+    ref: dict[str, dict[str, Any]] = {rec["task_id"]: rec for _, rec in read_jsonl(path)}
     out: dict[str, TaskMatrix] = {}
     for task in tasks:
         rec = ref.get(task.task_id, {"tests": [], "solutions": []})

@@ -372,8 +372,6 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
 
         cols["overlap_pct"] = _percentile(np.where(usable, np.round(overlap, 12), np.nan), wl)
         cols["mbr_pct"] = _percentile(np.where(usable, behaviour, np.nan), wl)
-
-    if "outputs" in needs:
         for rel, src in (("functional_overlap_rel", "functional_overlap"), ("behaviour_share_rel", "behaviour_share")):
             top = float(cols[src].max()) if n else 0.0
             cols[rel] = cols[src] / top if top > 0 else np.zeros(n)

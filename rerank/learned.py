@@ -25,24 +25,9 @@ from rerank.features import FEATURE_NAMES, SCORE_FEATURES, MissingFeatureInput, 
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, rank_groups
 
-__all__ = [
-    "ModelKind",
-    "TaskVerdicts",
-    "LinearModel",
-    "Scorer",
-    "fit",
-    "fit_scorer",
-    "ranking_from_scores",
-    "learned",
-    "load_model",
-    "save_model",
-    "default_model_path",
-    "shipped_model_path",
-    "SHIPPED_MODELS",
-    "training_fingerprint",
-    "model_shape_warnings",
-    "MODEL_FORMAT",
-]
+__all__ = ["ModelKind", "TaskVerdicts", "LinearModel", "Scorer", "fit", "fit_scorer", "ranking_from_scores",
+           "learned", "load_model", "save_model", "default_model_path", "shipped_model_path",
+           "SHIPPED_MODELS", "training_fingerprint", "model_shape_warnings", "MODEL_FORMAT"]
 
 ModelKind = Literal["logistic", "pairwise", "listwise", "direct", "boosting"]
 """How a model is fitted (see the module docstring)."""

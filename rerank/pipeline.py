@@ -23,13 +23,7 @@ from evaluation.io import write_jsonl
 from evaluation.records import Solution
 from evaluation.result_store import Store, open_store
 from rerank import __version__
-from rerank.build import (
-    TaskInputs,
-    build_matrices,
-    codet_packing_compiles,
-    prepare_task,
-    sg_authors,
-)
+from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task, sg_authors
 from rerank.ground_truth import (
     baseline_scores,
     baseline_task_scores,
@@ -66,16 +60,14 @@ class RerankConfig:
     prompts: str | None = None
     """CodeT prompt file for matching CodeT-format prompts (found next to the inputs if None)."""
     methods: tuple[MethodSpec, ...] = field(default_factory=default_methods)
-    """Methods to report (default: every built-in reranker its spec marks as a default, with its
-    documented options: :func:`rerank.reranker.default_methods`)."""
+    """Methods to report (default: :func:`rerank.reranker.default_methods`)."""
     tests_per_generation: int | None = 5
     """First N tests of each generation (CodeT: 5)."""
     timeout: float = 0.1
     """Seconds per test (CodeT: 0.1)."""
     shorten_timeouts_after: int = 2
-    """After this many tests of a solution timed out, its other tests get ``short_timeout``
-    (0: off, every test gets ``timeout``): a solution that loops on every test does not cost
-    every test's full timeout (:attr:`evaluation.executor.Limits.shorten_after`)."""
+    """After this many tests of a solution timed out, its other tests get ``short_timeout`` (0: off;
+    :attr:`evaluation.executor.Limits.shorten_after`)."""
     short_timeout: float = 0.01
     """Seconds per test once ``shorten_timeouts_after`` applies."""
     codet_packing: bool = True
@@ -84,8 +76,7 @@ class RerankConfig:
     workers: int | None = None
     """Executor workers (default: CPU count; on Ray: batches at once, default the cluster's CPUs)."""
     engine: EngineChoice = field(default_factory=EngineChoice)
-    """Where the programs run (matrix and verdicts): this machine, or a Ray cluster. The
-    matrix, verdicts and summary are the same on every engine."""
+    """Where the programs run (matrix and verdicts): this machine, or a Ray cluster."""
     ks: tuple[int, ...] = (1, 2, 10)
     """pass@k reported."""
     verdicts: str | None = None
@@ -94,14 +85,12 @@ class RerankConfig:
     evalplus: bool = True
     """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``; MBPP sanitized: ``base`` on its asserts)."""
     baseline: str | None = None
-    """A ``testgen evaluate`` verdicts file whose pass@k is reported as the ``baseline`` row
-    (Table 5: the model's code pass@1 at T = 0.2, beside the reranked pool sampled at 0.8)."""
+    """A ``testgen evaluate`` verdicts file whose pass@k is reported as the ``baseline`` row (Table 5)."""
     out: str = "rerank-out"
     """Output directory."""
     cache_dir: str | None = None
-    """A cache folder whose result store (``CACHE_DIR/store``, :mod:`evaluation.result_store`) keeps the
-    matrices and verdicts (default: the shared store, ``$TESTGEN_CACHE/store``, which ``testgen
-    evaluate`` and every other command read and write too)."""
+    """A cache folder whose result store (``CACHE_DIR/store``) keeps the matrices and verdicts
+    (default: the shared store, ``$TESTGEN_CACHE/store``, which every command reads and writes)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ from evaluation.errors import TestgenError
 from evaluation.stats import paired_test
 from rerank.crossval import LEARNED, CVConfig, flat_comparison, task_pass1
 from rerank.features import pool_features
-from rerank.learned import TaskVerdicts, fit_scorer, ranking_from_scores
+from rerank.learned import LinearModel, Scorer, TaskVerdicts, fit_scorer, ranking_from_scores
 from rerank.matrix import TaskMatrix
 from rerank.methods import bind_reranker
 from rerank.shapes import FullTask, PoolShape, subsample
@@ -198,11 +198,7 @@ def cross_validate_shapes(
     for fold_seed in config.seeds:
         for train, test in KFold(config.folds, shuffle=True, random_state=fold_seed).split(np.arange(n)):
             for regime, shapes in regimes.items():
-                keys = [(sh, sd) for sh in shapes for sd in pools.seeds]
-                scorer, model = fit_scorer(
-                    [tables[k][i] for k in keys for i in train], [pools.matrices[k][i] for k in keys for i in train],
-                    [pools.verdicts[k][config.label][i] for k in keys for i in train],
-                    kind=config.kind, c=config.c, seed=fold_seed)
+                scorer, model = _fit_on(pools, tables, shapes, config, train.tolist(), fold_seed)
                 if model is not None:
                     weights[regime].append(list(model.coef))
                 for shape in tests:
@@ -292,13 +288,13 @@ class Candidate:
     """Training shapes (their subsamples of the training tasks)."""
 
 
-def _fit_candidate(pools: ShapePools, cand: Candidate, tables: Mapping[tuple[PoolShape, int], Any],
-                   tasks: Sequence[int], seed: int) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
-    keys = [(sh, sd) for sh in cand.shapes for sd in pools.seeds]
-    scorer, _ = fit_scorer([tables[k][i] for k in keys for i in tasks], [pools.matrices[k][i] for k in keys for i in tasks],
-                           [pools.verdicts[k][cand.config.label][i] for k in keys for i in tasks],
-                           kind=cand.config.kind, c=cand.config.c, seed=seed)
-    return scorer
+def _fit_on(pools: ShapePools, tables: Mapping[tuple[PoolShape, int], Any], shapes: Sequence[PoolShape],
+            config: CVConfig, tasks: Sequence[int], seed: int) -> tuple[Scorer, LinearModel | None]:
+    """The model fitted on the subsamples of ``shapes`` (every seed) of the tasks ``tasks``."""
+    keys = [(sh, sd) for sh in shapes for sd in pools.seeds]
+    return fit_scorer([tables[k][i] for k in keys for i in tasks], [pools.matrices[k][i] for k in keys for i in tasks],
+                      [pools.verdicts[k][config.label][i] for k in keys for i in tasks],
+                      kind=config.kind, c=config.c, seed=seed)
 
 
 def select_in_folds(
@@ -331,7 +327,7 @@ def select_in_folds(
             inner: dict[str, list[float]] = {c.name: [] for c in candidates}
             for itr, ite in KFold(inner_folds, shuffle=True, random_state=10_000 + seed).split(train):
                 for c in candidates:
-                    scorer = _fit_candidate(pools, c, tables[c.name], train[itr].tolist(), seed)
+                    scorer, _ = _fit_on(pools, tables[c.name], c.shapes, c.config, train[itr].tolist(), seed)
                     for sd in pools.seeds:
                         key = (target, sd)
                         for i in train[ite].tolist():
@@ -340,7 +336,7 @@ def select_in_folds(
                                                              m, pools.verdicts[key][c.config.label][i]))
             best = max(candidates, key=lambda c: statistics.fmean(inner[c.name]))  # ties: the first listed
             chosen.append(best.name)
-            scorer = _fit_candidate(pools, best, tables[best.name], train.tolist(), seed)
+            scorer, _ = _fit_on(pools, tables[best.name], best.shapes, best.config, train.tolist(), seed)
             for s, sd in enumerate(pools.seeds):
                 key = (target, sd)
                 for i in test.tolist():

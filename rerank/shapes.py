@@ -19,19 +19,8 @@ import numpy.typing as npt
 
 from rerank.matrix import TaskMatrix
 
-__all__ = [
-    "PoolShape",
-    "SHAPE_GRID",
-    "parse_shapes",
-    "task_shape",
-    "pool_shape",
-    "shape_range",
-    "shape_warnings",
-    "FullTask",
-    "full_tasks",
-    "draw_indices",
-    "subsample",
-]
+__all__ = ["PoolShape", "SHAPE_GRID", "parse_shapes", "task_shape", "pool_shape", "shape_range",
+           "shape_warnings", "FullTask", "full_tasks", "draw_indices", "subsample"]
 
 
 @dataclass(frozen=True, kw_only=True, order=True)
@@ -84,10 +73,8 @@ def task_shape(matrix: TaskMatrix) -> tuple[float, float, float]:
     from which no test was kept is not seen. Tests per generation = test occurrences /
     generations (0 without tests)."""
     samples = float(matrix.solution_counts.sum())
-    if matrix.test_positions:
-        gens = float(sum(pos.count(0) for pos in matrix.test_positions))
-    else:
-        gens = float(matrix.test_counts.sum())
+    positions = matrix.test_positions
+    gens = float(sum(pos.count(0) for pos in positions) if positions else matrix.test_counts.sum())
     occurrences = float(matrix.test_counts.sum())
     return samples, gens, (occurrences / gens if gens else 0.0)
 
@@ -142,8 +129,6 @@ class FullTask:
     """The full matrix (built with exact deadlines and without CodeT's packing rule)."""
     sample_program: npt.NDArray[np.int64]
     """Per sample, in the samples file's order, the index of its distinct program."""
-    n_generations: int
-    """Test generations of the task, those from which no test was kept included."""
     occ_generation: npt.NDArray[np.int64]
     """Per kept test occurrence: its generation (0 .. n_generations - 1)."""
     occ_position: npt.NDArray[np.int64]
@@ -180,7 +165,6 @@ def full_tasks(loaded: Any, label: str | None = None) -> list[FullTask]:
         out.append(FullTask(
             matrix=loaded.matrices[ts.label][tid],
             sample_program=np.asarray([prog[s.code] for s in loaded.samples[tid]], np.int64),
-            n_generations=max(int(ts.generations.get(tid, 0)), len(gen_index)),
             occ_generation=arr[:, 0].copy(), occ_position=arr[:, 1].copy(), occ_test=arr[:, 2].copy(),
             packable=np.asarray([codet_packing_compiles((src,)) for src in task.tests], np.bool_),
             generation_ids=tuple(gen_index),

@@ -14,16 +14,5 @@ from rerank.methods.mbr_exec import mbr_exec
 from rerank.methods.random_pick import random_pick
 from rerank.reranker import RERANKERS, RankGroup, Ranking, Reranker, bind_reranker, rank_groups
 
-__all__ = [
-    "RankGroup",
-    "Ranking",
-    "Reranker",
-    "RERANKERS",
-    "rank_groups",
-    "codet",
-    "codet_rw",
-    "mbr_exec",
-    "b4",
-    "random_pick",
-    "bind_reranker",
-]
+__all__ = ["RankGroup", "Ranking", "Reranker", "RERANKERS", "rank_groups", "codet", "codet_rw", "mbr_exec",
+           "b4", "random_pick", "bind_reranker"]

@@ -30,16 +30,8 @@ def mbr_exec(matrix: TaskMatrix, *, exclude_errors: bool = True) -> Ranking:
         if exclude_errors and all(o.startswith("!") for o in outputs):
             continue
         classes.setdefault(outputs, []).append(i)
-    return rank_groups(
-        [
-            (
-                float(matrix.solution_counts[m].sum()),
-                m,
-                [float(matrix.solution_counts[i]) for i in m],
-            )
-            for m in classes.values()
-        ]
-    )
+    counts = matrix.solution_counts
+    return rank_groups([(float(counts[m].sum()), m, [float(counts[i]) for i in m]) for m in classes.values()])
 
 
 SPEC = RerankerSpec(
