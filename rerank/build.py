@@ -1,36 +1,10 @@
-"""Building outcome matrices: dedup, run in the sandboxed executor, cache on disk, resume.
+"""Building outcome matrices: dedup, run in the sandboxed executor, cache in the result store, resume.
 
-Per task, every distinct solution program runs every distinct test once (CodeT's
-``evaluate_with_test_cases`` does the same: ``set`` of tests, one run per distinct
-completion); multiplicities and test positions are kept for the rerankers. One job per
-distinct program: the program is loaded once and the tests run against it, each with its
-own deadline (0.1 s per test in CodeT; ``timeout``). Each test names the task's entry point,
-so the executor checks it in trusted code where it can: a program cannot forge a pass with a
-patched module, a lying ``__eq__`` or a mutated argument (:mod:`evaluation.executor.trusted`).
-
-With ``outputs=True`` the executor also returns, per test, the value of the checked
-expression (``f(x)`` in ``assert f(x) == y``; it evaluates that in the child and compares
-in the parent anyway), kept as hashes for MBR-exec (Shi et al., EMNLP 2022): the test
-inputs are the generated tests themselves, so no extra execution is needed. For a test of
-another shape the "output" is its outcome.
-
-CodeT's harness packs all of a task's tests into one ``def check():`` function, each inside
-``try: with time_limit(...)``. A test that compiles at module level (CodeT's validity check)
-but not inside a function (``from m import *``, from a truncated generation) makes that
-whole program a SyntaxError, so CodeT records *every* solution of the task as failing to run
-and the task falls back to random. With ``codet_packing=True`` (the default, for parity)
-such a task's solutions are marked not loaded, as in CodeT, without running them; with
-``False`` the task is executed normally.
-
-Kept in the result store (:mod:`evaluation.result_store`, kind ``outcomes``): one record per
-(program, its task's ordered distinct tests, entry point, outputs flag, limits), appended as
-each job finishes, so a killed run resumes and another method, a second run or another
-``rerank`` with other reranker options reads the matrix in seconds. The key holds the whole
-ordered test set, not each test apart: a test's outcome can depend on the tests run before it
-in the same child (state a program keeps between calls; the shortened deadline after
-``shorten_after`` timeouts). Also
-:func:`matrices_from_codet_outcomes` builds matrices from the outcomes CodeT's own code
-computed (a check of the scoring independent of our executor).
+Per task every distinct program runs every distinct test once (one job per program, each test
+with its own deadline, checked in trusted code where it can be); multiplicities and test
+positions are kept for the rerankers. :func:`matrices_from_codet_outcomes` builds matrices from
+the outcomes CodeT's own code computed instead. Design, CodeT's packing quirk and the store key:
+``docs/rerank.md``, "How the matrix is built".
 """
 
 from __future__ import annotations
@@ -51,19 +25,11 @@ from evaluation.records import Outcome, Solution, TestCase, content_id
 from evaluation.result_store import Shelf, Store, key, open_store
 from rerank.matrix import TaskMatrix
 
-__all__ = [
-    "TaskInputs",
-    "prepare_task",
-    "build_matrices",
-    "matrices_from_codet_outcomes",
-    "codet_packing_compiles",
-    "sg_authors",
-    "CACHE_VERSION",
-]
+__all__ = ["TaskInputs", "prepare_task", "build_matrices", "matrices_from_codet_outcomes",
+           "codet_packing_compiles", "sg_authors", "CACHE_VERSION"]
 
 CACHE_VERSION = 5
-"""Part of a row's key in the store: bumped when the meaning of a row changes (3: tests checked
-in trusted code; 4: deadlines in CPU time; 5: kept in the result store)."""
+"""Part of a row's key in the store: bumped when the meaning of a row changes."""
 
 _CODE = {Outcome.PASSED: "P", Outcome.FAILED: "F", Outcome.ERROR: "E", Outcome.TIMEOUT: "T"}
 
@@ -93,52 +59,26 @@ class TaskInputs:
     test_positions: tuple[tuple[int, ...], ...]
     """Position of each occurrence within its generation."""
 
-    @property
-    def tests_key(self) -> str:
-        """Hash of the ordered distinct tests (a cache key)."""
-        return content_id("\x00".join(self.tests))
-
 
 def prepare_task(task_id: str, entry_point: str, solutions: list[Solution], tests: list[TestCase]) -> TaskInputs:
     """Deduplicate a task's solutions and tests (keeping counts and positions)."""
-    prog_index: dict[str, int] = {}
-    programs: list[str] = []
-    counts: list[int] = []
-    firsts: list[Solution] = []
+    by_code: dict[str, list[Solution]] = {}  # in order of first occurrence, as dicts keep it
     for s in solutions:
-        i = prog_index.get(s.code)
-        if i is None:
-            prog_index[s.code] = len(programs)
-            programs.append(s.code)
-            counts.append(1)
-            firsts.append(s)
-        else:
-            counts[i] += 1
-    test_index: dict[str, int] = {}
-    srcs: list[str] = []
-    tcounts: list[int] = []
-    positions: list[list[int]] = []
+        by_code.setdefault(s.code, []).append(s)
+    by_source: dict[str, list[int]] = {}
     for t in tests:
-        j = test_index.get(t.source)
-        if j is None:
-            test_index[t.source] = len(srcs)
-            srcs.append(t.source)
-            tcounts.append(1)
-            positions.append([t.position])
-        else:
-            tcounts[j] += 1
-            positions[j].append(t.position)
+        by_source.setdefault(t.source, []).append(t.position)
     return TaskInputs(
         task_id=task_id,
         entry_point=entry_point,
-        programs=tuple(programs),
-        program_keys=tuple(content_id(p) for p in programs),
-        program_counts=tuple(counts),
-        first_solution=tuple(firsts),
-        tests=tuple(srcs),
-        test_keys=tuple(content_id(t) for t in srcs),
-        test_counts=tuple(tcounts),
-        test_positions=tuple(tuple(p) for p in positions),
+        programs=tuple(by_code),
+        program_keys=tuple(content_id(p) for p in by_code),
+        program_counts=tuple(len(same) for same in by_code.values()),
+        first_solution=tuple(same[0] for same in by_code.values()),
+        tests=tuple(by_source),
+        test_keys=tuple(content_id(t) for t in by_source),
+        test_counts=tuple(len(pos) for pos in by_source.values()),
+        test_positions=tuple(tuple(pos) for pos in by_source.values()),
     )
 
 
@@ -254,14 +194,11 @@ def build_matrices(
     """Run every distinct program against its task's distinct tests (kept in the result store:
     ``store``, else the store of the cache folder ``cache_dir``, else the default one).
 
-    ``shorten_after``/``short_timeout``: see :attr:`evaluation.executor.Limits.shorten_after`.
-
-    ``engine``: where the programs run (default: this machine's executor; see
-    :func:`evaluation.executor.engine.open_engine`); the matrix is the same on every engine.
-
-    ``progress(done, total)`` is called as jobs finish (counted in jobs, one per program).
-    A program that fails to load is recorded as not loaded (CodeT: not ranked); so is every
-    program of a task whose tests CodeT could not pack (``codet_packing``, see above).
+    ``shorten_after``/``short_timeout``: :attr:`evaluation.executor.Limits.shorten_after`;
+    ``engine``: where the programs run (the matrix is the same on every engine);
+    ``progress(done, total)``: called as jobs (one per program) finish. A program that fails to
+    load is recorded as not loaded (CodeT: not ranked); so is every program of a task whose tests
+    CodeT could not pack, with ``codet_packing``.
     """
     from evaluation.executor import AssertTest, Job, Limits
 
@@ -320,9 +257,7 @@ def matrices_from_codet_outcomes(
     (``TaskInputs.first_solution[i].completion``); a completion the file lacks counts as
     not loaded.
     """
-    ref: dict[str, dict[str, Any]] = {}
-    for _, rec in read_jsonl(path):
-        ref[rec["task_id"]] = rec
+    ref: dict[str, dict[str, Any]] = {rec["task_id"]: rec for _, rec in read_jsonl(path)}
     out: dict[str, TaskMatrix] = {}
     for task in tasks:
         rec = ref.get(task.task_id, {"tests": [], "solutions": []})

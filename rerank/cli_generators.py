@@ -1,11 +1,7 @@
 """``rerank cv``: the learned reranker validated on generators it never saw, then fitted on all.
 
-Builds the generator pools from the shared data (:func:`rerank.generators.standard_sources`;
-matrices and HumanEval+ verdicts kept in the result store, so a second run executes nothing),
-runs :func:`rerank.generator_cv.cross_validate_generators` (leave one test source out, one code
-source out, both; nested selection), scores another model file on the same units
-(``--old-model``, default: the shipped one), optionally the ablation, and fits the model on every
-pool. Writes ``OUT/cv-generators.json``, ``OUT/cv-generators.md`` and ``OUT/model.json``.
+A thin click layer over :mod:`rerank.generators`, :mod:`rerank.generator_cv` and
+:mod:`rerank.generator_report` (``docs/rerankers.md``, "Across generators").
 """
 
 from __future__ import annotations

@@ -44,13 +44,7 @@ def progress_bars(enabled: bool) -> Iterator[Callable[[str], Callable[[int, int]
         yield lambda _desc: (lambda done, total: None)
         return
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
         TextColumn("{task.description}"),

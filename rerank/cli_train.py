@@ -1,9 +1,8 @@
 """``rerank train``: cross-validate the learned reranker on pools with known verdicts, then fit
 and save the model with its cross-validated figures beside it.
 
-A thin click layer over :func:`rerank.pipeline.load` (inputs, matrices, verdicts, cached
-like ``rerank``'s), :func:`rerank.crossval.cross_validate` and :func:`rerank.learned.fit`.
-See ``docs/rerankers.md``.
+A thin click layer over :func:`rerank.pipeline.load`, :func:`rerank.crossval.cross_validate`
+and :func:`rerank.learned.fit` (``docs/rerankers.md``).
 """
 
 from __future__ import annotations

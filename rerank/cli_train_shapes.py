@@ -1,9 +1,6 @@
 """``rerank train --shapes``: train the learned reranker across pool shapes subsampled from one
-pool, cross-validated by task with folds shared by every shape (:mod:`rerank.shape_cv`), and
-save a model that records the shapes it was trained on (``docs/rerankers.md``).
-
-Called by :mod:`rerank.cli_train` once the pool's matrix (exact deadlines, no packing rule) and
-verdicts are loaded; writes ``OUT/model.json``, ``OUT/cv-shapes.json`` and ``OUT/cv-shapes.md``.
+pool, cross-validated by task with folds shared by every shape (:mod:`rerank.shape_cv`), and save
+a model that records the shapes it was trained on (``docs/rerankers.md``, "Pool shapes").
 """
 
 from __future__ import annotations
@@ -66,16 +63,14 @@ def train_on_shapes(
         result = cross_validate_shapes(pools, config, regimes=regimes, test_shapes=everything,
                                        progress=factory("cross-validation across shapes"))
         summary = result.summary()
+        selection = _select(pools, config, shapes, factory)
         (outdir / "cv-shapes.json").write_text(json.dumps({
             "config": {"folds": config.folds, "seeds": list(config.seeds), "kind": config.kind,
                        "label": config.label, "features": list(config.features), "c": config.c},
             "subsampling_seeds": list(seeds), "regimes": {r: [s.label for s in v] for r, v in regimes.items()},
             "seconds": result.seconds, "summary": summary,
-            "fold_weights": result.extra.get("fold_weights"),
+            "fold_weights": result.extra.get("fold_weights"), "selection": selection,
         }, indent=1) + "\n")
-        selection = _select(pools, config, shapes, factory)
-        (outdir / "cv-shapes.json").write_text(json.dumps({
-            **json.loads((outdir / "cv-shapes.json").read_text()), "selection": selection}, indent=1) + "\n")
         (outdir / "cv-shapes.md").write_text(shape_markdown(result, summary, main=ALL) + _selection_markdown(selection),
                                              encoding="utf-8")
         cv_compact = compact_shape_cv(summary, config, seeds)

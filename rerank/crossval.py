@@ -1,23 +1,9 @@
 """Honest evaluation of the learned reranker: k-fold cross-validation by task.
 
-A task's programs are never in both the training and the test part of a fold: the folds
-split the *tasks* (scikit-learn ``KFold`` over task indices, shuffled with a seed), which is
-``GroupKFold`` with the task as the group. The split is repeated for several seeds. In every
-fold the model is fitted on the training tasks only (features are per task and need no
-fitting; the standardisation is fitted on the training tasks), then scored on the held-out
-tasks beside the rule-based rerankers (CodeT, B4, MBR-exec, random) on the same tasks.
-
-With ``c_grid`` the regularisation strength is chosen inside each training part by an inner
-cross-validation over its tasks (nested CV), so the held-out tasks never influence it.
-
-A model trained on one pool's training tasks can also be tested on the held-out tasks of
-*another* pool of the same tasks (other tests of the same samples): ``eval_pools``.
-
-Reported per fold: the expected pass@1 (as :mod:`rerank.scoring` computes it) of every
-method on the fold's tasks; then the mean, standard deviation and range over all folds of
-all seeds; and, per task, the out-of-fold pass@1 averaged over the seeds, with a bootstrap
-interval over tasks and paired permutation tests against each baseline
-(:mod:`evaluation.stats`).
+The folds split the tasks, never a task's programs; each fold's model is fitted on the training
+tasks only (``c`` by a nested CV when there is a grid) and scored beside the rule-based rerankers
+on the held-out tasks, of its own pool and of ``eval_pools``. Protocol and what is reported:
+``docs/rerankers.md``, "Evaluation protocol".
 """
 
 from __future__ import annotations
@@ -32,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evaluation.errors import TestgenError
-from evaluation.stats import compare_to_best, mean_cis, paired_test
+from evaluation.stats import PairedComparison, compare_to_best, mean_cis, paired_test
 from rerank.features import SCORE_FEATURES, pool_features
 from rerank.learned import DEFAULT_C, ModelKind, TaskVerdicts, fit_scorer, ranking_from_scores
 from rerank.matrix import TaskMatrix
@@ -40,7 +26,7 @@ from rerank.methods import bind_reranker
 from rerank.scoring import expected_pass_at_k
 
 __all__ = ["LabelledPool", "CVConfig", "FoldResult", "CVResult", "cross_validate", "choose_c", "BASELINES",
-           "LEARNED"]
+           "LEARNED", "task_pass1", "baseline_pass1", "flat_comparison"]
 
 BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("codet", "codet", {}),
@@ -56,11 +42,7 @@ LEARNED = "learned"
 
 @dataclass(frozen=True, kw_only=True)
 class LabelledPool:
-    """One pool's matrices with the ground truth of each kind of verdict.
-
-    The matrices and the verdicts are separate fields of separate types: features are
-    computed from ``matrices`` alone.
-    """
+    """One pool's matrices with the ground truth of each kind of verdict, in a field apart."""
 
     label: str
     """The pool's name (its test set's label)."""
@@ -166,8 +148,26 @@ class CVResult:
         return out
 
 
-def _task_pass1(ranking: Any, matrix: TaskMatrix, verdicts: TaskVerdicts) -> float:
+def task_pass1(ranking: Any, matrix: TaskMatrix, verdicts: TaskVerdicts) -> float:
+    """A ranking's expected pass@1 on one task."""
     return expected_pass_at_k(ranking, verdicts.correct, matrix.solution_counts, 1)
+
+
+def baseline_pass1(pool: LabelledPool, kinds: Sequence[str]) -> dict[str, dict[str, list[float]]]:
+    """Baseline -> verdict kind -> pass@1 per task of ``pool`` (deterministic: scored once)."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for name, reranker, options in BASELINES:
+        method = bind_reranker(reranker, options)
+        rankings = [method(m) for m in pool.matrices]
+        per[name] = {k: [task_pass1(r, m, v) for r, m, v in zip(rankings, pool.matrices, pool.verdicts[k])]
+                     for k in kinds}
+    return per
+
+
+def flat_comparison(cmp: PairedComparison) -> dict[str, float]:
+    """A paired comparison as the flat record the shape and generator reports keep."""
+    return {"difference": cmp.difference.estimate, "low": cmp.difference.low, "high": cmp.difference.high,
+            "p_value": cmp.p_value}
 
 
 def _fit_and_score(
@@ -207,7 +207,7 @@ def choose_c(
             scorer = _fit_and_score(tables, pool, train_idx[tr].tolist(), config, c, seed)
             for i in train_idx[te].tolist():
                 m = pool.matrices[i]
-                score[c].append(_task_pass1(ranking_from_scores(scorer(tables[i]), m), m, verdicts[i]))
+                score[c].append(task_pass1(ranking_from_scores(scorer(tables[i]), m), m, verdicts[i]))
     # ties go to the strongest regularisation (the grid's smallest c)
     return max(sorted(config.c_grid), key=lambda c: statistics.fmean(score[c]))
 
@@ -224,10 +224,6 @@ def cross_validate(
     ``eval_pools``: other pools of the same tasks (e.g. other tests of the same samples);
     each fold's model, trained on ``pool``'s training tasks, is also scored on their
     held-out tasks.
-
-    Longer than 80 lines: the checks of the pools, the baselines scored once, the loop over
-    seeds and folds and the per-task summary share the same per-pool arrays (task positions,
-    feature tables, learned and baseline pass@1), read top to bottom as the one procedure.
     """
     from sklearn.model_selection import KFold
 
@@ -251,16 +247,7 @@ def cross_validate(
     kinds = [k for k in pool.verdicts if all(k in p.verdicts for p in pools)]
     tables = [[pool_features(m, config.features) for m in p.matrices] for p in pools]
 
-    # baselines are deterministic per task: score every task once per pool
-    base_pass: list[dict[str, dict[str, list[float]]]] = []
-    for p in pools:
-        per: dict[str, dict[str, list[float]]] = {}
-        for name, reranker, options in BASELINES:
-            method = bind_reranker(reranker, options)
-            rankings = [method(m) for m in p.matrices]
-            per[name] = {k: [_task_pass1(r, m, v) for r, m, v in zip(rankings, p.matrices, p.verdicts[k])]
-                         for k in kinds}
-        base_pass.append(per)
+    base_pass = [baseline_pass1(p, kinds) for p in pools]
 
     learned_pass = [{k: np.zeros((len(config.seeds), len(p.matrices))) for k in kinds} for p in pools]
     folds: list[FoldResult] = []
@@ -278,7 +265,7 @@ def cross_validate(
                     vals = []
                     for r in rows:
                         m = p.matrices[r]
-                        v = _task_pass1(ranking_from_scores(scorer(tables[pi][r]), m), m, p.verdicts[k][r])
+                        v = task_pass1(ranking_from_scores(scorer(tables[pi][r]), m), m, p.verdicts[k][r])
                         learned_pass[pi][k][s, r] = v
                         vals.append(v)
                     res[LEARNED][k] = statistics.fmean(vals)

@@ -1,22 +1,9 @@
 """Features of each distinct program in a task's pool, for the learned reranker.
 
-Every feature is a function of what ``rerank`` already has for a task: the outcome matrix
-of the generated tests (:class:`~rerank.matrix.TaskMatrix`: which program passes which
-test, multiplicities, test positions, the programs' outputs on the tests' inputs) and two
-optional facts about the samples themselves (their length, their log-probability).
-Ground-truth verdicts are never an input: :func:`pool_features` takes a ``TaskMatrix``,
-which has no field for them (they are handed to the learner separately, see
-:mod:`rerank.learned`).
-
-The features, their definitions and sources are listed in :data:`FEATURES` (and in
-``docs/rerankers.md``). Shares are of the task's samples counted by occurrence (``N``),
-or of its tests counted by occurrence, so that tasks of different sizes are comparable.
-Sources: CodeT (Chen et al., "CodeT: Code Generation with Generated Tests", ICLR 2023),
-RW (Xiong, Guo, Chen, arXiv 2310.05727, Section 7), MBR-exec (Shi et al., "Natural
-Language to Code Translation with Execution", EMNLP 2022), B4 (Chen et al., "B4: Towards
-Optimal Assessment of Plausible Code Solutions with Plausible Tests", ASE 2024), and the
-functional-overlap idea of SRank (To et al., "Neural Code Generation Enhancement via
-Functional Overlap Reranking", arXiv 2311.03366).
+Every feature is a function of a task's :class:`~rerank.matrix.TaskMatrix` alone, so
+ground-truth verdicts can never be an input (they reach the learner apart, see
+:mod:`rerank.learned`). The features are listed in :data:`FEATURES`; their definitions and
+sources (CodeT, RW, MBR-exec, B4, SRank, SG) are in ``docs/rerankers.md``, "Features".
 """
 
 from __future__ import annotations
@@ -45,7 +32,7 @@ and (self-generated tests) which solution each test was written for (``TaskMatri
 
 @dataclass(frozen=True, kw_only=True)
 class FeatureSpec:
-    """One feature of a distinct program."""
+    """One feature of a distinct program (its definition: the table in ``docs/rerankers.md``)."""
 
     name: str
     """Column name (stable: models store it)."""
@@ -53,118 +40,53 @@ class FeatureSpec:
     """The input it is computed from."""
     source: str
     """The paper or reranker it comes from."""
-    doc: str
-    """Definition."""
 
 
 _BASE_FEATURES: tuple[FeatureSpec, ...] = (
-    FeatureSpec(name="loaded", needs="matrix", source="CodeT",
-                doc="1 if the program loaded and its tests ran (0: it can never be correct)."),
-    FeatureSpec(name="pool_share", needs="matrix", source="duplicates in the pool",
-                doc="samples with exactly this program / N (how often the model wrote it)."),
-    FeatureSpec(name="tests_passed_share", needs="matrix", source="CodeT",
-                doc="tests passed, counted by occurrence, / all tests by occurrence."),
-    FeatureSpec(name="distinct_tests_passed_share", needs="matrix", source="CodeT",
-                doc="distinct tests passed / distinct tests."),
-    FeatureSpec(name="rw_passed_share", needs="matrix", source="RW (arXiv 2310.05727)",
-                doc="sum of p^(i-1) (p = 0.8, i the test's position in its generation) over the passed "
-                    "tests' occurrences / the same sum over all tests."),
-    FeatureSpec(name="passes_none", needs="matrix", source="CodeT",
-                doc="1 if the program loaded but passed no test (CodeT leaves it unranked)."),
-    FeatureSpec(name="agreement_share", needs="matrix", source="CodeT",
-                doc="samples in the program's consensus set (loaded programs passing exactly the same "
-                    "tests) / N."),
-    FeatureSpec(name="codet_score_rel", needs="matrix", source="CodeT",
-                doc="CodeT's score of its consensus set (tests x sqrt(solutions), by occurrence) / the "
-                    "task's best CodeT score; 0 when unranked."),
-    FeatureSpec(name="codet_top", needs="matrix", source="CodeT",
-                doc="1 if in CodeT's top tie group (CodeT's pick)."),
-    FeatureSpec(name="codet_rank", needs="matrix", source="CodeT",
-                doc="1 - g / G for CodeT's g-th tie group of G (0-based); 0 when unranked."),
-    FeatureSpec(name="b4_posterior", needs="matrix", source="B4 (ASE 2024)",
-                doc="B4's posterior of the program's pass pattern, normalised over the task's distinct "
-                    "patterns: exp(s - logsumexp(s)) of B4's log scores (beta_0 1e5, alpha_xy 1e3)."),
-    FeatureSpec(name="b4_top", needs="matrix", source="B4 (ASE 2024)",
-                doc="1 if in B4's top tie group (B4's pick)."),
-    FeatureSpec(name="b4_rank", needs="matrix", source="B4 (ASE 2024)",
-                doc="1 - g / G for B4's g-th tie group of G; 0 when unranked."),
-    FeatureSpec(name="soft_agreement", needs="matrix", source="CodeT, soft (SRank's overlap on pass patterns)",
-                doc="mean over the loaded samples of the share of distinct tests on which they pass or "
-                    "fail alike with this program."),
-    FeatureSpec(name="passed_test_consensus", needs="matrix", source="test consensus",
-                doc="mean, over the tests it passes (by occurrence), of the share of loaded samples that "
-                    "pass that test; 0 if it passes none."),
-    FeatureSpec(name="failed_test_consensus", needs="matrix", source="test consensus",
-                doc="mean, over the tests it fails (by occurrence), of the share of loaded samples that "
-                    "pass that test (high: it fails tests most programs pass)."),
-    FeatureSpec(name="majority_tests_passed", needs="matrix", source="test consensus",
-                doc="share of the 'majority' tests (passed by more than half of the loaded samples) that "
-                    "it passes; 0 when there are none."),
-    FeatureSpec(name="behaviour_share", needs="outputs", source="MBR-exec (EMNLP 2022)",
-                doc="samples whose outputs on every generated test's input equal this program's / N "
-                    "(its MBR-exec class); 0 if it errs or times out on every input."),
-    FeatureSpec(name="mbr_top", needs="outputs", source="MBR-exec (EMNLP 2022)",
-                doc="1 if in the largest MBR-exec class (MBR-exec's pick)."),
-    FeatureSpec(name="functional_overlap", needs="outputs", source="SRank (arXiv 2311.03366)",
-                doc="mean over the test inputs of the share of loaded samples returning the same output "
-                    "as this program (errors and time-outs agree with nothing)."),
-    FeatureSpec(name="error_share", needs="outputs", source="errors",
-                doc="share of the distinct tests on which the program raised an error (not an assertion "
-                    "failure)."),
-    FeatureSpec(name="timeout_share", needs="outputs", source="time-outs",
-                doc="share of the distinct tests on which the program ran past the deadline."),
-    FeatureSpec(name="length_rel", needs="sizes", source="program length",
-                doc="log(size / median size of the task's loaded programs); size = characters of the "
-                    "completion (the program when no completion is known)."),
-    FeatureSpec(name="logprob_rel", needs="logprobs", source="the model's likelihood",
-                doc="the sample's mean token log-probability minus the task's mean (when samples carry "
-                    "one: field 'logprob')."),
-    FeatureSpec(name="b4_log_gap", needs="matrix", source="B4 (ASE 2024)",
-                doc="-log(1 + best B4 log score of the task - this pattern's): 0 for B4's pick, more "
-                    "negative the less likely B4 finds the pattern; -10 when unranked."),
-    FeatureSpec(name="functional_overlap_rel", needs="outputs", source="SRank (arXiv 2311.03366)",
-                doc="functional_overlap / the task's largest functional_overlap."),
-    FeatureSpec(name="behaviour_share_rel", needs="outputs", source="MBR-exec (EMNLP 2022)",
-                doc="behaviour_share / the task's largest behaviour_share."),
-    FeatureSpec(name="task_codet_top_share", needs="matrix", source="task context",
-                doc="samples in CodeT's top group / N (how clear the task's consensus is; same for every "
-                    "program of the task)."),
-    FeatureSpec(name="task_log_programs", needs="matrix", source="task context",
-                doc="log of the number of distinct programs of the task."),
+    FeatureSpec(name="loaded", needs="matrix", source="CodeT"),
+    FeatureSpec(name="pool_share", needs="matrix", source="duplicates in the pool"),
+    FeatureSpec(name="tests_passed_share", needs="matrix", source="CodeT"),
+    FeatureSpec(name="distinct_tests_passed_share", needs="matrix", source="CodeT"),
+    FeatureSpec(name="rw_passed_share", needs="matrix", source="RW (arXiv 2310.05727)"),
+    FeatureSpec(name="passes_none", needs="matrix", source="CodeT"),
+    FeatureSpec(name="agreement_share", needs="matrix", source="CodeT"),
+    FeatureSpec(name="codet_score_rel", needs="matrix", source="CodeT"),
+    FeatureSpec(name="codet_top", needs="matrix", source="CodeT"),
+    FeatureSpec(name="codet_rank", needs="matrix", source="CodeT"),
+    FeatureSpec(name="b4_posterior", needs="matrix", source="B4 (ASE 2024)"),
+    FeatureSpec(name="b4_top", needs="matrix", source="B4 (ASE 2024)"),
+    FeatureSpec(name="b4_rank", needs="matrix", source="B4 (ASE 2024)"),
+    FeatureSpec(name="soft_agreement", needs="matrix", source="CodeT, soft (SRank's overlap on pass patterns)"),
+    FeatureSpec(name="passed_test_consensus", needs="matrix", source="test consensus"),
+    FeatureSpec(name="failed_test_consensus", needs="matrix", source="test consensus"),
+    FeatureSpec(name="majority_tests_passed", needs="matrix", source="test consensus"),
+    FeatureSpec(name="behaviour_share", needs="outputs", source="MBR-exec (EMNLP 2022)"),
+    FeatureSpec(name="mbr_top", needs="outputs", source="MBR-exec (EMNLP 2022)"),
+    FeatureSpec(name="functional_overlap", needs="outputs", source="SRank (arXiv 2311.03366)"),
+    FeatureSpec(name="error_share", needs="outputs", source="errors"),
+    FeatureSpec(name="timeout_share", needs="outputs", source="time-outs"),
+    FeatureSpec(name="length_rel", needs="sizes", source="program length"),
+    FeatureSpec(name="logprob_rel", needs="logprobs", source="the model's likelihood"),
+    FeatureSpec(name="b4_log_gap", needs="matrix", source="B4 (ASE 2024)"),
+    FeatureSpec(name="functional_overlap_rel", needs="outputs", source="SRank (arXiv 2311.03366)"),
+    FeatureSpec(name="behaviour_share_rel", needs="outputs", source="MBR-exec (EMNLP 2022)"),
+    FeatureSpec(name="task_codet_top_share", needs="matrix", source="task context"),
+    FeatureSpec(name="task_log_programs", needs="matrix", source="task context"),
     # Shape-invariant forms: ranks and shares within the task, in [0, 1], whose
     # meaning does not change with the number of samples, generations or tests per generation.
-    FeatureSpec(name="codet_pct", needs="matrix", source="CodeT",
-                doc="within-task percentile of CodeT's score: share of the task's loaded samples (by "
-                    "occurrence) whose score is at most this program's (1 for CodeT's pick); 0 when unranked."),
-    FeatureSpec(name="b4_pct", needs="matrix", source="B4 (ASE 2024)",
-                doc="within-task percentile of B4's log score (as codet_pct; 1 for B4's pick)."),
-    FeatureSpec(name="rw_pct", needs="matrix", source="RW (arXiv 2310.05727)",
-                doc="within-task percentile of the RW score with CodeT's combination (p = 0.8; as codet_pct)."),
-    FeatureSpec(name="rw_score_rel", needs="matrix", source="RW (arXiv 2310.05727)",
-                doc="the RW score with CodeT's combination / the task's best; 0 when unranked."),
-    FeatureSpec(name="overlap_pct", needs="outputs", source="SRank (arXiv 2311.03366)",
-                doc="within-task percentile of functional_overlap (as codet_pct)."),
-    FeatureSpec(name="mbr_pct", needs="outputs", source="MBR-exec (EMNLP 2022)",
-                doc="within-task percentile of behaviour_share (as codet_pct; 0 when it errs on every input)."),
-    FeatureSpec(name="b4_gap_per_test", needs="matrix", source="B4 (ASE 2024)",
-                doc="-(best B4 log score of the task - this pattern's) / (distinct tests + 1): B4's log "
-                    "posterior gap per test, so that it does not grow with the number of tests; "
-                    "0 for B4's pick."),
-    FeatureSpec(name="b4_log_gap_per_test", needs="matrix", source="B4 (ASE 2024)",
-                doc="-log(1 + (best B4 log score of the task - this pattern's) / (distinct tests + 1)): "
-                    "b4_log_gap with the gap taken per test; 0 for B4's pick."),
+    FeatureSpec(name="codet_pct", needs="matrix", source="CodeT"),
+    FeatureSpec(name="b4_pct", needs="matrix", source="B4 (ASE 2024)"),
+    FeatureSpec(name="rw_pct", needs="matrix", source="RW (arXiv 2310.05727)"),
+    FeatureSpec(name="rw_score_rel", needs="matrix", source="RW (arXiv 2310.05727)"),
+    FeatureSpec(name="overlap_pct", needs="outputs", source="SRank (arXiv 2311.03366)"),
+    FeatureSpec(name="mbr_pct", needs="outputs", source="MBR-exec (EMNLP 2022)"),
+    FeatureSpec(name="b4_gap_per_test", needs="matrix", source="B4 (ASE 2024)"),
+    FeatureSpec(name="b4_log_gap_per_test", needs="matrix", source="B4 (ASE 2024)"),
     # Self-generated tests (SG; Xiong, Guo, Chen, arXiv 2310.05727, Section 7): each generation
     # was written with one of the pool's samples in the prompt.
-    FeatureSpec(name="sg_own_tests_passed", needs="authors", source="SG (arXiv 2310.05727)",
-                doc="share of the test occurrences written with this program in the prompt that it passes "
-                    "(0 when none was)."),
-    FeatureSpec(name="sg_own_tests_support", needs="authors", source="SG (arXiv 2310.05727)",
-                doc="mean, over the test occurrences written with this program in the prompt, of the share of "
-                    "the task's loaded samples passing the test: do the others agree with the tests it led "
-                    "to? (0 when none was)."),
-    FeatureSpec(name="sg_others_tests_passed", needs="authors", source="SG (arXiv 2310.05727)",
-                doc="share of the test occurrences written for other programs (or for none) that it passes: "
-                    "tests_passed_share without its own tests."),
+    FeatureSpec(name="sg_own_tests_passed", needs="authors", source="SG (arXiv 2310.05727)"),
+    FeatureSpec(name="sg_own_tests_support", needs="authors", source="SG (arXiv 2310.05727)"),
+    FeatureSpec(name="sg_others_tests_passed", needs="authors", source="SG (arXiv 2310.05727)"),
 )
 """The features before their log variants, in column order."""
 
@@ -182,9 +104,7 @@ LOG_FLOOR = 1e-3
 
 _BASE = {f.name: f for f in _BASE_FEATURES}
 FEATURES: tuple[FeatureSpec, ...] = _BASE_FEATURES + tuple(
-    FeatureSpec(name=f"log_{b}", needs=_BASE[b].needs, source=_BASE[b].source,
-                doc=f"log(max({b}, {LOG_FLOOR}))")
-    for b in LOG_OF
+    FeatureSpec(name=f"log_{b}", needs=_BASE[b].needs, source=_BASE[b].source) for b in LOG_OF
 )
 """Every feature, in column order: the base features, then the log variants."""
 
@@ -452,8 +372,6 @@ def pool_features(matrix: TaskMatrix, names: Sequence[str] = DEFAULT_FEATURES) -
 
         cols["overlap_pct"] = _percentile(np.where(usable, np.round(overlap, 12), np.nan), wl)
         cols["mbr_pct"] = _percentile(np.where(usable, behaviour, np.nan), wl)
-
-    if "outputs" in needs:
         for rel, src in (("functional_overlap_rel", "functional_overlap"), ("behaviour_share_rel", "behaviour_share")):
             top = float(cols[src].max()) if n else 0.0
             cols[rel] = cols[src] / top if top > 0 else np.zeros(n)

@@ -1,33 +1,10 @@
 """Validation of the learned reranker across generators: whole models held out.
 
-The pools (:class:`rerank.generators.GeneratorPool`) pair one code source with one test
-source. A *fold* holds out generators, and no pool that any of them contributed to is trained on:
-
-* ``tests:T`` (leave one test source out): trained on the pools whose tests another model wrote,
-  scored on the pools whose tests T wrote;
-* ``code:F`` (leave one code source out; F is a family of code generators, e.g. LDB's five
-  models): trained on the pools with no sample by F, scored on the pools with some;
-* ``both:F+T``: trained on the pools with neither, scored on the pools with both (another
-  model's code *and* tests, as on a user's pool).
-
-Tasks are split too (``KFold`` over the task indices, shuffled with each seed): a fold's model
-is trained on the training pools' training tasks and scored on the held-out pools' held-out
-tasks, so neither a generator nor a task of the scored part was seen in training.
-
-Every configuration (:class:`Config`: a feature set) is fitted as the ``direct`` kind of
-:mod:`rerank.learned` (non-negative weights on a grid of step 0.05 that maximise the training
-pass@1), on the features as they are, not standardised: a scale fitted on the training pools
-would be one more thing learned from them, and without it the objective is a sum over tasks of
-each task's pass@1 at every grid point, computed once (:func:`feature_grids`), so a fit on any
-pools and tasks is a sum. Selection among the configurations is made inside each fold: an
-inner leave-one-test-source-out over the fold's training pools (training tasks only) picks
-the configuration with the best mean pass@1, which is then fitted on the fold's whole
-training part. Every table says how many configurations were tried.
-
-Reported per fold and verdict kind, over the held-out (pool, task) units: pass@1 of learned,
-CodeT, B4, MBR-exec and random; learned minus each of CodeT, B4 and the better of the two (by
-its mean on the fold), with a bootstrap interval and a paired permutation test
-(:func:`evaluation.stats.paired_test`).
+A fold (:func:`generator_folds`) holds out test sources (``tests:T``), code sources (``code:F``)
+or both (``both:F+T``), and tasks too; the configuration (:class:`Config`) is chosen inside each
+fold and fitted as the ``direct`` kind of :mod:`rerank.learned` on unstandardised features, so a
+fit on any pools and tasks is a sum of per-task pass@1 grids computed once (:func:`feature_grids`).
+Protocol: ``docs/rerankers.md``, "Across generators".
 """
 
 from __future__ import annotations
@@ -35,22 +12,21 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from evaluation.errors import TestgenError
 from evaluation.stats import paired_test
-from rerank.crossval import BASELINES, LEARNED
+from rerank.crossval import BASELINES, LEARNED, baseline_pass1, flat_comparison
 from rerank.features import SHAPE_FEATURES, pool_features
 from rerank.generators import GeneratorPool
 from rerank.learned import DIRECT_STEP, _contenders, _simplex, ranking_from_scores
-from rerank.methods import bind_reranker
 from rerank.scoring import expected_pass_at_k
 
 __all__ = ["Config", "Fold", "CONFIGS", "generator_folds", "code_families", "cross_validate_generators",
-           "fold_summary", "pooled_verdict", "feature_grids", "BETTER"]
+           "fold_summary", "pooled_verdict", "fallback_verdict", "feature_grids", "BETTER"]
 
 BETTER = "max(codet,b4)"
 """The better of CodeT and B4 on a fold, chosen by its mean there."""
@@ -144,26 +120,17 @@ def _grid_pass1(x: npt.NDArray[np.float64], m: Any, correct: npt.NDArray[np.bool
     return np.asarray((top * (w * y)[:, None]).sum(axis=0) / (top * w[:, None]).sum(axis=0), np.float64)
 
 
-@overload
-def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int]) -> npt.NDArray[np.float64]: ...
-
-
-@overload
-def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int], *,
-             point: Literal[True]) -> tuple[npt.NDArray[np.float64], int | None]: ...
-
-
-def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int], *,
-             point: bool = False) -> Any:
+def _weights(grids: Grids, cfg: Config, pool_idx: Sequence[int], tasks: Sequence[int]
+             ) -> tuple[npt.NDArray[np.float64], int | None]:
     """The ``direct`` fit on these pools and tasks: the mean of the grid weights with the best
-    training pass@1 (the objective is a sum over tasks, so it is a sum of precomputed grids).
-    ``point``: also the grid index when one grid point is best (its pass@1 on any task is then
-    read from the grids, no ranking needed), else ``None``."""
+    training pass@1 (the objective is a sum over tasks, so it is a sum of precomputed grids),
+    and the grid index when one grid point is best (its pass@1 on any task is then read from
+    the grids, no ranking needed), else ``None``."""
     grid = _simplex(len(cfg.features), DIRECT_STEP)
     total = sum((grids[cfg.name][p][t] for p in pool_idx for t in tasks), np.zeros(grid.shape[1]))
     best = np.flatnonzero(total >= total.max() - 1e-9)
     w = np.asarray(grid[:, best].mean(axis=1), np.float64)
-    return (w, int(best[0]) if len(best) == 1 else None) if point else w
+    return w, int(best[0]) if len(best) == 1 else None
 
 
 def _pass1(pools: Sequence[GeneratorPool], w: npt.NDArray[np.float64], table: npt.NDArray[np.float64], p: int,
@@ -186,7 +153,7 @@ def _select(pools: Sequence[GeneratorPool], tables: Any, grids: Grids, configs: 
         if not inner_train:
             continue
         for c in configs:
-            w, at = _weights(grids, c, inner_train, tasks, point=True)
+            w, at = _weights(grids, c, inner_train, tasks)
             score[c.name] += [float(grids[c.name][p][t][at]) if at is not None
                               else _pass1(pools, w, tables[c.name][p][t], p, t, label) for p in inner_test for t in tasks]
     if not any(score.values()):
@@ -206,19 +173,6 @@ def feature_grids(pools: Sequence[GeneratorPool], configs: Sequence[Config], lab
                           for x, m, v in zip(tables[c.name][pi], gp.pool.matrices, gp.pool.verdicts[label])]
                          for pi, gp in enumerate(pools)]
     return tables, grids
-
-
-def _baselines(pools: Sequence[GeneratorPool], kinds: Sequence[str]) -> list[dict[str, dict[str, list[float]]]]:
-    out = []
-    for gp in pools:
-        per: dict[str, dict[str, list[float]]] = {}
-        for name, reranker, options in BASELINES:
-            method = bind_reranker(reranker, options)
-            ranks = [method(m) for m in gp.pool.matrices]
-            per[name] = {k: [expected_pass_at_k(r, v.correct, m.solution_counts, 1)
-                             for r, m, v in zip(ranks, gp.pool.matrices, gp.pool.verdicts[k])] for k in kinds}
-        out.append(per)
-    return out
 
 
 def cross_validate_generators(
@@ -252,7 +206,7 @@ def cross_validate_generators(
         raise TestgenError(f"no {label!r} verdicts to train on (have: {', '.join(kinds)})")
     fold_list = list(folds) if folds is not None else generator_folds(pools)
     tables, grids = feature_grids(pools, configs, label)
-    base = _baselines(pools, kinds)
+    base = [baseline_pass1(gp.pool, kinds) for gp in pools]
     out: dict[str, Any] = {"configs": [c.name for c in configs], "label": label, "seeds": list(seeds),
                            "task_folds": task_folds, "folds": {}}
     steps, done = len(fold_list) * len(seeds) * task_folds, 0
@@ -265,7 +219,7 @@ def cross_validate_generators(
                     spy(fold, fold.train, tr.tolist())
                 cfg = _select(pools, tables, grids, configs, fold.train, tr.tolist(), label)
                 chosen.append(cfg.name)
-                w = _weights(grids, cfg, fold.train, tr.tolist())
+                w, _ = _weights(grids, cfg, fold.train, tr.tolist())
                 for j, p in enumerate(fold.test):
                     for t in te.tolist():
                         for k in kinds:
@@ -284,9 +238,7 @@ def cross_validate_generators(
 
 
 def _compare(a: Sequence[float], b: Sequence[float], units: Sequence[str], n_resamples: int) -> dict[str, float]:
-    cmp = paired_test(dict(zip(units, a)), dict(zip(units, b)), n_resamples=n_resamples)
-    return {"difference": cmp.difference.estimate, "low": cmp.difference.low, "high": cmp.difference.high,
-            "p_value": cmp.p_value}
+    return flat_comparison(paired_test(dict(zip(units, a)), dict(zip(units, b)), n_resamples=n_resamples))
 
 
 def fold_summary(result: Mapping[str, Any], kind: str, *, n_resamples: int = 9999) -> dict[str, Any]:
@@ -320,11 +272,17 @@ def pooled_verdict(result: Mapping[str, Any], kind: str, fold_prefix: str = "bot
                 b[m][f"{name}|{u}"] = f["pass1"][m][kind][i]
     if not a:
         raise TestgenError(f"no fold named {fold_prefix}... to decide the fallback on")
-    better = max(("b4", "codet"), key=lambda m: statistics.fmean(b[m].values()))
-    vs = {m: paired_test(a, b[m], n_resamples=n_resamples) for m in b}
+    return fallback_verdict(fold_prefix, kind, a, b, n_resamples=n_resamples)
+
+
+def fallback_verdict(folds: str, kind: str, learned: Mapping[str, float], simple: Mapping[str, Mapping[str, float]],
+                     *, n_resamples: int = 9999) -> dict[str, Any]:
+    """Learned against CodeT and B4 (``simple``) on the same units: whether it wins significantly
+    over the better of the two; if not, that method is the fallback."""
+    better = max(("b4", "codet"), key=lambda m: statistics.fmean(simple[m].values()))
+    vs = {m: paired_test(learned, simple[m], n_resamples=n_resamples) for m in simple}
     win = vs[better].difference.estimate > 0 and vs[better].significant
-    return {"folds": fold_prefix, "kind": kind, "units": len(a), "learned": statistics.fmean(a.values()),
-            **{m: statistics.fmean(v.values()) for m, v in b.items()}, "better": better,
-            "vs": {m: {"difference": c.difference.estimate, "low": c.difference.low, "high": c.difference.high,
-                       "p_value": c.p_value} for m, c in vs.items()},
+    return {"folds": folds, "kind": kind, "units": len(learned), "learned": statistics.fmean(learned.values()),
+            **{m: statistics.fmean(v.values()) for m, v in simple.items()}, "better": better,
+            "vs": {m: flat_comparison(c) for m, c in vs.items()},
             "significant_win": win, "fallback": None if win else better}

@@ -1,10 +1,5 @@
-"""The held-out-generator figures as tables, the ablation, and the model fitted on every pool.
-
-:func:`old_model_pass1` scores another model file (e.g. the previously shipped one) on the same
-held-out units; :func:`ablation` reruns the cross-validation of one configuration with each
-feature dropped; :func:`fit_on_generators` chooses the configuration on every pool (leave one
-test source out) and fits it on every pool and task, with the pools' profile
-(:mod:`rerank.travel`) and the held-out figures inside.
+"""The held-out-generator figures as tables, another model file scored on the same units, the
+ablation, the model fitted on every pool and a model file annotated with such figures.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from rerank.generator_cv import (
     _select,
     _weights,
     cross_validate_generators,
+    fallback_verdict,
     feature_grids,
     fold_summary,
 )
@@ -84,7 +80,7 @@ def fit_on_generators(pools: Sequence[GeneratorPool], *, label: str, configs: Se
     every = list(range(len(pools)))
     tables, grids = feature_grids(pools, configs, label)
     chosen = _select(pools, tables, grids, configs, every, list(range(n)), label)
-    w = _weights(grids, chosen, every, list(range(n)))
+    w, _ = _weights(grids, chosen, every, list(range(n)))
     matrices = [m for p in pools for m in p.pool.matrices]
     verdicts = [v for p in pools for v in p.pool.verdicts[label]]
     shapes = {"shapes": [p.pool.label for p in pools], "range": shape_range([p.pool.matrices for p in pools])}
@@ -143,7 +139,6 @@ def annotate_model(path: str, pools: Sequence[GeneratorPool], trained_on: Sequen
     pools made by ``trained_on`` alone, the data it was trained on)."""
     from dataclasses import replace
 
-    from evaluation.stats import paired_test
     from rerank.methods import bind_reranker
     from rerank.travel import profile_record
 
@@ -168,14 +163,8 @@ def annotate_model(path: str, pools: Sequence[GeneratorPool], trained_on: Sequen
                 per[k][f"{gp.pool.label}|{m.task_id}"] = v
                 mine[k].append(v)
         rows[gp.pool.label] = {k: statistics.fmean(v) for k, v in mine.items()}
-    better = max(("b4", "codet"), key=lambda k: statistics.fmean(per[k].values()))
-    vs = {k: paired_test(per[LEARNED], per[k], n_resamples=n_resamples) for k in ("codet", "b4")}
-    win = vs[better].difference.estimate > 0 and vs[better].significant
-    verdict = {"folds": "pools of generators it never saw", "kind": label, "units": len(per[LEARNED]),
-               **{k: statistics.fmean(v.values()) for k, v in per.items()}, "better": better,
-               "vs": {k: {"difference": c.difference.estimate, "low": c.difference.low, "high": c.difference.high,
-                          "p_value": c.p_value} for k, c in vs.items()},
-               "significant_win": win, "fallback": None if win else better}
+    verdict = fallback_verdict("pools of generators it never saw", label, per[LEARNED],
+                               {k: per[k] for k in ("codet", "b4")}, n_resamples=n_resamples)
     cv = {**(model.cv or {}), "generators": {"label": label, "configurations": 1, "pools": rows, "verdict": verdict}}
     training = {**model.training, "profile": profile_record({p.pool.label: p.pool.matrices for p in own})}
     return replace(model, cv=cv, training=training)

@@ -1,26 +1,9 @@
 """Pools whose code and tests come from different generators, built from the shared data.
 
-A *generator pool* is one code source's samples ranked with one test source's tests, every
-distinct program judged by HumanEval+ (:mod:`rerank.ground_truth`). Held-out validation across
-generators (:mod:`rerank.generator_cv`) needs to know which generators made a pool: each pool
-records its code generators (several when the samples of several models are mixed) and its
-test generator.
-
-Sources read here (``../shared/data``, see its README):
-
-* code: CodeT's CodeGen-Mono-16B samples (``codet/..._code_solution.jsonl.gz``; the first
-  ``codegen_samples`` per task, cut at CodeT's stop tokens as ``rerank`` reads them) and LDB's
-  seed solutions (``ldb/humaneval_seed_solutions.jsonl.gz``: one whole program per task by each
-  of five models);
-* tests: CodeGen-Mono-16B's own test generations (CodeT's extraction, first 5 asserts of each)
-  and MuTAP's files (``mutap/humaneval_tests.jsonl.gz``) by other generators. MuTAP's files are
-  pytest modules (the program pasted above ``def test():``, chat answers with the prompt
-  echoed); the asserts that call the entry point are taken out of them with the robust
-  extraction that already exists (:func:`evaluation.extraction.extract_tests`, mode
-  ``robust``), one generation per file, every assert kept. MuTAP's ``oraclefixed`` suites were
-  repaired against the reference (ground truth) and are not used; Pynguin's tests call
-  ``module_0.f`` through variables, which that extraction does not follow, so Pynguin yields
-  no test and is not a source here.
+A :class:`GeneratorPool` is one code source's samples ranked with one test source's tests, every
+distinct program judged by HumanEval+, with the generators that made it named. The sources read
+(``../shared/data``: CodeGen-16B, LDB, MuTAP) and those left out: ``docs/rerankers.md``, "Across
+generators".
 """
 
 from __future__ import annotations

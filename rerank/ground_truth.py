@@ -114,16 +114,10 @@ def baseline_scores(
 ) -> dict[str, dict[str, float]]:
     """Unbiased pass@k of the baseline (:func:`read_baseline`), per verdict kind, over
     ``task_ids`` and over each kind's hard tasks; a k larger than a task's samples is NaN."""
-    from rerank.scoring import unbiased_pass_at_k
-
     out: dict[str, dict[str, float]] = {}
-    for kind, per_task in counts.items():
-        for suffix, chosen in (("", list(task_ids)), ("_hard", [t for t in task_ids if t in hard.get(kind, set())])):
-            row: dict[str, float] = {}
-            for k in ks:
-                vals = [unbiased_pass_at_k(per_task[t][0], per_task[t][1], k) if k <= per_task[t][0] else float("nan")
-                        for t in chosen]
-                row[f"pass@{k}"] = sum(vals) / len(vals) if vals else float("nan")
+    for kind, scores in baseline_task_scores(counts, task_ids, hard, ks).items():
+        for suffix, chosen in (("", scores), ("_hard", [s for s in scores if s.hard])):
+            row = {f"pass@{k}": sum(s.pass_at[k] for s in chosen) / len(chosen) if chosen else float("nan") for k in ks}
             row["tasks"] = float(len(chosen))
             out[kind + suffix] = row
     return out

@@ -1,28 +1,10 @@
-"""Reading what ``rerank`` ranks: sampled solutions and generated tests, in three formats.
+"""Reading what ``rerank`` ranks: sampled solutions (``--samples``) and generated tests
+(``--tests``), each ours, EvalPlus's or CodeT's.
 
-Solutions (``--samples``):
-
-* ours (``RUN/solutions.jsonl``): ``{"task_id", "solution_id", "solution", "completion"?, ...}``;
-* EvalPlus samples: ``{"task_id", "solution"}`` or ``{"task_id", "completion"}`` (the
-  completion is appended to the dataset's prompt); these two are read by
-  :func:`evaluation.solutions.read_solutions`;
-* CodeT's ``{"prompt", "samples": [completion, ...]}`` (Chen et al., ICLR 2023,
-  github.com/microsoft/CodeT): matched to tasks by the prompt text, the only format joined
-  that way; each completion is cut at CodeT's stop tokens, as its ``solution_extract`` does.
-
-Tests (``--tests``):
-
-* ours (``RUN/generations.jsonl``): ``{"task_id", "generation_id", "tests": [...],
-  "solution_id"?, "raw"?, "prefix"?}``; the first ``limit`` tests of each generation are kept,
-  after dropping tests that rebind the entry point (vacuous; runs made before ``testgen run``
-  dropped them);
-* CodeT's ``{"prompt", "samples": [raw text, ...]}``: tests extracted exactly as CodeT does
-  (:func:`evaluation.extraction.extract_tests` in ``"codet"`` mode: first ``limit`` asserts that
-  call the entry point and compile).
-
-CodeT prompts (which have their docstring examples removed) are matched against the
-dataset's prompts, the prompts without examples, and any CodeT ``HumanEval_for_*.jsonl``
-file lying next to the input file (or given with ``prompts=``).
+CodeT's ``{"prompt", "samples"}`` files are matched to tasks by prompt text (the dataset's
+prompts, those without examples, and any CodeT prompt file next to the input or given as
+``prompts=``); completions are cut at CodeT's stop tokens and tests extracted exactly as CodeT
+does. The formats: ``docs/rerank.md``, "Inputs".
 """
 
 from __future__ import annotations

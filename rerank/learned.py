@@ -1,34 +1,8 @@
 """The learned reranker: a small scikit-learn model over :mod:`rerank.features`.
 
-A model scores each distinct program of a task from its features; the loaded programs
-are ranked by that score (equal scores form one tie group, picked by occurrence, as in
-CodeT); programs that did not load are never picked. Trained on pools whose programs
-have known verdicts (``rerank train``), saved as a small JSON file with its feature list,
-the library versions and a hash of the training data; ``rerank --method learned --model
-FILE`` uses it.
-
-Model kinds (:data:`ModelKind`), all scoring standardised features linearly except the last:
-
-* ``direct`` (the default): non-negative weights, summing to 1, that maximise the training
-  pass@1 itself, searched exhaustively on a grid (step 0.05; at most 5 features). Direct
-  optimisation of the ranking metric, as coordinate ascent does (Metzler & Croft,
-  "Linear feature-based models for information retrieval", Information Retrieval 2007).
-  Over the published rerankers' scores (:data:`rerank.features.SCORE_FEATURES`) it
-  cross-validates best here (``docs/rerankers.md``), and it is the simplest: 4 weights.
-* ``logistic``: pointwise L2 logistic regression (scikit-learn ``LogisticRegression``) of
-  "this program is correct", each task's programs weighted by occurrence, each task
-  weighing 1.
-* ``pairwise``: RankSVM-style pairwise logistic regression on feature differences of
-  (correct, wrong) program pairs of the same task (Herbrich et al., "Large Margin Rank
-  Boundaries for Ordinal Regression", 2000; Burges et al., RankNet, ICML 2005).
-* ``listwise``: a linear softmax over each task's loaded programs fitted to put its mass
-  on the correct ones (ListNet top-1, Cao et al., ICML 2007), by ``scipy.optimize``.
-* ``boosting``: scikit-learn ``HistGradientBoostingClassifier`` (shallow trees), for
-  comparison under cross-validation only: it has no public export to a plain file, so it
-  is never saved (loading a pickle would run code).
-
-Ground truth enters only through :class:`TaskVerdicts`, a type of its own that the
-feature code never receives.
+Fitting (the kinds of :data:`ModelKind`), the saved JSON model and the registered reranker
+function. A model ranks a task's loaded programs by its score; ground truth enters only through
+:class:`TaskVerdicts`, which the feature code never receives. Design: ``docs/rerankers.md``, "Models".
 """
 
 from __future__ import annotations
@@ -51,24 +25,9 @@ from rerank.features import FEATURE_NAMES, SCORE_FEATURES, MissingFeatureInput, 
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, rank_groups
 
-__all__ = [
-    "ModelKind",
-    "TaskVerdicts",
-    "LinearModel",
-    "Scorer",
-    "fit",
-    "fit_scorer",
-    "ranking_from_scores",
-    "learned",
-    "load_model",
-    "save_model",
-    "default_model_path",
-    "shipped_model_path",
-    "SHIPPED_MODELS",
-    "training_fingerprint",
-    "model_shape_warnings",
-    "MODEL_FORMAT",
-]
+__all__ = ["ModelKind", "TaskVerdicts", "LinearModel", "Scorer", "fit", "fit_scorer", "ranking_from_scores",
+           "learned", "load_model", "save_model", "default_model_path", "shipped_model_path",
+           "SHIPPED_MODELS", "training_fingerprint", "model_shape_warnings", "MODEL_FORMAT"]
 
 ModelKind = Literal["logistic", "pairwise", "listwise", "direct", "boosting"]
 """How a model is fitted (see the module docstring)."""
@@ -83,11 +42,8 @@ Strong: the pools are small (100-odd tasks with something to learn)."""
 
 @dataclass(frozen=True, kw_only=True)
 class TaskVerdicts:
-    """Ground truth of one task: which distinct programs are correct.
-
-    Its own type, apart from :class:`~rerank.matrix.TaskMatrix`: features are computed
-    from the matrix alone, and only training and scoring code read this.
-    """
+    """Ground truth of one task: which distinct programs are correct (a type of its own, apart
+    from :class:`~rerank.matrix.TaskMatrix`: only training and scoring code read it)."""
 
     task_id: str
     """The task (the same as its matrix's)."""
@@ -289,14 +245,9 @@ def _contenders(x: npt.NDArray[np.float64], y: npt.NDArray[np.bool_], w: npt.NDA
 
 
 def _fit_direct(data: list[tuple[Any, Any, Any]], c: float) -> tuple[npt.NDArray[np.float64], float]:
-    """Maximise the training pass@1 itself over non-negative weights on a grid.
-
-    Direct optimisation of the ranking metric (as coordinate ascent does, Metzler & Croft,
-    "Linear feature-based models for information retrieval", 2007), exhaustively: with few
-    features the weight simplex is small enough to search on a grid. Every feature must be
-    oriented "higher is better" (the rerankers' scores are). Several grid points tie on the
-    training pass@1 (a plateau): their mean is taken. ``c`` is not used.
-    """
+    """Maximise the training pass@1 itself over non-negative weights on a grid (Metzler & Croft,
+    Information Retrieval 2007); every feature oriented "higher is better". Grid points that tie
+    (a plateau) are averaged. ``c`` is not used."""
     dim = data[0][0].shape[1]
     if dim > DIRECT_MAX_FEATURES:
         raise TestgenError(f"the 'direct' model searches a grid: at most {DIRECT_MAX_FEATURES} features, got {dim}")
@@ -459,10 +410,8 @@ SHIPPED_MODELS: dict[str, str] = {
     "shapes": "codegen16b-humaneval.json",
     "full": "codegen16b-humaneval-full.json",
 }
-"""The models shipped with the package (``docs/rerankers.md``): ``shapes`` (the default), trained
-across 40 shapes subsampled from CodeT's CodeGen-Mono-16B HumanEval pool; ``full``, the first
-model's configuration for pools of about that pool's shape (100 samples, 10 generations with
-tests, 4-5 tests each)."""
+"""The models shipped with the package: ``shapes`` (the default) and ``full``
+(``docs/rerankers.md``, "The shipped model")."""
 
 
 def shipped_model_path(name: str = "shapes") -> Path:

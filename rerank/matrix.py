@@ -48,17 +48,15 @@ class TaskMatrix:
     what the call returned (a hash of the value's repr, or the failure kind); ``None``
     when output values were not collected."""
     solution_sizes: npt.NDArray[np.int64] | None = None
-    """Per distinct solution, the characters of its completion (its program when no
-    completion is known); ``None`` when not attached (:func:`with_pool_info`).
-    Facts about the samples, not outcomes: read only by the learned reranker's features."""
+    """Per distinct solution, the characters of its completion (its program when no completion is
+    known); ``None`` when not attached (:func:`with_pool_info`). Read only by the features."""
     solution_logprobs: npt.NDArray[np.float64] | None = None
     """Per distinct solution, the sample's mean token log-probability when the samples
     carry one (field ``logprob``); ``None`` otherwise."""
     test_authors: tuple[tuple[int, ...], ...] | None = None
     """Self-generated tests (SG): per distinct test, aligned with :attr:`test_positions`, the
     distinct solution whose sample was in the prompt of each occurrence's generation (-1: none,
-    or a solution not in the pool); ``None`` when the tests do not say (placeholder tests).
-    A fact about the inputs, not an outcome: attached by :func:`with_pool_info`."""
+    or a solution not in the pool); ``None`` when the tests do not say (placeholder tests)."""
 
     def __post_init__(self) -> None:
         n, m = len(self.solution_keys), len(self.test_keys)

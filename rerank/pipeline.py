@@ -1,27 +1,7 @@
 """The whole ``rerank`` run as a library call: read, build matrices, verdicts, rank, score, write.
 
-:func:`run` is what the CLI and ``bench/bench_rerank.py`` call. It writes into ``out``:
-
-* ``summary.json``: ``{method: {"base"|"plus"|...: {"pass@k": value}}}``, values in [0, 1],
-  with a 95% bootstrap interval over tasks (``ci95``) and a paired test against the
-  column's best method (``vs_best``) for each (:mod:`rerank.significance`);
-  the verdict kinds are ``base``/``plus`` (HumanEval+/MBPP+ via :mod:`evaluation.evalplus`;
-  for MBPP sanitized, which has no plus inputs, ``base`` only: its original asserts, via
-  :mod:`evaluation.asserts`), ``original`` (a ``--verdicts`` file, e.g. CodeT's verdicts on the
-  original HumanEval tests), and each with ``_hard`` for the hard subset (some but not all
-  samples correct). With several labelled test sets a method is named ``label:method``. With a
-  ``--baseline`` verdicts file (``testgen evaluate``'s output for the same model at T = 0.2,
-  Table 5's baseline of Xiong, Guo, Chen) a row ``baseline`` holds its unbiased pass@k on the
-  same tasks.
-* ``picks.jsonl``: per task and method, the chosen solution, its score, the size of its tie
-  group and the expected pass@1 per verdict kind.
-* ``run.json``: the configuration, counts and the time spent in each step. The counts include,
-  per test set, ``tests_dropped_rebinding`` (tests that rebind the entry point: vacuous) and
-  where the distinct tests were checked: ``checked_trusted_code`` (the program cannot forge
-  their pass) and ``checked_child`` (run whole in the program's process), also in pairs.
-The outcome matrix and the verdicts are kept in the result store (:mod:`evaluation.result_store`), which a
-second run, another reranker's options or ``testgen evaluate`` on the same samples read instead of
-running the programs again (``notify`` says how much was reused).
+:func:`run` is what the CLI and ``bench/bench_rerank.py`` call; it writes ``summary.json``,
+``picks.jsonl`` and ``run.json`` into ``out`` (their contents: ``docs/rerank.md``, "Outputs").
 """
 
 from __future__ import annotations
@@ -43,13 +23,7 @@ from evaluation.io import write_jsonl
 from evaluation.records import Solution
 from evaluation.result_store import Store, open_store
 from rerank import __version__
-from rerank.build import (
-    TaskInputs,
-    build_matrices,
-    codet_packing_compiles,
-    prepare_task,
-    sg_authors,
-)
+from rerank.build import TaskInputs, build_matrices, codet_packing_compiles, prepare_task, sg_authors
 from rerank.ground_truth import (
     baseline_scores,
     baseline_task_scores,
@@ -86,16 +60,14 @@ class RerankConfig:
     prompts: str | None = None
     """CodeT prompt file for matching CodeT-format prompts (found next to the inputs if None)."""
     methods: tuple[MethodSpec, ...] = field(default_factory=default_methods)
-    """Methods to report (default: every built-in reranker its spec marks as a default, with its
-    documented options: :func:`rerank.reranker.default_methods`)."""
+    """Methods to report (default: :func:`rerank.reranker.default_methods`)."""
     tests_per_generation: int | None = 5
     """First N tests of each generation (CodeT: 5)."""
     timeout: float = 0.1
     """Seconds per test (CodeT: 0.1)."""
     shorten_timeouts_after: int = 2
-    """After this many tests of a solution timed out, its other tests get ``short_timeout``
-    (0: off, every test gets ``timeout``): a solution that loops on every test does not cost
-    every test's full timeout (:attr:`evaluation.executor.Limits.shorten_after`)."""
+    """After this many tests of a solution timed out, its other tests get ``short_timeout`` (0: off;
+    :attr:`evaluation.executor.Limits.shorten_after`)."""
     short_timeout: float = 0.01
     """Seconds per test once ``shorten_timeouts_after`` applies."""
     codet_packing: bool = True
@@ -104,8 +76,7 @@ class RerankConfig:
     workers: int | None = None
     """Executor workers (default: CPU count; on Ray: batches at once, default the cluster's CPUs)."""
     engine: EngineChoice = field(default_factory=EngineChoice)
-    """Where the programs run (matrix and verdicts): this machine, or a Ray cluster. The
-    matrix, verdicts and summary are the same on every engine."""
+    """Where the programs run (matrix and verdicts): this machine, or a Ray cluster."""
     ks: tuple[int, ...] = (1, 2, 10)
     """pass@k reported."""
     verdicts: str | None = None
@@ -114,14 +85,12 @@ class RerankConfig:
     evalplus: bool = True
     """Compute HumanEval+/MBPP+ verdicts (``base``/``plus``; MBPP sanitized: ``base`` on its asserts)."""
     baseline: str | None = None
-    """A ``testgen evaluate`` verdicts file whose pass@k is reported as the ``baseline`` row
-    (Table 5: the model's code pass@1 at T = 0.2, beside the reranked pool sampled at 0.8)."""
+    """A ``testgen evaluate`` verdicts file whose pass@k is reported as the ``baseline`` row (Table 5)."""
     out: str = "rerank-out"
     """Output directory."""
     cache_dir: str | None = None
-    """A cache folder whose result store (``CACHE_DIR/store``, :mod:`evaluation.result_store`) keeps the
-    matrices and verdicts (default: the shared store, ``$TESTGEN_CACHE/store``, which ``testgen
-    evaluate`` and every other command read and write too)."""
+    """A cache folder whose result store (``CACHE_DIR/store``) keeps the matrices and verdicts
+    (default: the shared store, ``$TESTGEN_CACHE/store``, which every command reads and writes)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,8 +133,8 @@ def _pick(ranking: Ranking, task: TaskInputs) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoadedRun:
-    """What a run has read and computed before ranking: inputs, matrices, verdicts."""
+class _Inputs:
+    """What :func:`_read` read: every input of a run, checked, before anything runs."""
 
     dataset: Dataset
     """The dataset."""
@@ -177,12 +146,18 @@ class LoadedRun:
     """One per ``--tests``."""
     prepared: dict[str, list[TaskInputs]]
     """Test set label -> deduplicated programs and tests per task."""
+    baseline: dict[str, dict[str, tuple[int, int]]] | None
+    """``--baseline``: verdict kind -> task_id -> (samples, correct), see :func:`read_baseline`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadedRun(_Inputs):
+    """What a run has read and computed before ranking: inputs, matrices, verdicts."""
+
     matrices: dict[str, dict[str, TaskMatrix]]
     """Test set label -> task_id -> matrix (with program sizes and log-probabilities)."""
     kinds: dict[str, dict[tuple[str, str], bool]]
     """Verdict kind -> (task_id, program key) -> correct. Ground truth: never given to a reranker."""
-    baseline: dict[str, dict[str, tuple[int, int]]] | None
-    """``--baseline``: verdict kind -> task_id -> (samples, correct), see :func:`read_baseline`."""
     timings: dict[str, float]
     """Seconds: read, matrix, verdicts."""
 
@@ -194,19 +169,6 @@ def _with_sizes(matrix: TaskMatrix, task: TaskInputs, authors: tuple[tuple[int, 
         logprobs=[s.logprob for s in task.first_solution],
         authors=authors,
     )
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Inputs:
-    """What :func:`_read` read: every input of a run, checked, before anything runs."""
-
-    dataset: Dataset
-    task_ids: list[str]
-    samples: dict[str, list[Solution]]
-    test_sets: list[TestSet]
-    prepared: dict[str, list[TaskInputs]]
-    original: dict[tuple[str, str], bool] | None
-    baseline: dict[str, dict[str, tuple[int, int]]] | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,24 +195,23 @@ def load(
     (a caller's own refusal, e.g. too few tasks for its folds)."""
     store = open_store(Path(config.cache_dir) / "store" if config.cache_dir else None)
     t0 = time.perf_counter()
-    inputs = _read(config, check)
+    inputs, original = _read(config, check)
     Path(config.out).mkdir(parents=True, exist_ok=True)
     timings = {"read": time.perf_counter() - t0}
     t0 = time.perf_counter()
     matrices = _build_matrices(config, inputs, store, need_outputs=need_outputs, progress=progress, notify=notify)
     timings["matrix"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    kinds = _judge(config, inputs, store, progress=progress, notify=notify)
+    kinds = _judge(config, inputs, original, store, progress=progress, notify=notify)
     timings["verdicts"] = time.perf_counter() - t0
-    return LoadedRun(dataset=inputs.dataset, task_ids=inputs.task_ids, samples=inputs.samples,
-                     test_sets=inputs.test_sets, prepared=inputs.prepared, matrices=matrices, kinds=kinds,
-                     baseline=inputs.baseline, timings=timings)
+    return LoadedRun(**vars(inputs), matrices=matrices, kinds=kinds, timings=timings)
 
 
-def _read(config: RerankConfig, check: Callable[[list[str]], None] | None) -> _Inputs:
+def _read(config: RerankConfig, check: Callable[[list[str]], None] | None
+          ) -> tuple[_Inputs, dict[tuple[str, str], bool] | None]:
     """Step 1, load: the dataset, samples, test sets and verdict files, each checked, and the
-    deduplicated programs and tests per task. Every input is read before anything runs or is
-    written: a bad file is refused at once."""
+    deduplicated programs and tests per task; with the ``--verdicts`` file's verdicts. Every input
+    is read before anything runs or is written: a bad file is refused at once."""
     labels = [label for label, _ in config.tests]
     if len(set(labels)) != len(labels):
         raise TestgenError(f"--tests labels must be distinct, got {labels}")
@@ -276,8 +237,9 @@ def _read(config: RerankConfig, check: Callable[[list[str]], None] | None) -> _I
     baseline = read_baseline(config.baseline, task_ids) if config.baseline else None
     if check is not None:
         check(task_ids)
-    return _Inputs(dataset=dataset, task_ids=task_ids, samples=samples, test_sets=test_sets, prepared=prepared,
-                   original=original, baseline=baseline)
+    inputs = _Inputs(dataset=dataset, task_ids=task_ids, samples=samples, test_sets=test_sets, prepared=prepared,
+                     baseline=baseline)
+    return inputs, original
 
 
 def _build_matrices(config: RerankConfig, inputs: _Inputs, store: Store, *, need_outputs: bool,
@@ -308,8 +270,8 @@ def _build_matrices(config: RerankConfig, inputs: _Inputs, store: Store, *, need
     return matrices
 
 
-def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: ProgressFactory,
-           notify: Notify) -> dict[str, dict[tuple[str, str], bool]]:
+def _judge(config: RerankConfig, inputs: _Inputs, original: dict[tuple[str, str], bool] | None, store: Store, *,
+           progress: ProgressFactory, notify: Notify) -> dict[str, dict[tuple[str, str], bool]]:
     """Step 3, judge: the ground truth per verdict kind, (task_id, program key) -> correct:
     HumanEval+/MBPP+ ``base`` and ``plus`` (MBPP sanitized: ``base`` on its asserts), and a
     ``--verdicts`` file as ``original``. Never given to a reranker, only to the scoring."""
@@ -325,8 +287,8 @@ def _judge(config: RerankConfig, inputs: _Inputs, store: Store, *, progress: Pro
         kinds["base"] = {k: v[0] for k, v in ep.items()}
         if judged_with_plus(dataset.name):
             kinds["plus"] = {k: v[1] for k, v in ep.items()}
-    if inputs.original is not None:
-        kinds["original"] = inputs.original
+    if original is not None:
+        kinds["original"] = original
     return kinds
 
 

@@ -1,20 +1,10 @@
-"""What a reranker is: a pure function from a task's outcome matrix to a ranking, described by a
-spec (its options with defaults and help, whether it needs the programs' outputs), and the
-registry of them.
+"""What a reranker is: a pure function from a task's outcome matrix to a :class:`Ranking`,
+described by a :class:`RerankerSpec` (options, defaults, whether it needs the programs'
+outputs), and the registry of them.
 
-A reranker takes a :class:`~rerank.matrix.TaskMatrix` and keyword-only options and returns a
-:class:`Ranking`: groups of distinct solutions, best first, with equal scores merged (a pick is
-uniform within a group, weighted by each member's ``weight``). An empty ranking means "no
-opinion": the task falls back to a random pick (what CodeT does for a task where no solution
-passed any test).
-
-Its :class:`RerankerSpec` is what the ``rerank`` command, the pipeline and the study read instead
-of its name: the command builds its options from the specs (``--method-option NAME.OPTION=VALUE``
-for every option of every reranker, plugins included; the built-ins' own flags such as ``--rw-p``
-from :attr:`RerankerOption.flag`), the pipeline asks :attr:`RerankerSpec.needs_outputs` before it
-builds the matrices. The built-ins live one module each in :mod:`rerank.methods`; third parties
-add theirs through the ``testgen.rerankers`` entry-point group (an entry names a
-:class:`RerankerSpec`; ``docs/extending.md``).
+The command, the pipeline and the study read the spec instead of the name; the built-ins live one
+module each in :mod:`rerank.methods`, plug-ins come through the ``testgen.rerankers`` entry-point
+group (``docs/extending.md``). An empty ranking means "no opinion": the task falls back to random.
 """
 
 from __future__ import annotations
@@ -32,22 +22,9 @@ from evaluation.registry import Registry
 if TYPE_CHECKING:
     from rerank.matrix import TaskMatrix
 
-__all__ = [
-    "RankGroup",
-    "Ranking",
-    "Reranker",
-    "RerankerOption",
-    "RerankerSpec",
-    "MethodSpec",
-    "RERANKERS",
-    "builtin_specs",
-    "rank_groups",
-    "consensus_sets",
-    "reranker_spec",
-    "bind_reranker",
-    "expand_methods",
-    "default_methods",
-]
+__all__ = ["RankGroup", "Ranking", "Reranker", "RerankerOption", "RerankerSpec", "MethodSpec", "RERANKERS",
+           "builtin_specs", "rank_groups", "consensus_sets", "reranker_spec", "bind_reranker",
+           "expand_methods", "default_methods"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,11 +60,8 @@ class Reranker(Protocol):
 
 
 def rank_groups(scored: list[tuple[float, list[int], list[float]]]) -> Ranking:
-    """Sort ``(score, members, weights)`` by decreasing score and merge equal scores.
-
-    Equal means ``==`` on the floats, as CodeT's ``_turn_solution_scores_into_choose_count``
-    merges neighbours after a stable sort.
-    """
+    """Sort ``(score, members, weights)`` by decreasing score and merge equal scores (``==`` on
+    the floats, as CodeT's ``_turn_solution_scores_into_choose_count`` merges neighbours)."""
     ordered = sorted(scored, key=lambda g: g[0], reverse=True)
     groups: list[RankGroup] = []
     for score, members, weights in ordered:
@@ -140,9 +114,8 @@ class RerankerOption:
     at_most: float | None = None
     """Values must be at most this."""
     flag: str | None = None
-    """A flag of its own on the ``rerank`` command (the built-ins' historical ``--rw-p``,
-    ``--b4-alpha``, ...); its value, default included, is always passed to the reranker. The
-    study's ``[rerank]`` table takes it as a key (``rw_p``)."""
+    """A flag of its own on the ``rerank`` command (``--rw-p``, ``--b4-alpha``, ...), also a key of
+    the study's ``[rerank]`` table (``rw_p``); its value, default included, is always passed."""
     flag_default: str | None = None
     """The flag's default, when it is not :attr:`default` (``--rw-combine both``)."""
     variants: bool = False
@@ -209,21 +182,18 @@ class RerankerSpec:
     name: str
     """Registry name (``--method NAME``)."""
     function: Callable[..., Ranking] | str
-    """The reranker (:class:`Reranker`: a matrix in, a :class:`Ranking` out, options keyword-only),
-    or its lazy ``"module:attr"`` path (imported when first used)."""
+    """The reranker (a :class:`Reranker`), or its lazy ``"module:attr"`` path."""
     summary: str
     """One line: what it does, and the paper it comes from."""
     options: tuple[RerankerOption, ...] = ()
     """Its keyword options, in the order they are recorded."""
     needs_outputs: bool = False
-    """It reads the programs' outputs on the tests' inputs (:attr:`TaskMatrix.output_keys`): the
-    matrices are then built with them (a little slower)."""
+    """It reads the programs' outputs on the tests' inputs (:attr:`TaskMatrix.output_keys`)."""
     default: bool = False
     """Reported by ``rerank`` when no ``--method`` is given."""
     run_counts: Callable[[MethodSpec, Mapping[str, Mapping[str, TaskMatrix]], Callable[[str], None]],
                          dict[str, int]] | str | None = None
-    """What it adds to ``run.json``'s counts (the learned model: how many scored tasks it was
-    trained on), or its lazy ``"module:attr"`` path."""
+    """What it adds to ``run.json``'s counts, or its lazy ``"module:attr"`` path."""
 
     def resolve(self) -> Callable[..., Ranking]:
         """The function (imported on first use)."""
@@ -308,10 +278,9 @@ def bind_reranker(name: str, options: Mapping[str, Any] | None = None) -> Callab
 def expand_methods(names: Sequence[str], given: Mapping[str, Mapping[str, Any]] | None = None
                    ) -> tuple[MethodSpec, ...]:
     """The reported methods of the rerankers ``names`` (all the defaults when empty), with their
-    options: ``given[reranker][option]`` (text or typed) where given, else the option's flag value
-    (:attr:`RerankerOption.flag_default` or :attr:`~RerankerOption.default`) for an option with a
-    flag; an option with neither is left to the function. A :attr:`~RerankerOption.variants`
-    option given several values gives one method per value."""
+    options: ``given[reranker][option]`` (text or typed), else an option's flag value when it has
+    a flag, else left to the function; a :attr:`~RerankerOption.variants` option given several
+    values gives one method per value."""
     given = given or {}
     for reranker, options in given.items():
         for option in options:

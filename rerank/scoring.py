@@ -1,18 +1,10 @@
 """Scoring rankings against ground-truth verdicts: expected pass@k under uniform tie-breaking.
 
-For a ranked task, pass@k follows CodeT's released ``get_result_of_sorted_solutions``
-(Chen et al., ICLR 2023): the merged tie groups are taken best first; with at least k
-groups, one pick is drawn from each of the first k; with fewer, the k picks are dealt to
-the groups round-robin (group g gets ``c_g`` picks, drawn with replacement); the task is
-solved unless every pick is wrong: ``1 - prod_g (wrong fraction of g) ** c_g``. The wrong
-fraction is weighted by each member's choice weight (occurrences for CodeT). pass@1 is
-thus the fraction of correct solutions in the top group.
-
-An unranked task (empty ranking) falls back to a random pick among all samples, scored
-with the unbiased estimator ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021; n, c counted
-by occurrence).
-
-The "hard" subset (reported by B4) is the tasks where some but not all samples are correct.
+A ranked task is scored as CodeT's released ``get_result_of_sorted_solutions`` (Chen et al.,
+ICLR 2023) does: one pick per tie group best first, picks dealt round-robin when there are fewer
+groups than k, each group's wrong fraction weighted by its members' choice weights. An unranked
+task falls back to a random pick, scored with the unbiased estimator (Chen et al., 2021). The
+"hard" subset (reported by B4) is the tasks where some but not all samples are correct.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Cross-validation of the learned reranker across pool shapes.
 
-One pool whose matrix and verdicts were computed once (:class:`rerank.shapes.FullTask`) is
-subsampled into many shapes (samples x test generations x tests per generation), several
-times each (subsampling seeds): :func:`draw_shape_pools`. Then :func:`cross_validate_shapes`
-splits the *tasks* into folds shared by every shape and seed (scikit-learn ``KFold`` over task
-indices): a task's subsamples, of any shape, are all in the training part or all in the test
-part of a fold, never in both. Each *training regime* (a set of training shapes, e.g. all of
-them, or one) fits one model per fold on its shapes' subsamples of the training tasks; the
-model is scored on every test shape's subsamples of the held-out tasks, beside CodeT, B4,
-CodeT-RW (both combinations), MBR-exec and random on the very same subsamples.
-
-Reported per regime, test shape and verdict kind: each method's pass@1 averaged over tasks,
-subsampling seeds and fold repetitions; its standard deviation over the subsampling seeds;
-and learned against each baseline and against the better of CodeT and B4 on that shape
-(paired over tasks, :func:`evaluation.stats.paired_test`).
+One pool's subsamples in many shapes (:func:`draw_shape_pools`), task folds shared by every shape
+and seed (:func:`cross_validate_shapes`), the nested selection on one shape
+(:func:`select_in_folds`) and what any consensus pick can reach (:func:`consensus_limits`).
+Protocol: ``docs/rerankers.md``, "Evaluation protocol".
 """
 
 from __future__ import annotations
@@ -29,16 +19,15 @@ import numpy.typing as npt
 
 from evaluation.errors import TestgenError
 from evaluation.stats import paired_test
-from rerank.crossval import LEARNED, CVConfig
+from rerank.crossval import LEARNED, CVConfig, flat_comparison, task_pass1
 from rerank.features import pool_features
-from rerank.learned import TaskVerdicts, fit_scorer, ranking_from_scores
+from rerank.learned import LinearModel, Scorer, TaskVerdicts, fit_scorer, ranking_from_scores
 from rerank.matrix import TaskMatrix
 from rerank.methods import bind_reranker
-from rerank.scoring import expected_pass_at_k
 from rerank.shapes import FullTask, PoolShape, subsample
 
 __all__ = ["ShapePools", "ShapeCVResult", "draw_shape_pools", "cross_validate_shapes", "shape_markdown",
-           "mean_over_shapes", "select_in_folds", "Candidate", "consensus_limits", "SHAPE_BASELINES", "BEST_RULE"]
+           "select_in_folds", "Candidate", "consensus_limits", "SHAPE_BASELINES", "BEST_RULE"]
 
 SHAPE_BASELINES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("codet", "codet", {}),
@@ -150,16 +139,11 @@ def _shape_summary(methods: Mapping[str, Mapping[str, npt.NDArray[np.float64]]],
     for m in [*[m for m in methods if m != LEARNED], BEST_RULE]:
         ref = better if m == BEST_RULE else m
         cmp = paired_test(per_task[LEARNED], per_task[ref], n_resamples=n_resamples)
-        rows[m]["learned_minus_this"] = {"difference": cmp.difference.estimate, "low": cmp.difference.low,
-                                         "high": cmp.difference.high, "p_value": cmp.p_value}
+        rows[m]["learned_minus_this"] = flat_comparison(cmp)
         if m == BEST_RULE:
             diffs = methods[LEARNED][kind].mean(axis=1) - methods[ref][kind].mean(axis=1)
             rows[m]["learned_minus_this"]["per_seed"] = diffs.tolist()
     return rows
-
-
-def _task_pass1(ranking: Any, matrix: TaskMatrix, verdicts: TaskVerdicts) -> float:
-    return expected_pass_at_k(ranking, verdicts.correct, matrix.solution_counts, 1)
 
 
 def _baselines(pools: ShapePools, shapes: Sequence[PoolShape], kinds: Sequence[str]
@@ -176,7 +160,7 @@ def _baselines(pools: ShapePools, shapes: Sequence[PoolShape], kinds: Sequence[s
                 for t, m in enumerate(mats):
                     ranking = method(m)
                     for k in kinds:
-                        per[name][k][s, t] = _task_pass1(ranking, m, verd[k][t])
+                        per[name][k][s, t] = task_pass1(ranking, m, verd[k][t])
         out[shape.label] = per
     return out
 
@@ -214,11 +198,7 @@ def cross_validate_shapes(
     for fold_seed in config.seeds:
         for train, test in KFold(config.folds, shuffle=True, random_state=fold_seed).split(np.arange(n)):
             for regime, shapes in regimes.items():
-                keys = [(sh, sd) for sh in shapes for sd in pools.seeds]
-                scorer, model = fit_scorer(
-                    [tables[k][i] for k in keys for i in train], [pools.matrices[k][i] for k in keys for i in train],
-                    [pools.verdicts[k][config.label][i] for k in keys for i in train],
-                    kind=config.kind, c=config.c, seed=fold_seed)
+                scorer, model = _fit_on(pools, tables, shapes, config, train.tolist(), fold_seed)
                 if model is not None:
                     weights[regime].append(list(model.coef))
                 for shape in tests:
@@ -229,7 +209,7 @@ def cross_validate_shapes(
                             ranking = ranking_from_scores(scorer(tables[key][i]), m)
                             for k in kinds:
                                 learned[regime][shape.label][k][s, i] += (
-                                    _task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(config.seeds))
+                                    task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(config.seeds))
                 done += 1
                 if progress:
                     progress(done, steps)
@@ -237,11 +217,6 @@ def cross_validate_shapes(
     return ShapeCVResult(config=config, regimes={r: tuple(s) for r, s in regimes.items()}, test_shapes=tests,
                          sub_seeds=pools.seeds, pass1=pass1, task_ids=pools.task_ids,
                          seconds=time.perf_counter() - t0, extra={"fold_weights": weights})
-
-
-def mean_over_shapes(result: ShapeCVResult, regime: str, kind: str, method: str) -> float:
-    """A method's pass@1 averaged over every test shape (each shape weighs 1)."""
-    return statistics.fmean(float(result.pass1[regime][s.label][method][kind].mean()) for s in result.test_shapes)
 
 
 def _pct(v: float) -> str:
@@ -313,13 +288,13 @@ class Candidate:
     """Training shapes (their subsamples of the training tasks)."""
 
 
-def _fit_candidate(pools: ShapePools, cand: Candidate, tables: Mapping[tuple[PoolShape, int], Any],
-                   tasks: Sequence[int], seed: int) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
-    keys = [(sh, sd) for sh in cand.shapes for sd in pools.seeds]
-    scorer, _ = fit_scorer([tables[k][i] for k in keys for i in tasks], [pools.matrices[k][i] for k in keys for i in tasks],
-                           [pools.verdicts[k][cand.config.label][i] for k in keys for i in tasks],
-                           kind=cand.config.kind, c=cand.config.c, seed=seed)
-    return scorer
+def _fit_on(pools: ShapePools, tables: Mapping[tuple[PoolShape, int], Any], shapes: Sequence[PoolShape],
+            config: CVConfig, tasks: Sequence[int], seed: int) -> tuple[Scorer, LinearModel | None]:
+    """The model fitted on the subsamples of ``shapes`` (every seed) of the tasks ``tasks``."""
+    keys = [(sh, sd) for sh in shapes for sd in pools.seeds]
+    return fit_scorer([tables[k][i] for k in keys for i in tasks], [pools.matrices[k][i] for k in keys for i in tasks],
+                      [pools.verdicts[k][config.label][i] for k in keys for i in tasks],
+                      kind=config.kind, c=config.c, seed=seed)
 
 
 def select_in_folds(
@@ -352,23 +327,23 @@ def select_in_folds(
             inner: dict[str, list[float]] = {c.name: [] for c in candidates}
             for itr, ite in KFold(inner_folds, shuffle=True, random_state=10_000 + seed).split(train):
                 for c in candidates:
-                    scorer = _fit_candidate(pools, c, tables[c.name], train[itr].tolist(), seed)
+                    scorer, _ = _fit_on(pools, tables[c.name], c.shapes, c.config, train[itr].tolist(), seed)
                     for sd in pools.seeds:
                         key = (target, sd)
                         for i in train[ite].tolist():
                             m = pools.matrices[key][i]
-                            inner[c.name].append(_task_pass1(ranking_from_scores(scorer(tables[c.name][key][i]), m),
+                            inner[c.name].append(task_pass1(ranking_from_scores(scorer(tables[c.name][key][i]), m),
                                                              m, pools.verdicts[key][c.config.label][i]))
             best = max(candidates, key=lambda c: statistics.fmean(inner[c.name]))  # ties: the first listed
             chosen.append(best.name)
-            scorer = _fit_candidate(pools, best, tables[best.name], train.tolist(), seed)
+            scorer, _ = _fit_on(pools, tables[best.name], best.shapes, best.config, train.tolist(), seed)
             for s, sd in enumerate(pools.seeds):
                 key = (target, sd)
                 for i in test.tolist():
                     m = pools.matrices[key][i]
                     ranking = ranking_from_scores(scorer(tables[best.name][key][i]), m)
                     for k in kinds:
-                        learned[k][s, i] += _task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(seeds)
+                        learned[k][s, i] += task_pass1(ranking, m, pools.verdicts[key][k][i]) / len(seeds)
             done += 1
             if progress:
                 progress(done, steps)

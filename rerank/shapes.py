@@ -1,23 +1,9 @@
-"""Pool shapes: how many samples, test generations and tests per generation a pool has, and
-subsamples of one computed pool in any smaller shape.
+"""Pool shapes (samples x test generations x tests per generation per task) and subsamples of
+one computed pool in any smaller shape.
 
-A reranker's inputs differ from pool to pool in their *shape*: CodeT's CodeGen-16B pool has 100
-samples and 100 test generations of up to 5 asserts per task; a user's may have 5 samples and
-5 generations, or 10 samples and 1 generation of single asserts. The learned reranker is trained
-on many shapes and its model file records them (:func:`shape_range`), so that ``rerank`` can
-say when a pool lies outside what the model has seen (:func:`shape_warnings`).
-
-Training on many shapes needs many pools with verdicts. They are drawn from one pool whose
-outcome matrix was computed once (:class:`FullTask`): a subsample keeps some samples (and so
-their distinct programs), some whole test generations and the first ``tests_per_generation``
-tests of each (:func:`subsample`). Its matrix is a sub-matrix of the full one: a program's
-outcome on a test does not depend on the other tests when every test gets the full deadline
-(the full matrix must be built with ``--shorten-timeouts-after 0``) and nothing is skipped
-(``--no-codet-packing``; CodeT's packing rule is then applied to the subsample's own tests, as
-``rerank`` would, see :func:`subsample`). Test ``k`` of a generation is column ``occ_test`` of
-its occurrence with ``occ_position == k``: the first ``a`` tests of a generation are its
-occurrences with positions ``0 .. a-1``, since extraction keeps a prefix of the valid asserts
-(:func:`evaluation.extraction.extract_tests`).
+A model file records the shapes it was trained on (:func:`shape_range`), so that ``rerank`` can
+warn when a pool lies far outside them (:func:`shape_warnings`). Why a subsample's matrix is a
+sub-matrix of the full one: ``docs/rerankers.md``, "Pool shapes".
 """
 
 from __future__ import annotations
@@ -33,19 +19,8 @@ import numpy.typing as npt
 
 from rerank.matrix import TaskMatrix
 
-__all__ = [
-    "PoolShape",
-    "SHAPE_GRID",
-    "parse_shapes",
-    "task_shape",
-    "pool_shape",
-    "shape_range",
-    "shape_warnings",
-    "FullTask",
-    "full_tasks",
-    "draw_indices",
-    "subsample",
-]
+__all__ = ["PoolShape", "SHAPE_GRID", "parse_shapes", "task_shape", "pool_shape", "shape_range",
+           "shape_warnings", "FullTask", "full_tasks", "draw_indices", "subsample"]
 
 
 @dataclass(frozen=True, kw_only=True, order=True)
@@ -98,10 +73,8 @@ def task_shape(matrix: TaskMatrix) -> tuple[float, float, float]:
     from which no test was kept is not seen. Tests per generation = test occurrences /
     generations (0 without tests)."""
     samples = float(matrix.solution_counts.sum())
-    if matrix.test_positions:
-        gens = float(sum(pos.count(0) for pos in matrix.test_positions))
-    else:
-        gens = float(matrix.test_counts.sum())
+    positions = matrix.test_positions
+    gens = float(sum(pos.count(0) for pos in positions) if positions else matrix.test_counts.sum())
     occurrences = float(matrix.test_counts.sum())
     return samples, gens, (occurrences / gens if gens else 0.0)
 
@@ -156,8 +129,6 @@ class FullTask:
     """The full matrix (built with exact deadlines and without CodeT's packing rule)."""
     sample_program: npt.NDArray[np.int64]
     """Per sample, in the samples file's order, the index of its distinct program."""
-    n_generations: int
-    """Test generations of the task, those from which no test was kept included."""
     occ_generation: npt.NDArray[np.int64]
     """Per kept test occurrence: its generation (0 .. n_generations - 1)."""
     occ_position: npt.NDArray[np.int64]
@@ -194,7 +165,6 @@ def full_tasks(loaded: Any, label: str | None = None) -> list[FullTask]:
         out.append(FullTask(
             matrix=loaded.matrices[ts.label][tid],
             sample_program=np.asarray([prog[s.code] for s in loaded.samples[tid]], np.int64),
-            n_generations=max(int(ts.generations.get(tid, 0)), len(gen_index)),
             occ_generation=arr[:, 0].copy(), occ_position=arr[:, 1].copy(), occ_test=arr[:, 2].copy(),
             packable=np.asarray([codet_packing_compiles((src,)) for src in task.tests], np.bool_),
             generation_ids=tuple(gen_index),
@@ -211,26 +181,20 @@ def draw_indices(task: FullTask, shape: PoolShape, rng: np.random.Generator
                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The samples (indices in the samples file's order) and generations (indices of
     :attr:`FullTask.generation_ids`) a subsample of ``shape`` keeps, both sorted; drawn
-    uniformly without replacement, samples first.
-
-    Generations are drawn among those that yielded a test: a user's pool of "10 samples x 1
-    generation" has tests. (In CodeT's CodeGen-16B pool only 12.75 of the 100 generations of a
-    task yield an assert CodeT's extraction keeps, on average: a shape asking for more
-    generations than a task has gets them all.)"""
+    uniformly without replacement, samples first. Generations are drawn among those that
+    yielded a test (a user's pool of "10 samples x 1 generation" has tests); a shape asking
+    for more than a task has gets them all."""
     return (_take(rng, task.sample_program.size, shape.samples),
             _take(rng, len(task.generation_ids), shape.generations))
 
 
 def subsample(task: FullTask, shape: PoolShape, rng: np.random.Generator, *,
               codet_packing: bool = True) -> tuple[TaskMatrix, npt.NDArray[np.int64]]:
-    """A random pool of ``shape`` drawn from ``task``: its matrix and, per distinct program
-    of it, the program's index in the full matrix (to carry verdicts over).
-
-    ``shape.samples`` samples are drawn without replacement (all when there are fewer), then
-    ``shape.generations`` whole generations among those with tests (:func:`draw_indices`), of
-    which the first ``tests_per_generation`` kept tests count. Multiplicities and positions are recounted on what was drawn. As ``rerank``
-    does, a pool without tests loads nothing, and with ``codet_packing`` a pool with a test
-    CodeT's harness cannot pack loads nothing either (:func:`rerank.build.codet_packing_compiles`).
+    """A random pool of ``shape`` drawn from ``task`` (:func:`draw_indices`; the first
+    ``tests_per_generation`` tests of each generation): its matrix, multiplicities and positions
+    recounted, and per distinct program its index in the full matrix (to carry verdicts over).
+    As ``rerank`` does, a pool without tests loads nothing, nor, with ``codet_packing``, one with
+    a test CodeT's harness cannot pack (:func:`rerank.build.codet_packing_compiles`).
     """
     full = task.matrix
     samples, gens = draw_indices(task, shape, rng)

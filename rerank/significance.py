@@ -1,18 +1,9 @@
 """Confidence intervals and paired tests for ``rerank``'s summary: which differences are real.
 
-For every verdict kind (``base``, ``plus``, ``original`` and their ``_hard`` subsets) and
-every k, the per-task expected pass@k of each method gives a 95% bootstrap interval over
-tasks (``ci95``) and a paired permutation test against the method with the highest mean in
-that column (``vs_best``); both from :mod:`evaluation.stats`, seeded, so the figures do not
-depend on the machine. Added to ``summary.json`` next to the means::
-
-    "b4": {"original": {"pass@1": 0.414, ..., "tasks": 164,
-                        "ci95": {"pass@1": [0.35, 0.48], ...},
-                        "vs_best": {"pass@1": {"best": "learned", "difference": -0.012,
-                                               "ci95": [-0.03, 0.01], "p_value": 0.21,
-                                               "significant": false}, ...}}}
-
-Tests are per comparison (not adjusted for the number of methods shown).
+Per verdict kind, subset and k: a 95% bootstrap interval over tasks (``ci95``) and a paired
+permutation test against the column's best method (``vs_best``), seeded (:mod:`evaluation.stats`),
+per comparison (not adjusted for the number of methods). The ``summary.json`` fields:
+``docs/rerankers.md``, "Statistics".
 """
 
 from __future__ import annotations

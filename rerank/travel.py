@@ -1,18 +1,10 @@
-"""Whether a learned model travels to a pool: its fallback and the pool's feature distributions.
+"""Whether a learned model travels to a pool: its fallback and the pool's feature profile.
 
-Two records in a model file, both written by ``rerank train --generators``
-(:mod:`rerank.cli_train_generators`):
-
-* ``cv.generators.verdict``: on pools whose code *and* tests came from generators held out of
-  training, whether the model won significantly over the better of CodeT and B4
-  (:func:`rerank.generator_cv.pooled_verdict`). Where it did not, ``fallback`` names that
-  method, and the registered ``learned`` reranker (:func:`learned`) ranks with it instead,
-  unless told ``fallback=off``: the user gets what they would have picked instead, never less.
-* ``training.profile``: per descriptive statistic of a pool (:data:`PROFILE_STATS`: the mean
-  over tasks of the mean over loaded programs of a feature, and the share of programs that
-  load), its value on every training pool. :func:`profile_warnings` names each statistic of a
-  pool being ranked that lies outside the training pools' range (widened by half of it, at
-  least :data:`MIN_MARGIN`), e.g. far fewer generated tests passed than on any training pool.
+Two records of a model file, both written by ``rerank cv`` (:mod:`rerank.cli_generators`):
+``cv.generators.verdict`` names the simple method the registered ``learned`` reranker
+(:func:`learned`) ranks with instead when the model showed no significant win over it on
+held-out generators; ``training.profile`` holds the training pools' :data:`PROFILE_STATS`, against
+which :func:`profile_warnings` checks a pool being ranked.
 """
 
 from __future__ import annotations
@@ -34,12 +26,9 @@ PROFILE_STATS: Mapping[str, str] = {
     "tests_passed_share": "share of generated tests a program passes",
     "passes_none": "share of programs passing no generated test",
 }
-"""Statistic -> what it measures (each a feature of :mod:`rerank.features`): how the tests and
-the programs behave, which is what differs between generators (the share of tests passed ranges
-0.17-0.70 over the pools of docs/rerankers.md) and, on CodeGen-16B's pool, stays within 0.04 from
-5 to 100 samples per task. Not B4's gaps, the consensus-set shares or the functional overlap,
-whose means over a task's distinct programs move with the number of samples (a program agrees
-with itself: 1/5 of the samples at 5), i.e. with the shape, which :mod:`rerank.shapes` checks."""
+"""Statistic -> what it measures (each a feature of :mod:`rerank.features`): how the tests and the
+programs behave, which differs between generators but not with the pool's shape (unlike B4's gaps
+or the consensus shares, a program agreeing with itself; :mod:`rerank.shapes` checks the shape)."""
 
 MIN_MARGIN = 0.05
 """Smallest widening of a statistic's training range before a pool is called unlike it."""

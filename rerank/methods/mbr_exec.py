@@ -17,14 +17,10 @@ __all__ = ["SPEC", "mbr_exec"]
 def mbr_exec(matrix: TaskMatrix, *, exclude_errors: bool = True) -> Ranking:
     """MBR-exec (Shi et al., EMNLP 2022) with the hard (0/1) execution loss.
 
-    Each solution is run on the inputs of the generated tests (its output is the value of
-    ``f(x)`` in ``assert f(x) == y``; for a test of another shape, its outcome); a
-    solution's score is the number of samples (by occurrence) whose outputs equal its own
-    on every input, i.e. the size of its output-equivalence class. Solutions that did not load
-    are not ranked; with ``exclude_errors`` neither are solutions that raise (or time out) on
-    every input, whose agreement says nothing (many broken samples fail alike, e.g. a
-    ``NameError`` on a helper cut off by truncation). Without any usable input the task falls
-    back to random.
+    A solution's score is the number of samples (by occurrence) whose outputs on the generated
+    tests' inputs equal its own, the size of its output-equivalence class. With
+    ``exclude_errors`` solutions that raise or time out on every input are not ranked: many
+    broken samples fail alike (a ``NameError`` on a helper cut off by truncation).
     """
     if matrix.output_keys is None or not any(matrix.output_keys):
         return Ranking(groups=())
@@ -34,16 +30,8 @@ def mbr_exec(matrix: TaskMatrix, *, exclude_errors: bool = True) -> Ranking:
         if exclude_errors and all(o.startswith("!") for o in outputs):
             continue
         classes.setdefault(outputs, []).append(i)
-    return rank_groups(
-        [
-            (
-                float(matrix.solution_counts[m].sum()),
-                m,
-                [float(matrix.solution_counts[i]) for i in m],
-            )
-            for m in classes.values()
-        ]
-    )
+    counts = matrix.solution_counts
+    return rank_groups([(float(counts[m].sum()), m, [float(counts[i]) for i in m]) for m in classes.values()])
 
 
 SPEC = RerankerSpec(
