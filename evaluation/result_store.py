@@ -1,44 +1,11 @@
 """The result store: what the sandboxed executor computed, kept once under a content key and read
 by every command before it computes.
 
-One store per cache (``$TESTGEN_CACHE/store``, see :func:`open_store`), shared by every command
-and process that uses that cache: ``testgen evaluate``, ``rerank``, ``testgen eval`` (its
-executions and ``--mutation``), the study's steps and the Ray engine's results (the callers read
-and write it around whichever engine ran the programs). Each kind of result is keyed by
-everything its value depends on (:func:`key`), so anything that could change a result changes its
-key, and a key found is a result that may be reused as it is:
-
-======================  =====================================================  ==================
-kind                    keyed by                                               what is kept
-======================  =====================================================  ==================
-``truth`` (blob)        dataset file, task, ground-truth version               reference outputs and times
-``verdicts``            program, the task's ground truth, suite, time limits   one split's status
-``outcomes``            program, its task's ordered tests, limits              a matrix row
-``executions``          program, test, timeout, coverage                       outcome and arcs
-``draws`` (blob)        strategy, limits file, seed, count, Hypothesis         PropertyEval's inputs
-``propertyeval`` (blob) the task's draws, reference and contract               usable inputs
-``behaviours``          program, the task's ground truth, limits               a wrong program's signature
-======================  =====================================================  ==================
-
-Every key also holds :data:`SEMANTICS`, the version of what an executor's result means: the
-sandbox may be rewritten (a change that can turn one outcome into another bumps it, and every
-earlier result is then left unread), and the version of the code that derives the kind's value
-(``GROUND_TRUTH_VERSION``, ``MUTATION_VERSION``, ...).
-
-Two shapes on disk, both safe with concurrent writers (a study's ``--jobs``, two commands at
-once) and after SIGKILL:
-
-* :class:`Shelf`: small records, appended to ``<kind>/<scope>.jsonl`` as each result arrives
-  (under ``flock``, so a record is never interleaved with another; a torn last line, which only
-  a writer killed mid-write leaves, is cut off first); read whole into a dict on first use. A
-  line that does not parse is skipped wherever it is; the last record of a key wins (a
-  recomputation supersedes).
-* blobs: larger values (a task's ground truth or PropertyEval inputs), one pickle per key
-  written to a temporary file and renamed into place, so a reader sees the whole file or none.
-
-Growth: nothing is ever rewritten; a result is added once per distinct key. ``testgen store``
-says where the store is and how large each kind is, and clears it (``docs/store.md``, with its
-size on CodeT's CodeGen-16B data).
+One store per cache (``$TESTGEN_CACHE/store``, :func:`open_store`), shared by every command and
+process that uses it. Each kind (``truth``, ``verdicts``, ``outcomes``, ``executions``, ``draws``,
+``propertyeval``, ``behaviours``) is keyed by everything its value depends on (:func:`key`),
+:data:`SEMANTICS` included; small records live on a :class:`Shelf`, larger values in blobs, both
+safe with concurrent writers and after SIGKILL. The kinds, their keys and the files: docs/store.md.
 """
 
 from __future__ import annotations
