@@ -34,7 +34,6 @@ class DataFolder:
 
     @property
     def exists(self) -> bool:
-        """Whether the folder is there."""
         return self.path.is_dir()
 
     def describe(self) -> str:

@@ -68,12 +68,10 @@ class TestEvalProgram:
 
     @property
     def task_id(self) -> str:
-        """``TestEval/<task_num>``."""
         return task_id_of(self.task_num)
 
 
 def task_id_of(task_num: int) -> str:
-    """The task id of LeetCode problem ``task_num``."""
     return f"TestEval/{task_num}"
 
 
