@@ -41,7 +41,7 @@ where trusted code judges; waiting-time limits stop sleepers; the wall-clock bac
 run-queue delay; decoding is bounded."""
 
 KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval", "behaviours")
-"""The kinds of result the store keeps (the module docstring says what each is keyed by)."""
+"""The kinds of result the store keeps (docs/store.md says what each is keyed by)."""
 
 _FORMAT = "v1"
 """Layout of the store's files (a folder of its own: another layout is never misread)."""
@@ -56,7 +56,7 @@ def key(*parts: Any) -> str:
 
 
 class Shelf:
-    """An append-only JSONL file of ``{"k": key, "v": value}`` records (see the module docstring).
+    """An append-only JSONL file of ``{"k": key, "v": value}`` records (docs/store.md).
 
     :meth:`get` reads the file on first use; :meth:`put` appends at once (a killed process loses
     at most the record it was writing) and also sees records other processes appended before the

@@ -49,7 +49,7 @@ class ModuleTests:
 
 
 def read_test_module(text: str, *, entry_point: str) -> ModuleTests | str:
-    """The tests of the test file ``text`` (see the module docstring); where its answer does not
+    """The tests of the test file ``text`` (docs/extraction.md); where its answer does not
     parse, that answer with the program module's prefix removed, for the robust mode to read."""
     answer = answer_of(text)
     try:

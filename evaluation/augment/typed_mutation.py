@@ -200,7 +200,7 @@ class TypedMutator:
         return _rebuild(type(like), picked, like) if isinstance(like, (set, frozenset)) else type(like)(picked)
 
     def _grow(self, value: Any) -> Any:
-        """A size step (see the module), or None for a value it does not apply to."""
+        """A size step (docs/augment.md), or None for a value it does not apply to."""
         rng = self.rng
         kind = type(value)
         if kind is int or kind is float:
