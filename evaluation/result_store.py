@@ -235,19 +235,18 @@ def _files(folder: Path) -> Iterator[Path]:
         yield from (p for p in folder.rglob("*") if p.is_file())
 
 
-def store_sizes(store: Store, *, count_records: bool = True) -> list[KindSize]:
+def store_sizes(store: Store) -> list[KindSize]:
     """Files, bytes and records per kind (records: lines of the shelves, or blob files)."""
     out = []
     for kind in KINDS:
         files = list(_files(store.root / _FORMAT / kind))
         records = 0
-        if count_records:
-            for f in files:
-                if f.suffix == ".jsonl":
-                    with open(f, "rb") as fh:
-                        records += sum(1 for _ in fh)
-                elif f.suffix == ".pkl":
-                    records += 1
+        for f in files:
+            if f.suffix == ".jsonl":
+                with open(f, "rb") as fh:
+                    records += sum(1 for _ in fh)
+            elif f.suffix == ".pkl":
+                records += 1
         out.append(KindSize(kind=kind, files=len(files), bytes=sum(f.stat().st_size for f in files), records=records))
     return out
 

@@ -90,13 +90,12 @@ def _parse_fragments(text: str) -> Iterator[ast.AST]:
             continue
 
 
-def call_sites_in(text: str, entry_point: str, *, params: Sequence[str] | None, origin: str,
-                  callers: Sequence[str] = CALLERS) -> list[CallSite]:
-    """Every call of ``entry_point`` (or of a name in ``callers``) in ``text``, outermost first,
+def call_sites_in(text: str, entry_point: str, *, params: Sequence[str] | None, origin: str) -> list[CallSite]:
+    """Every call of ``entry_point`` (or of a name in :data:`CALLERS`) in ``text``, outermost first,
     as :class:`CallSite` (distinct argument texts, in order of appearance)."""
     if len(text) > MAX_TEXT_CHARS:
         return []
-    names = {entry_point, *callers}
+    names = {entry_point, *CALLERS}
     out: list[CallSite] = []
     seen: set[str] = set()
     for tree in _parse_fragments(text):

@@ -190,7 +190,6 @@ class _Build:
     dataset: Dataset
     strat: Strategies
     examples: int
-    refresh: bool
     store: Store
     hypothesis: str
     dataset_sha: str
@@ -230,7 +229,6 @@ def propertyeval_suite(
     tasks: Iterable[str] | None = None,
     workers: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    refresh: bool = False,
     executor: Any = None,
     progress: Callable[[int, int], None] | None = None,
     draw_seconds: float = DRAW_LIMIT,
@@ -264,7 +262,7 @@ def propertyeval_suite(
     if unknown:
         raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
     kept = store if store is not None else open_store(None if cache_dir is None else Path(cache_dir) / "store")
-    build = _Build(dataset=dataset, strat=strat, examples=examples, refresh=refresh, store=kept, hypothesis=hyp,
+    build = _Build(dataset=dataset, strat=strat, examples=examples, store=kept, hypothesis=hyp,
                    dataset_sha=file_sha256(dataset.source), progress=progress)
     missing, todo = _stored_tasks(build, wanted)
     from_cache = len(build.done)
@@ -294,7 +292,7 @@ def _stored_tasks(build: _Build, wanted: Sequence[str]) -> tuple[list[str], list
         if n is None or n not in build.strat.strategies:
             missing.append(task_id)
             continue
-        found = None if build.refresh else build.store.get_blob("propertyeval", build.keys(task_id)[1])
+        found = build.store.get_blob("propertyeval", build.keys(task_id)[1])
         if isinstance(found, PbtTask) and found.task_id == task_id:
             build.done[task_id] = found
         else:
@@ -308,7 +306,7 @@ def _stored_draws(build: _Build, todo: Sequence[str]) -> tuple[dict[str, tuple[l
     drawn: dict[str, tuple[list[Any], int]] = {}
     to_draw: list[str] = []
     for task_id in todo:
-        stored = None if build.refresh else build.store.get_blob("draws", build.keys(task_id)[0])
+        stored = build.store.get_blob("draws", build.keys(task_id)[0])
         if isinstance(stored, dict) and stored.get("error"):
             build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"]))
         elif isinstance(stored, dict) and "inputs" in stored:
