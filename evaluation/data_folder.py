@@ -1,23 +1,10 @@
 """The shared data folder: where a checkout finds the real datasets without being told.
 
-A team keeps one copy of the data testgen reads (EvalPlus's HumanEval+ and MBPP+ releases,
-MBPP sanitized and CodeGen-Mono-16B's generations as CodeT released them, PropertyEval's
-snapshot; the layout is in ``docs/datasets.md``) beside its checkouts, as ``../shared/data``.
-:func:`data_folder` is the one place that decides which folder that is; the dataset search
-(:func:`evaluation.datasets.locate_dataset`, hence every command and ``testgen datasets``),
-PropertyEval's snapshot (:func:`evaluation.evalplus.strategies.load_strategies`), the study's
-``${TESTGEN_DATA}`` and the test suite's ``shared_data`` fixture all ask it, so nothing has to be
-exported for any of them.
-
-The folder, first match wins:
-
-1. ``$TESTGEN_DATA`` when set (relative to the current directory); set, it is the only choice: a
-   folder that does not exist holds nothing, and nothing else is searched;
-2. ``../shared/data`` from the current directory (the checkout's root, where the README's commands
-   run);
-3. ``../shared/data`` from the checkout testgen is imported from (an editable install or a source
-   tree, recognised by its ``pyproject.toml``), so a command run from any directory, and a test that
-   runs one in a temporary directory, finds the same folder. An installed wheel has no checkout.
+:func:`data_folder` is the one place that decides which folder holds the team's copy of the data
+(``$TESTGEN_DATA``, else ``../shared/data`` from the current directory, else from the checkout
+testgen is imported from); the dataset search, PropertyEval's snapshot, the study's
+``${TESTGEN_DATA}`` and the test suite's ``shared_data`` fixture all ask it. The order and the
+layout: docs/datasets.md, "The shared data folder".
 """
 
 from __future__ import annotations
@@ -47,7 +34,6 @@ class DataFolder:
 
     @property
     def exists(self) -> bool:
-        """Whether the folder is there."""
         return self.path.is_dir()
 
     def describe(self) -> str:

@@ -1,26 +1,10 @@
 """Behaviour-preserving deduplication of programs: one run serves every equivalent program.
 
-Sampled solutions often differ only in comments, layout, quotes, or the names of their local
-variables (``for i in range(n): ans = ans * 2 % p`` against ``for _ in range(n): r = r * 2 %
-p``). :func:`behaviour_key` is equal for two programs when their syntax trees are equal after
-each function's *pure locals* are renamed, in order of first appearance, to ``_v0, _v1, ...``.
-Such programs compile to the same code apart from line numbers and local names, so they
-return the same values, raise the same exceptions and take the same time; only tracebacks,
-error messages that quote a local name, or a program reading its own source or line numbers
-could tell them apart.
-
-A pure local of a function is a name the function itself binds (assignment, ``for``, ``with``,
-``except ... as``), that is not a parameter (callers may pass it by keyword), not declared
-``global``/``nonlocal``, not bound by ``import``, ``def`` or ``class``, and not mentioned in any
-nested scope (lambda, comprehension, nested function or class). Nothing is renamed in a
-function that calls ``locals``, ``vars``, ``eval``, ``exec``, ``dir`` or ``globals``. A
-comprehension's own loop variables are renamed the same way inside it (its first iterable,
-evaluated in the enclosing scope, is left alone). Module-level names are never renamed.
-
-On CodeGen-Mono-16B's 16,400 HumanEval samples: 12,410 distinct texts, 11,552 distinct
-syntax trees, and fewer keys still with the renaming (see docs/benchmarks.md).
-
-Not for coverage: arcs are line numbers, so coverage jobs stay keyed by exact text.
+:func:`behaviour_key` is equal for two programs when their syntax trees are equal after each
+function's *pure locals* are renamed, in order of first appearance, to ``_v0, _v1, ...``: such
+programs return the same values, raise the same exceptions and take the same time. What a pure
+local is, and what only could tell such programs apart: docs/evaluate.md ("Equivalent programs
+run once"). Not for coverage: arcs are line numbers, so coverage jobs stay keyed by exact text.
 """
 
 from __future__ import annotations

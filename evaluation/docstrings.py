@@ -2,27 +2,9 @@
 
 The paper (Xiong, Guo, Chen, arXiv 2310.05727, following CodeT: Chen et al., "CodeT: Code
 Generation with Generated Tests", ICLR 2023) prompts models with the HumanEval docstrings
-*without* their examples, so that a model cannot copy the examples as tests. CodeT released
-such prompts (``HumanEval_for_code_generation.jsonl.gz``); :func:`strip_examples` reproduces
-them from the original prompts (see ``tests/test_docstrings.py`` for how many match exactly).
-
-What counts as an example, inside the docstring of the entry point only:
-
-* doctest blocks: a ``>>>`` line and its output lines (up to a blank line or the next ``>>>``);
-* example sections: a heading such as ``Example:``, ``Examples``, ``For example:``,
-  ``Example 1:``, ``[input/output] samples:``, or any line ending in ``:`` that is directly
-  followed by a ``>>>`` line, together with the lines under it;
-* example lines without a heading: a line that starts with a call of the entry point
-  (``f(x) == y``, ``f(x) ➞ y``, ``* f(x) -> y``, ``for f(x) == y``) or an ``assert`` that calls it
-  (MBPP+ puts one such ``assert`` in its module docstring).
-
-A section ends at a line of plain prose at the docstring's own indentation (``Note:``,
-``Constraints:``, a sentence without code characters), or after a blank line when what follows
-is neither another example nor indented deeper. Inline ``e.g.`` remarks are prose and stay
-(CodeT keeps them too). The removed block is replaced by one blank line when text follows it,
-and by nothing (its leading blank lines go too) when it ends the docstring. The signature, the
-docstring quotes and any other function in the prompt are never touched; a prompt that does not
-parse, or has no docstring for the entry point, is returned unchanged.
+*without* their examples, so that a model cannot copy the examples as tests; :func:`strip_examples`
+reproduces CodeT's released prompts (``HumanEval_for_code_generation.jsonl.gz``) from the
+original ones. What counts as an example: docs/datasets.md, "Prompts without examples".
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Download a dataset file (EvalPlus's HumanEval+ / MBPP+, CodeT's MBPP) into the local cache.
 
-The file is fetched with :mod:`urllib` to a temporary file beside the destination, checked
-(gzipped or plain text as the release has it, every line a JSON object with a ``task_id``, the
-release's number of problems, and, for a URL pinned to one version, the content's sha256), and
-only then renamed into place, so an interrupted or corrupt download never leaves a file that
-later runs would trust. Offline, or when the server refuses,
-:class:`~evaluation.errors.DatasetNotFound` says how to provide the file. Set
-``TESTGEN_OFFLINE=1`` to never try the network.
+The file is fetched to a temporary file beside the destination, checked (the release's format,
+number of problems and, for a pinned URL, sha256) and only then renamed into place, so an
+interrupted or corrupt download never leaves a file that later runs would trust.
+``TESTGEN_OFFLINE=1`` never tries the network; without the file,
+:class:`~evaluation.errors.DatasetNotFound` says how to provide it.
 """
 
 from __future__ import annotations

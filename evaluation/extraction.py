@@ -41,9 +41,8 @@ Two modes:
   ``;`` companions cut off; rescued statements joined into one line). :func:`canonical_test`
   gives a layout-free form (``ast.unparse``) for deduplication.
 
-Every generation gets an :func:`outcome`: ``"tests"`` when a test was kept, else why none was
-(the counts above, or the answer's shape: a restated function, code or prose with no assert, an
-empty answer), so a generation that yields nothing is counted by kind and never silent.
+Every generation gets an :func:`outcome` (docs/extraction.md), so one that yields nothing is
+counted by kind and never silent.
 
 In both modes a test that rebinds the function under test (a ``def``, ``class``, assignment,
 import, parameter or ``del`` of its name, in any scope: ``add = lambda a, b: a + b`` after the
@@ -136,19 +135,9 @@ _DEF = r"^[ \t>]*(?:async[ \t]+)?def[ \t]+{name}[ \t]*\("
 
 def outcome(extraction: Extraction, *, entry_point: str, text: str | None = None) -> Outcome:
     """What one generation gave: ``"tests"`` when ``extraction`` kept at least one test (or
-    dropped some only for the limit); otherwise why it gave none, first match in this order:
-
-    * ``"blank"``: the model wrote nothing but white space (``text``, the generation without the
-      prompt's prefix; by default the extraction's raw text);
-    * ``"rebinding"``: its tests all rebind the function under test;
-    * ``"function_copy"``: a ``def`` of the entry point and no assert line that calls it (a chat
-      model answering with the function itself, fenced or not, cut by the token limit or not; an
-      ``assert`` inside its body checks an argument, not the function);
-    * ``"unparsable"``, ``"no_entry_point"``, ``"bare_assert"``: asserts were written and all
-      dropped, for that reason (the first count that is non-zero);
-    * ``"no_assert"``: anything else without an assert (prose, ``print`` checks, unittest's
-      ``self.assertEqual``, doctest lines).
-    """
+    dropped some only for the limit); otherwise why it gave none, the first match in the order of
+    docs/extraction.md's table. ``text``: the generation without the prompt's prefix (default: the
+    extraction's raw text)."""
     if extraction.tests or extraction.dropped_over_limit:
         return "tests"
     answer = extraction.raw if text is None else text

@@ -1,30 +1,11 @@
 """Real faults: the wrong programs models wrote, grouped into distinct faults by their behaviour.
 
-A *fault* of a task is a behaviour on HumanEval+'s (or MBPP+'s) inputs that differs from the
-reference's. Every wrong program (one that fails the plus verdict of ``testgen evaluate``) is run
-on every base input of its task, and on every plus input where base cannot tell it apart from
-another (:func:`distinct_faults`), in the sandboxed executor, without stopping at its first
-failure; each input's result is one letter of its *signature*:
-
-* ``P``: the output EvalPlus's comparison accepts (:class:`evaluation.evalplus.SplitJudge`: the
-  task's tolerance, its special oracle; run in this process on the plain values the executor
-  returned, never in the program's);
-* ``W``: another output; ``E``: the call raised; ``T``: it ran past the input's EvalPlus time
-  limit (or the executor's deadline, which :data:`SHORTEN_AFTER` shortens for a program that
-  loops: see :func:`signatures`).
-
-Programs of a task with the same signature are one fault (a bug written 60 times counts once;
-two texts that compute the same outputs are one fault, however different they read). Not
-faults, and counted apart (:class:`FaultSet`): a program that does not load (``L``: no function
-to test, whatever the test), one that runs out of time on every base input (it computes nothing),
-and one whose signature is all ``P`` (it failed the verdict only on the split's total time cap
-or a limit its second run did not reach). A program that raises on every input is a fault (a
-missing import, a wrong name): all such programs of a task are one.
-
-Each program's signature on each split is kept in the result store (kind ``behaviours``), keyed
-by the program, the task's ground truth, the split and :data:`FAULTS_VERSION`: a second call
-judges nothing again.
-How the faults are used, and measured figures: docs/metrics.md (real-fault exposure).
+Every wrong program (one that fails its plus verdict) is run on its task's inputs in the sandboxed
+executor without stopping at a failure; each input's result is one letter of its *signature*
+(``P`` accepted by EvalPlus's comparison, in this process; ``W`` another output; ``E`` raised;
+``T`` past its time limit; ``L`` did not load). Programs of a task with the same signature are one
+fault (:func:`distinct_faults`); signatures are kept in the result store (kind ``behaviours``).
+What is a fault, what is not, and the figures: docs/metrics.md (real-fault exposure).
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """A dataset's own human-written tests, split into self-contained assert tests.
 
 HumanEval (Chen et al., "Evaluating Large Language Models Trained on Code", 2021) and MBPP
-sanitized as CodeT ships it (Austin et al., "Program Synthesis with Large Language Models",
-2021; Chen et al., "CodeT", ICLR 2023) have a ``check(candidate)`` function per problem; MBPP+
-(Liu et al., NeurIPS 2023) keeps MBPP's original ``assert`` statements. Two consumers:
-the ``human`` backend of ``testgen run`` (the paper's Appendix A.5 measures the full human suite)
-and :mod:`evaluation.asserts`, which judges sampled code on these tests (MBPP sanitized has no
-other).
-
-* each top-level ``assert`` of ``check`` is one test, with ``candidate`` renamed to the entry
-  point; a top-level ``for``/``if``/``with``/``while`` block that contains an assert is one test
-  (HumanEval/32, /38, /50, /53 check random inputs in a loop);
-* other top-level statements of ``check`` (``import math``, ``rng = random.Random(42)``, ...)
-  are the setup the tests need: they are prepended, in order, to every test that follows them,
-  so each test runs on its own;
-* ``assert True, "..."`` style asserts that never call the entry point are dropped and counted.
+sanitized as CodeT ships it (Austin et al., 2021; Chen et al., "CodeT", ICLR 2023) have a
+``check(candidate)`` function per problem; MBPP+ (Liu et al., NeurIPS 2023) keeps MBPP's
+original ``assert`` statements. Two consumers: the ``human`` backend of ``testgen run`` and
+:mod:`evaluation.asserts`. How ``check`` is split (one test per top-level ``assert`` or block
+holding one, the other statements prepended as setup): docs/run.md.
 """
 
 from __future__ import annotations

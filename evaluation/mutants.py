@@ -3,17 +3,10 @@
 A mutant is the reference program with one small syntactic change in the function under test
 (first-order mutation; DeMillo, Lipton, Sayward, "Hints on Test Data Selection", IEEE Computer
 1978; the operator set follows Offutt et al., "An Experimental Determination of Sufficient
-Mutant Operators", TOSEM 1996, as Python tools apply it). The mutation score of a test suite is
-the share of the non-equivalent mutants it kills; :mod:`testgen.mutation_score` computes it for
-generated tests. Operators, and why we apply them on :mod:`ast` ourselves rather than through
-mutmut or cosmic-ray, are in docs/mutation.md.
-
-A mutant is *equivalent* here when it agrees with the reference on every input of every
-equivalence suite (:data:`EQUIVALENCE_SUITES`: HumanEval+/MBPP+ base and plus inputs), judged
-exactly as ``testgen evaluate`` judges a sample (:func:`evaluation.evalplus.evaluate_solutions`:
-the stored reference outputs, the trusted comparison, the per-input time limits), each suite's
-results kept per program in the result store (:mod:`evaluation.result_store`). Mutants only run in the
-sandboxed executor.
+Mutant Operators", TOSEM 1996). A mutant is *equivalent* here when no suite of
+:data:`EQUIVALENCE_SUITES` (HumanEval+/MBPP+ base and plus inputs, judged as ``testgen evaluate``
+judges a sample) tells it apart from the reference. Mutants only run in the sandboxed executor.
+The operators, the rules and why not mutmut or cosmic-ray: docs/mutation.md.
 """
 
 from __future__ import annotations

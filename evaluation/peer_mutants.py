@@ -1,16 +1,8 @@
 """Mutants made by another tool, read as :class:`~evaluation.mutants.Mutant` records, so that the
 mutation score of a run's tests can be measured on them beside ours (``testgen eval
---peer-mutants FILE``; docs/mutation.md).
-
-The file is JSONL, one record per task: ``task_id``, ``mutants`` (a list of whole mutated
-programs) and, optionally, ``program_under_test`` (the program they were made from) and
-``paths`` (each mutant's file in its source), as MuTAP's MutPy mutants of HumanEval are kept
-(``mutap/humaneval_mutants.jsonl.gz``: 1,266 mutants of 159 tasks). Each mutant is one program;
-its operator is ``"peer"`` (the file does not say which MutPy operator made it), its ``line`` the
-first line where it differs from the program under test (both unparsed, docstrings left out),
-its ``description`` that line's change.
-A mutant whose text repeats an earlier one of its task, or that does not compile, is dropped and
-counted, as ours are.
+--peer-mutants FILE``). The file's format (one JSONL record per task: ``task_id``, ``mutants``,
+optionally ``program_under_test`` and ``paths``) is in docs/formats.md; how its mutants are
+read and scored, in docs/mutation.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """One small registry mechanism for the four kinds of plug-in: backends
-(:data:`testgen.backends.BACKENDS`, backend classes), datasets (:data:`evaluation.datasets.DATASETS`,
-:class:`~evaluation.datasets.DatasetSpec`), rerankers (:data:`rerank.reranker.RERANKERS`,
-:class:`~rerank.reranker.RerankerSpec`) and metrics (:data:`testgen.metrics.METRICS`,
-:class:`~testgen.metrics.MetricSpec`).
+(:data:`testgen.backends.BACKENDS`), datasets (:data:`evaluation.datasets.DATASETS`), rerankers
+(:data:`rerank.reranker.RERANKERS`) and metrics (:data:`testgen.metrics.METRICS`).
 
 Built-ins are registered lazily as ``"module:attr"`` strings, so importing a package never
-imports torch or vllm; third parties add entries through the entry-point group given to the
-registry (``[project.entry-points."testgen.backends"]`` etc.), which go through the same
-lazy path as the built-ins (``docs/extending.md``). Unknown names raise :class:`~evaluation.errors.UnknownName`
-with "did you mean ...?" suggestions; an entry whose module needs a missing optional
-dependency raises :class:`~evaluation.errors.MissingDependency` naming it. (The design follows
-EleutherAI's lm-evaluation-harness registry and simonw/llm's plugin hooks.)
+imports torch or vllm; third parties' entry points (docs/extending.md) go through the same lazy
+path. Unknown names raise :class:`~evaluation.errors.UnknownName` with "did you mean ...?"; an
+entry whose module needs a missing optional dependency raises
+:class:`~evaluation.errors.MissingDependency` naming it. (After EleutherAI's
+lm-evaluation-harness registry and simonw/llm's plugin hooks.)
 """
 
 from __future__ import annotations

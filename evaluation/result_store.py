@@ -1,44 +1,11 @@
 """The result store: what the sandboxed executor computed, kept once under a content key and read
 by every command before it computes.
 
-One store per cache (``$TESTGEN_CACHE/store``, see :func:`open_store`), shared by every command
-and process that uses that cache: ``testgen evaluate``, ``rerank``, ``testgen eval`` (its
-executions and ``--mutation``), the study's steps and the Ray engine's results (the callers read
-and write it around whichever engine ran the programs). Each kind of result is keyed by
-everything its value depends on (:func:`key`), so anything that could change a result changes its
-key, and a key found is a result that may be reused as it is:
-
-======================  =====================================================  ==================
-kind                    keyed by                                               what is kept
-======================  =====================================================  ==================
-``truth`` (blob)        dataset file, task, ground-truth version               reference outputs and times
-``verdicts``            program, the task's ground truth, suite, time limits   one split's status
-``outcomes``            program, its task's ordered tests, limits              a matrix row
-``executions``          program, test, timeout, coverage                       outcome and arcs
-``draws`` (blob)        strategy, limits file, seed, count, Hypothesis         PropertyEval's inputs
-``propertyeval`` (blob) the task's draws, reference and contract               usable inputs
-``behaviours``          program, the task's ground truth, limits               a wrong program's signature
-======================  =====================================================  ==================
-
-Every key also holds :data:`SEMANTICS`, the version of what an executor's result means: the
-sandbox may be rewritten (a change that can turn one outcome into another bumps it, and every
-earlier result is then left unread), and the version of the code that derives the kind's value
-(``GROUND_TRUTH_VERSION``, ``MUTATION_VERSION``, ...).
-
-Two shapes on disk, both safe with concurrent writers (a study's ``--jobs``, two commands at
-once) and after SIGKILL:
-
-* :class:`Shelf`: small records, appended to ``<kind>/<scope>.jsonl`` as each result arrives
-  (under ``flock``, so a record is never interleaved with another; a torn last line, which only
-  a writer killed mid-write leaves, is cut off first); read whole into a dict on first use. A
-  line that does not parse is skipped wherever it is; the last record of a key wins (a
-  recomputation supersedes).
-* blobs: larger values (a task's ground truth or PropertyEval inputs), one pickle per key
-  written to a temporary file and renamed into place, so a reader sees the whole file or none.
-
-Growth: nothing is ever rewritten; a result is added once per distinct key. ``testgen store``
-says where the store is and how large each kind is, and clears it (``docs/store.md``, with its
-size on CodeT's CodeGen-16B data).
+One store per cache (``$TESTGEN_CACHE/store``, :func:`open_store`), shared by every command and
+process that uses it. Each kind (``truth``, ``verdicts``, ``outcomes``, ``executions``, ``draws``,
+``propertyeval``, ``behaviours``) is keyed by everything its value depends on (:func:`key`),
+:data:`SEMANTICS` included; small records live on a :class:`Shelf`, larger values in blobs, both
+safe with concurrent writers and after SIGKILL. The kinds, their keys and the files: docs/store.md.
 """
 
 from __future__ import annotations
@@ -74,7 +41,7 @@ where trusted code judges; waiting-time limits stop sleepers; the wall-clock bac
 run-queue delay; decoding is bounded."""
 
 KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval", "behaviours")
-"""The kinds of result the store keeps (the module docstring says what each is keyed by)."""
+"""The kinds of result the store keeps (docs/store.md says what each is keyed by)."""
 
 _FORMAT = "v1"
 """Layout of the store's files (a folder of its own: another layout is never misread)."""
@@ -89,7 +56,7 @@ def key(*parts: Any) -> str:
 
 
 class Shelf:
-    """An append-only JSONL file of ``{"k": key, "v": value}`` records (see the module docstring).
+    """An append-only JSONL file of ``{"k": key, "v": value}`` records (docs/store.md).
 
     :meth:`get` reads the file on first use; :meth:`put` appends at once (a killed process loses
     at most the record it was writing) and also sees records other processes appended before the
@@ -268,19 +235,18 @@ def _files(folder: Path) -> Iterator[Path]:
         yield from (p for p in folder.rglob("*") if p.is_file())
 
 
-def store_sizes(store: Store, *, count_records: bool = True) -> list[KindSize]:
+def store_sizes(store: Store) -> list[KindSize]:
     """Files, bytes and records per kind (records: lines of the shelves, or blob files)."""
     out = []
     for kind in KINDS:
         files = list(_files(store.root / _FORMAT / kind))
         records = 0
-        if count_records:
-            for f in files:
-                if f.suffix == ".jsonl":
-                    with open(f, "rb") as fh:
-                        records += sum(1 for _ in fh)
-                elif f.suffix == ".pkl":
-                    records += 1
+        for f in files:
+            if f.suffix == ".jsonl":
+                with open(f, "rb") as fh:
+                    records += sum(1 for _ in fh)
+            elif f.suffix == ".pkl":
+                records += 1
         out.append(KindSize(kind=kind, files=len(files), bytes=sum(f.stat().st_size for f in files), records=records))
     return out
 

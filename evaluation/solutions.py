@@ -1,26 +1,12 @@
 """Read files of sampled solutions, in every format we accept, into :class:`Solution` records.
 
-Formats (detected from the first record):
-
-* ours, a superset of EvalPlus's samples format (Liu et al., NeurIPS 2023,
-  https://github.com/evalplus/evalplus): one JSON object per line with ``task_id`` and
-  ``solution`` (the complete program) or ``completion`` (the body after the dataset's prompt;
-  the program is then ``prompt + completion``, as EvalPlus builds it); optional
-  ``solution_id``, ``sample_index``, ``model``, ``logprob`` (the sample's mean token
-  log-probability, read by the learned reranker). ``.jsonl`` or ``.jsonl.gz``.
-* EvalPlus's folder format: ``DIR/<task_id with / as _>/<index>.py``, complete programs.
-* CodeT's (Chen et al., "CodeT: Code Generation with Generated Tests", ICLR 2023,
-  https://github.com/microsoft/CodeT): ``{"prompt", "samples"}`` per line, keyed by the
-  code-generation prompt (docstring examples removed) instead of a task id. For this format only,
-  the prompt text is matched to a task: exactly against the dataset's prompt, its prompt with
-  examples stripped (:func:`evaluation.docstrings.strip_examples`), or an explicitly given
-  CodeT prompt file; failing that, against the prompt's code with every docstring removed, and
-  last against the names and parameters of its functions (HumanEval/115, where EvalPlus moved
-  an ``import`` out of the function). Only a match to exactly one task counts.
-  Prompts that match no task (or several) are reported, not guessed. The program is
-  ``prompt + sample``, the code the model actually completed.
-
-Solution ids are ``<task_id>/<model>/<sample_index>`` unless the record carries its own.
+Formats, detected from the first record: ours (a superset of EvalPlus's samples JSONL, with
+``solution`` or ``completion``; optional ``solution_id``, ``sample_index``, ``model``,
+``logprob``), EvalPlus's folder format (``DIR/<task_id with / as _>/<index>.py``) and CodeT's
+``{"prompt", "samples"}`` JSONL (Chen et al., "CodeT", ICLR 2023), whose prompts are matched to
+tasks (only a match to exactly one task counts; the others are reported, not guessed). How a
+CodeT prompt is matched: docs/evaluate.md. Solution ids are ``<task_id>/<model>/<sample_index>``
+unless the record carries its own.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Confidence intervals over tasks and paired tests: when is a difference real?
 
-Every figure this project reports (pass@k of a reranker, P', C, a mutation score) is a mean
-of per-task values, and every comparison is between two such means over the *same* tasks.
-The unit of resampling is therefore the task:
-
-* :func:`bootstrap_ci`: a 95% confidence interval of the mean of per-task values, by
-  ``scipy.stats.bootstrap`` (BCa by default; Efron, "Better Bootstrap Confidence Intervals",
-  JASA 1987), with a percentile fallback where BCa is undefined.
-* :func:`paired_test`: the difference of two means over the tasks both have, its bootstrap
-  interval, and a two-sided p-value: a paired permutation (sign-flip) test of the mean
-  difference (``scipy.stats.permutation_test``, ``permutation_type="samples"``), or the
-  Wilcoxon signed-rank test (``scipy.stats.wilcoxon``).
-* :func:`compare_to_best`: each of several methods against the one with the highest mean,
-  the shape of a table that marks differences that are not significant.
-
-Inputs are plain per-unit values (``Mapping[task_id, float]`` where pairing matters), so any
-per-task metric plugs in. Resampling is seeded: results do not depend on the machine or its
-load. Tests are per comparison, not adjusted for multiplicity (say so where many are shown).
+Every figure this project reports is a mean of per-task values, and every comparison is between
+two such means over the *same* tasks, so the unit of resampling is the task:
+:func:`bootstrap_ci` (BCa; Efron, "Better Bootstrap Confidence Intervals", JASA 1987),
+:func:`paired_test` (a paired permutation or Wilcoxon signed-rank test) and
+:func:`compare_to_best`. Resampling is seeded; tests are per comparison, not adjusted for
+multiplicity. Details: docs/rerankers.md, "Statistics".
 """
 
 from __future__ import annotations
@@ -65,7 +54,6 @@ class Interval:
     """``BCa``, ``percentile``, or ``degenerate`` (all values equal: the interval is the value)."""
 
     def to_json(self) -> dict[str, float | int | str]:
-        """Plain data for JSON files."""
         return {"estimate": self.estimate, "low": self.low, "high": self.high,
                 "confidence": self.confidence, "n": self.n, "method": self.method}
 
@@ -89,16 +77,13 @@ class PairedComparison:
 
     @property
     def n(self) -> int:
-        """Paired units."""
         return self.difference.n
 
     @property
     def significant(self) -> bool:
-        """``p_value < alpha``."""
         return self.p_value < self.alpha
 
     def to_json(self) -> dict[str, object]:
-        """Plain data for JSON files."""
         return {"mean_a": self.mean_a, "mean_b": self.mean_b, "difference": self.difference.to_json(),
                 "p_value": self.p_value, "test": self.test, "alpha": self.alpha, "n": self.n,
                 "significant": self.significant}

@@ -1,41 +1,10 @@
 """Tests taken out of whole test files written by other tools (extraction mode ``module``).
 
-Other test generators write files, not assert lists: a pytest module whose ``def test():`` (or
-``test_*``) functions hold the asserts, often with the program under test pasted above them
-(MuTAP's Codex and Llama-2-chat prompts end that way); a module that imports the program under
-test, as Pynguin's ``import script_N as module_0`` and ``module_0.f(x)``, or GitHub Copilot's
-``from script_N import f``; a chat transcript with the prompt before the answer (``[/INST]``).
-This module turns each into the tests the harness runs, one ``assert`` per test, through the
-same :class:`~evaluation.extraction.Extraction` record and counts as the other modes:
-
-* the answer of a chat transcript is what follows its last ``[/INST]`` (the prompt's own
-  example asserts, for other functions, are not the model's tests);
-* a file that parses as Python is read with :mod:`ast`:
-
-  - names imported from a module named ``script*`` (the program under test, as MuTAP's tools
-    import it) stand for the program's own names: ``module_0.f`` becomes ``f``, ``from
-    script_2 import f as g`` makes ``g`` mean ``f``; ``candidate`` is the entry point, as in
-    HumanEval's ``check(candidate)``;
-  - a test is an ``assert`` at module level, or a statement holding an ``assert`` in the body of
-    a function or method named ``test*``/``check*``, after the statements that come before it
-    in that body (Pynguin's ``int_0 = 3``, ``bool_0 = f(int_0)``), the earlier asserts left
-    out; the module's imports that a test uses are put before it;
-  - every other definition is left alone: a pasted copy of the program under test is never a
-    test, and never replaces the program being judged (the harness runs each test against the
-    reference it is given, and a test that rebinds the entry point is dropped, counted as
-    ``dropped_rebinding``);
-  - what cannot be used is counted, never dropped silently: an assert about neither the entry
-    point nor a value it returned (Pynguin's ``assert module_0.METADATA == {...}``) in
-    ``dropped_no_entry_point``; a test function with no assert (Pynguin's call-only tests,
-    which check only that nothing raises) in ``dropped_no_assert``; a check that an exception
-    is raised (``with pytest.raises``, ``@pytest.mark.xfail``), which an assert cannot express,
-    in ``dropped_raises``;
-* a file that does not parse (a raw answer cut by the token limit, prose around code) goes to
-  the ``robust`` mode (:func:`evaluation.extraction.extract_tests` does it), which finds the
-  complete asserts line by line and counts the rest; ``module_0.`` prefixes are removed first.
-
-:func:`evaluation.extraction.extract_tests` (``mode="module"``) calls :func:`read_test_module`
-and makes its :class:`~evaluation.extraction.Extraction` (rebinding tests dropped, the limit).
+Pytest modules with ``test*`` functions (MuTAP's), modules importing the program under test as
+``script_N`` (Pynguin's, Copilot's) and chat transcripts become one ``assert`` per test, with the
+same :class:`~evaluation.extraction.Extraction` counts as the other modes; a file that does not
+parse goes to the ``robust`` mode. What each shape gives, and what is counted as dropped:
+docs/extraction.md, "Whole test files of other tools".
 """
 
 from __future__ import annotations
@@ -80,7 +49,7 @@ class ModuleTests:
 
 
 def read_test_module(text: str, *, entry_point: str) -> ModuleTests | str:
-    """The tests of the test file ``text`` (see the module docstring); where its answer does not
+    """The tests of the test file ``text`` (docs/extraction.md); where its answer does not
     parse, that answer with the program module's prefix removed, for the robust mode to read."""
     answer = answer_of(text)
     try:

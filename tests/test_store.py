@@ -26,7 +26,7 @@ decided. A change there may change what a stored result means: bump ``SEMANTICS`
 change any outcome (every stored result is then left unread), and record the new fingerprint."""
 
 
-JUDGE_FINGERPRINT = "14bd8859b177b625e124beb1621acf743c5ef28f8225bd7a046b189d7c09c92d"
+JUDGE_FINGERPRINT = "acbfce7724f90b847c2b92ab1390721338058acee6883454fc79f5c39430262d"
 """sha256 of the EvalPlus judge's sources (``evaluation/evalplus/{judge,splits,oracles}.py``) when
 ``JUDGE_VERSION`` was last decided: a change to how a split is judged (the comparison, the time
 limits, what is kept of a split) bumps it, so that no stored verdict is reused under the old rule."""

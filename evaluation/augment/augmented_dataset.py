@@ -1,16 +1,9 @@
 """``testgen augment``'s library entry: a dataset with new inputs, written resumably.
 
 :func:`augment_dataset` runs :func:`evaluation.augment.inputgen.augment_tasks` over a dataset's
-tasks and writes
-
-* ``OUT`` (``.jsonl`` or ``.jsonl.gz``): the dataset in EvalPlus's release format, the new
-  inputs as ``plus_input`` (read it with ``--dataset humaneval+|mbpp+ --dataset-path OUT``);
-* ``<OUT stem>.progress.jsonl``: a header with the configuration, then one record per finished
-  task (its inputs and statistics), appended as each task ends. A second run with the same
-  configuration reuses the tasks recorded there and does only the others; with another
-  configuration it stops with an error naming what differs;
-* ``<OUT stem>.report.json``: per task and in total: inputs, where they came from, the share of
-  candidates dropped and why, what ended the task, CPU seconds.
+tasks and writes ``OUT`` (EvalPlus's release format, the new inputs as ``plus_input``),
+``<OUT stem>.progress.jsonl`` (appended as each task ends, so a second run with the same
+configuration does only the others) and ``<OUT stem>.report.json``; the files: docs/augment.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """Seed inputs from text: the arguments of the calls of the function under test.
 
 A test a model wrote (``assert f([1, 2], 3) == 4``), an assert of MBPP, a line a model answered
-when asked for inputs (``[1, 2], 3``): each holds calls of the function under test, and their
-arguments are an input (EvalPlus seeds its mutation with inputs ChatGPT wrote; the arguments of
-generated tests are the same thing). The text is untrusted, so it is only *parsed* here
-(:mod:`ast`, size-capped); the arguments' values are computed
-
-* in this process only when every argument is a literal (:func:`ast.literal_eval` on the parsed
-  node: no name is looked up, nothing is called), and
-* otherwise in the sandboxed executor: a program made of the task's reference and one function
-  per call site returning its arguments (built as an AST and unparsed, never spliced from the
-  text), whose return values come back as plain data (pickled, rebuilt by the plain-data
-  unpickler of :mod:`evaluation.evalplus.truth`). ``f(list(range(50)))``, ``f("ab" * 30)`` and
-  ``f(f(3))`` are seeds too.
-
-Keyword arguments are put in their positional place by the function's signature (read from the
-reference with :mod:`ast`); a call with ``*args``/``**kwargs`` or an unknown keyword is skipped.
+when asked for inputs (``[1, 2], 3``): their arguments are an input. The text is untrusted, so it
+is only *parsed* here (:mod:`ast`, size-capped); the values are computed here only when every
+argument is a literal (:func:`ast.literal_eval`), otherwise in the sandboxed executor, by a
+program of the reference and one function per call site returning its arguments (built as an
+AST, never spliced from the text), whose values come back as plain data. Keyword arguments are
+put in their positional place by the reference's signature; a call with ``*args``/``**kwargs``
+or an unknown keyword is skipped.
 """
 
 from __future__ import annotations
@@ -98,13 +90,12 @@ def _parse_fragments(text: str) -> Iterator[ast.AST]:
             continue
 
 
-def call_sites_in(text: str, entry_point: str, *, params: Sequence[str] | None, origin: str,
-                  callers: Sequence[str] = CALLERS) -> list[CallSite]:
-    """Every call of ``entry_point`` (or of a name in ``callers``) in ``text``, outermost first,
+def call_sites_in(text: str, entry_point: str, *, params: Sequence[str] | None, origin: str) -> list[CallSite]:
+    """Every call of ``entry_point`` (or of a name in :data:`CALLERS`) in ``text``, outermost first,
     as :class:`CallSite` (distinct argument texts, in order of appearance)."""
     if len(text) > MAX_TEXT_CHARS:
         return []
-    names = {entry_point, *callers}
+    names = {entry_point, *CALLERS}
     out: list[CallSite] = []
     seen: set[str] = set()
     for tree in _parse_fragments(text):

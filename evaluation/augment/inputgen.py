@@ -1,30 +1,13 @@
 """EvalPlus's input generation: seeds, then type-aware mutation, every input checked in the sandbox.
 
 Liu et al., NeurIPS 2023, section 2.1 (``evalplus/inputgen.py``, ``gen/chatgpt_gen.py``,
-``gen/type_mut.py``). Per task:
-
-1. **Seeds**: the task's base inputs (for MBPP sanitized, which has asserts and no input lists,
-   the arguments of its asserts' calls), the arguments of the calls in test generations, inputs
-   a model wrote when asked for them (:mod:`evaluation.augment.call_sites`: parsed here, valued
-   in the sandbox unless literal), and PropertyEval's drawn inputs where it has a strategy.
-   Each is put in the release format's canonical form (:mod:`evaluation.augment.release`),
-   deduplicated, and checked (:mod:`evaluation.augment.validity`); the valid ones that are not
-   base inputs are the first new inputs (EvalPlus keeps its ChatGPT inputs the same way).
-2. **Mutation**: a seed drawn uniformly from the pool (base inputs, valid seeds and every valid
-   input made so far) is mutated (:class:`~evaluation.augment.typed_mutation.TypedMutator`,
-   1-5 steps), put in canonical form, and kept when it is new and valid; valid inputs join the
-   pool and give their ingredients. Until ``max_inputs`` new inputs (EvalPlus: 1,000), the task's
-   ``task_seconds`` of CPU time, or until mutation stops finding new valid inputs.
-
-EvalPlus checks each mutant as it is made; we check them in rounds (a few sandboxed jobs per
-round): a round's mutants are drawn from the pool as it was when the round began, and rounds grow
-with the pool (:func:`_round_size`), so inputs still build on inputs made before. Tasks run in
-parallel, one thread per worker, each thread taking the next task and running it to its end on
-an executor of its own (so a slow task holds up no other). Each task has its own generator
-seeded from ``(seed, task_id)``; its results do not depend on the other tasks, the threads or
-the order tasks finish in, so a run is reproducible for a ``seed`` as long as the input budget,
-not the seconds budget, ends each task (:attr:`TaskAugment.stopped` says which; an input whose
-reference time is within a few milliseconds of the limit can also fall on either side).
+``gen/type_mut.py``). Per task: seeds (base inputs, the calls in test generations,
+:mod:`evaluation.augment.call_sites`, PropertyEval's inputs) are put in canonical form
+(:mod:`evaluation.augment.release`) and checked (:mod:`evaluation.augment.validity`); then
+mutants of the pool (:class:`~evaluation.augment.typed_mutation.TypedMutator`) are checked in
+rounds that grow with the pool (:func:`_round_size`), until a budget ends the task
+(:attr:`TaskAugment.stopped`). Tasks run one thread per worker, each with its own generator
+seeded from ``(seed, task_id)``. Budgets and determinism: docs/augment.md.
 """
 
 from __future__ import annotations

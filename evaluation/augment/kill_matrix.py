@@ -1,19 +1,12 @@
 """Which plus inputs tell a program (a sample, a mutant) apart from the reference: the kill matrix
 that test-suite reduction covers.
 
-The HumanEval+ evaluator stops a split at its first failing input (EvalPlus's ``fast_check``),
-so a verdict says *that* a program fails, not *which* inputs it fails on. Here every plus input
-runs on the program, in dataset order, in one sandboxed child (as the evaluator runs a split),
-and each returned value is judged in this process by the evaluator's own trusted comparison
-(:class:`evaluation.evalplus.SplitJudge`: EvalPlus's tolerance rules, special oracles, the
-per-input time limit ``max(1 s, 4 x the reference's time)``), without the split's total cap.
-An input *kills* the program when it does not pass: a wrong value, an exception, running past
-its limit. Once a program has run past the deadline on :data:`SHORTEN_AFTER` inputs, the
-executor gives its other inputs 0.01 s (``Limits.shorten_after``); a timeout under the shortened
-deadline is not counted as a kill (the program is killed by the inputs it really looped on).
-
-Only programs that pass base and fail plus need a row: one that passes plus is killed by no
-input, one that fails base by the base inputs every reduced suite keeps.
+A verdict stops at the first failing input (EvalPlus's ``fast_check``); here every plus input
+runs on the program in one sandboxed child, as the evaluator runs a split, and each value is
+judged in this process by :class:`evaluation.evalplus.SplitJudge`, without the split's total cap.
+An input *kills* the program when it does not pass. After :data:`SHORTEN_AFTER` timeouts the
+executor gives the other inputs 0.01 s, and a timeout under that shortened deadline is no kill.
+Only programs that pass base and fail plus need a row.
 """
 
 from __future__ import annotations

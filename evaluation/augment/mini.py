@@ -1,21 +1,10 @@
 """``testgen reduce``'s library entry: a "-mini" dataset and EvalPlus's Table 4 for it.
 
 :func:`reduce_dataset` measures the requirements of :mod:`evaluation.augment.reduction` on a
-dataset with plus inputs (HumanEval+, MBPP+, or one ``testgen augment`` made), then
-
-* writes the reduced dataset (every base input, the chosen plus inputs), chosen with all the
-  requirement kinds asked for and every given sample;
-* computes EvalPlus's Table 4: per requirement kind alone and all together, the tests per task
-  and the pass@1 of the samples, each sample judged on a suite reduced *without* its own group's
-  samples (its model, or with one model its fold by sample index): what a model evaluated with a
-  -mini suite it did not help to make would score. The pass@1 of a held-out sample on a reduced
-  suite is read from the kill matrix (it passes when it passes base and no kept plus input kills
-  it); the written dataset can be judged for real with ``testgen evaluate --dataset-path``.
-
-Every program (reference, mutants, samples) runs in the sandboxed executor. The measured
-requirements are cached under ``$TESTGEN_CACHE/reduce/`` (keyed by the dataset file, the samples
-and :data:`REDUCE_VERSION`), so a second reduction of the same inputs (other kinds, other folds)
-skips the executions.
+dataset with plus inputs, writes the reduced dataset and computes Table 4, each sample judged on
+a suite reduced without its own group's samples (its model, or its fold by sample index). The
+measured requirements are cached under ``$TESTGEN_CACHE/reduce/`` (keyed by the dataset file, the
+samples and :data:`REDUCE_VERSION`). Design: docs/augment.md, "testgen reduce".
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """Test-suite reduction: EvalPlus's "-mini" suites by greedy set cover.
 
-Liu et al., NeurIPS 2023, section 2.2 and Table 4: keep a subset of the inputs that still meets
-every requirement the whole suite meets, found by the greedy set-cover heuristic (repeatedly
-take the input that meets the most requirements not yet met). Three kinds of requirement:
-
-* ``coverage``: every arc (coverage.py's arcs, which include every branch) of the reference
-  program that the suite executes. Keeping every arc keeps the branch coverage C and the
-  statement coverage of the full suite exactly;
-* ``mutants``: every mutant of the reference (:func:`evaluation.mutants.mutants_of`) that the
-  suite kills;
-* ``samples``: every sample (a model's solution, from the given pools) that the suite kills.
-  To judge a model with a reduced suite, its own samples must not have chosen the inputs
-  (EvalPlus: leave-one-model-out); with one model, the samples are split into folds by their
-  sample index instead, and each fold is judged with the suite reduced on the others.
-
-As in HumanEval+-mini, the base inputs are always kept and only plus inputs are chosen, so a
-requirement the base inputs already meet needs nothing: only the mutants and samples that pass
-base and fail plus (:func:`evaluation.augment.kill_matrix.plus_kills`) and the arcs no base input
-executes are requirements. A killed program that no single input kills (it fails plus only by
-the split's total time cap, or by state carried from input to input) cannot be required; such
-programs are counted (``unmeetable``). Ties are broken by input position, so a reduction is
-reproducible.
+Liu et al., NeurIPS 2023, section 2.2 and Table 4: keep the base inputs and the plus inputs that
+greedy set cover picks until every requirement the whole suite meets (``coverage`` arcs, killed
+``mutants``, killed ``samples``) is met; ties go to the lower position, so a reduction is
+reproducible. A killed program that no single input kills is counted as ``unmeetable``. The
+requirements and the held-out Table 4: docs/augment.md, "testgen reduce".
 """
 
 from __future__ import annotations

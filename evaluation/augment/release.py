@@ -1,14 +1,11 @@
 """Inputs as EvalPlus's release format stores them, and the dataset records we write.
 
-EvalPlus's HumanEval+/MBPP+ files keep each input as a JSON list of arguments (``base_input``,
-``plus_input``); the evaluator rebuilds the Python values from JSON, and for MBPP+ through
-:func:`evaluation.evalplus.deserialize_inputs` (lists back into tuples, sets, complex numbers
-for the tasks EvalPlus lists). A value JSON cannot carry exactly (a tuple, a set, a dict with
-int keys) would reach the judged programs as something else than what the reference was checked
-on. So every candidate input is first put in its *canonical form*: written as JSON and read back
-the way the evaluator will read it (:func:`canonical_input`); that form is what the reference
-runs on, what is deduplicated (its JSON text is the key) and what is written. An input JSON
-cannot hold at all (a dict with tuple keys, an int of more than 4,300 digits) is dropped.
+EvalPlus's files keep each input as a JSON list of arguments, which the evaluator rebuilds (for
+MBPP+ through :func:`evaluation.evalplus.deserialize_inputs`), and a value JSON cannot carry
+exactly (a tuple, a set, int dict keys) would reach the judged programs as something else than
+what the reference was checked on. So every candidate is first put in its *canonical form*
+(:func:`canonical_input`: written as JSON and read back as the evaluator reads it); what that
+form is used for: docs/augment.md, "Which inputs are kept".
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """Which candidate inputs are valid: the task's contract and the reference, in the sandbox.
 
-EvalPlus keeps a new input when the reference with the task's contract asserts at the top of
-its body runs on it within one second without raising (``trusted_check_exec``; it runs it in
-its own process, we in the sandboxed executor: the reference and the contract are text from a
-file). We check the same, plus what the evaluator needs of an input later:
-
-* ``contract``: a contract assert failed (``AssertionError: invalid inputs``); the input is outside
-  the task's domain.
-* ``raises``: the reference raised otherwise (or did not load with the contract in place).
-* ``timeout``: the reference needed more than its limit (:data:`REFERENCE_SECONDS` CPU seconds
-  by default).
-* ``unjudgeable``: the reference's output does not pass the trusted comparison with itself (a
-  ``nan`` in it, or HumanEval/32's root outside its oracle's tolerance): no program could pass
-  it, the reference included.
-* ``unreadable``: the output is not plain data.
-* ``oversized``: the output, pickled as the sandbox returns it, is larger than the cap
-  (:data:`MAX_OUTPUT_BYTES` by default). Every kept input's expected output is held by the
-  evaluator while it judges (the ground truth, and each split's expectations), so a suite of
-  inputs whose outputs are megabytes is one a machine cannot judge. EvalPlus has no such check;
-  a few of HumanEval+'s own plus inputs have outputs above the default cap.
-
-The reference runs exactly as the ground truth runs it (:func:`evaluation.evalplus.truth`'s
-program wrapper: pickled output, CPU-time limit), so an input kept here is one the evaluator can
-judge on.
+EvalPlus keeps a new input when the reference with the task's contract asserts at the top of its
+body runs on it without raising (``trusted_check_exec``); we run it in the sandboxed executor,
+exactly as the ground truth runs it (:mod:`evaluation.evalplus.truth`), and also drop inputs the
+evaluator could not judge on: a reason per dropped input (``contract``, ``raises``, ``timeout``,
+``unjudgeable``, ``unreadable``, ``oversized``). What each means and why: docs/augment.md,
+"Which inputs are kept".
 """
 
 from __future__ import annotations

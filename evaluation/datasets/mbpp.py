@@ -1,40 +1,13 @@
 """MBPP, the sanitized version (427 problems), read from CodeT's file and made runnable.
 
 MBPP: Austin et al., "Program Synthesis with Large Language Models", arXiv 2108.07732, 2021
-(CC-BY-4.0); the sanitized split has 427 problems. CodeT (Chen et al., "CodeT: Code Generation
-with Generated Tests", ICLR 2023; github.com/microsoft/CodeT, MIT) converted it to HumanEval's
-shape: ``mbpp_sanitized_for_code_generation.jsonl`` (``task_id`` ``MbppEval/<n>``, ``prompt`` =
-imports + ``def`` line + the task sentence as a docstring, ``entry_point``,
-``canonical_solution`` = the rest of the original code, ``test`` = ``def check(candidate)`` with
-the original asserts). It is the "MBPP (the sanitized version), 427 problems" of Xiong, Guo,
-Chen (arXiv 2310.05727), Tables 1 and 3.
-
-The prompts are kept byte for byte (they are what CodeT and the paper sampled code from). Run as
-shipped, the references do not work: ``prompt + canonical_solution`` does not even compile for
-243 of the 427.
-:func:`read_codet_mbpp` repairs, per record, and reports each repair (``Dataset.fixes``):
-
-1. **Entry point spelling.** Two entry points carry a trailing space (``"get_max_sum "``): stripped.
-2. **Entry point = the function the asserts call.** CodeT cut each original program at its first
-   ``def``; where that was a helper (``str_to_list`` in MbppEval/18, whose asserts call
-   ``remove_dirty_chars``), its entry point is the helper and the task sentence sits in the
-   helper's docstring. When no assert calls CodeT's entry point and exactly one function of the
-   reference is called by them, that function becomes the entry point (10 tasks). The prompt is
-   unchanged, so a completion model that is stopped at the next ``def`` cannot solve these tasks,
-   under CodeT's harness as under ours.
-3. **Indentation.** ``canonical_solution`` keeps the original program's indentation (1 or 2
-   spaces, tabs), which does not compile under the prompt's 4-space docstring. The body is
-   re-indented, one level = the docstring's indentation, changing only the leading whitespace of
-   the lines that start a statement (``tokenize``); the result is checked to have exactly the
-   AST of the original program (``prompt`` without its docstring + CodeT's body), so
-   ``prompt + canonical_solution`` is the reference program, as for HumanEval.
-4. **Test imports.** Three tests call ``math.isclose`` without importing ``math`` (MBPP ships
-   ``test_imports: ["import math"]``, which CodeT dropped; under CodeT's harness a correct
-   solution that does not import ``math`` itself fails). The missing ``import`` of a standard
-   library module used as ``module.attr`` is added as the first statement of ``check``.
-
-After these repairs every reference passes all 1,324 of its asserts (``tests/test_mbpp.py``).
-Its code is judged on those asserts (:mod:`evaluation.asserts`): MBPP sanitized has no plus inputs.
+(CC-BY-4.0). The file is CodeT's ``mbpp_sanitized_for_code_generation.jsonl`` (Chen et al.,
+"CodeT: Code Generation with Generated Tests", ICLR 2023; github.com/microsoft/CodeT, MIT), the
+"MBPP (the sanitized version), 427 problems" of Xiong, Guo, Chen (arXiv 2310.05727). As shipped
+its references do not run; :func:`read_codet_mbpp` repairs each record (entry point spelling, the
+function the asserts call, indentation, test imports), reports every repair in
+``Dataset.fixes`` and keeps the prompts byte for byte. The repairs and why: docs/datasets.md,
+"MBPP (sanitized)". Its code is judged on its asserts (:mod:`evaluation.asserts`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """TestEval: 210 LeetCode programs under test, with target lines, branches and paths.
 
 Wang et al., "TESTEVAL: Benchmarking Large Language Models for Test Case Generation", arXiv
-2406.04531, 2024; https://github.com/LLM4SoftwareTesting/TestEval (MIT). Its programs are
-solutions (a ``class Solution`` with one method ``func_name``), chosen for a cyclomatic complexity
-of at least 10; the tasks are overall coverage (N tests per program), targeted line, targeted
-branch and targeted path coverage.
-
-Nothing of TestEval is shipped with testgen: the user fetches its repository and points to it with
-``--dataset-path`` (the repository's folder, its ``data/`` folder, or ``leetcode-py.jsonl``
-itself) or puts it at ``$TESTGEN_DATA/testeval/`` (the shared data folder,
-:mod:`evaluation.data_folder`). :func:`read_testeval_programs` reads ``leetcode-py.jsonl`` and
-validates every field the tasks use, so a malformed record is one line naming file, line and
-field (exit 2), never a crash later.
-
-Each program is a task ``TestEval/<task_num>`` whose reference solution is the program itself,
-line for line (``full_program``: the line numbers of the targets are the program's); the task's
-prompt is the LeetCode description as a docstring. A test generated for it is a test function
-(``def test_<func_name>(): solution = Solution() ...``), scored by
-:mod:`testgen.testeval_metrics`, not by the dataset's own tests: TestEval has none, so the
-``asserts`` judge has nothing to run (``Problem.test`` is empty).
+2406.04531, 2024; https://github.com/LLM4SoftwareTesting/TestEval (MIT). Nothing of it is shipped
+with testgen: :func:`find_testeval_file` finds the user's fetched repository and
+:func:`read_testeval_programs` validates every field the tasks use (a malformed record is one
+line naming file, line and field). Each program is its task's reference, line for line; a test
+generated for it is scored by :mod:`testgen.testeval_metrics`, since TestEval has no tests of its
+own (``Problem.test`` is empty). The tasks and where the file is found: docs/datasets.md.
 """
 
 from __future__ import annotations
@@ -80,12 +68,10 @@ class TestEvalProgram:
 
     @property
     def task_id(self) -> str:
-        """``TestEval/<task_num>``."""
         return task_id_of(self.task_num)
 
 
 def task_id_of(task_num: int) -> str:
-    """The task id of LeetCode problem ``task_num``."""
     return f"TestEval/{task_num}"
 
 

@@ -2,55 +2,11 @@
 
 PropertyEval: Mrigank Pawagi, "PropertyEval: Synthesizing Thorough Test Cases for LLM Code
 Generation Benchmarks using Property-Based Testing" (2025), DOI 10.5281/zenodo.15081893,
-https://github.com/mrigankpawagi/PropertyEval. One hand-written Hypothesis strategy per HumanEval
-task (``tests/<n>/strategy.py``: a module attribute ``strategy``, one strategy per argument, or one
-strategy for a one-argument function; ``from limits.limits import *`` for the shared bounds). The
-repository has no license file: we read it where the user has it (``--propertyeval PATH``, a
-directory or the tarball, or ``$TESTGEN_PROPERTYEVAL``, or the pinned snapshot in the shared data
-folder, :mod:`evaluation.data_folder`), or download the pinned snapshot into the cache, and never
-copy it into this repository.
-
-What is done with it, per task:
-
-1. **Draw** ``examples`` inputs (default 1,000, as PropertyEval) with Hypothesis: ``seed(0)``,
-   ``derandomize=True``, ``database=None``, the generate phase only, health checks off. The
-   strategy is untrusted code from a download: the strategy module and a small drawing function
-   are the program of a :class:`~evaluation.executor.CallTest` job in our sandboxed executor, and
-   only plain data (pickled, rebuilt by the plain-data unpickler of the ground truth) comes back.
-   The same inputs on every run and machine for a given Hypothesis and Python version (part of
-   the draws' key in the store, with the task's strategy): Hypothesis also mixes into what it
-   draws the literals of every loaded module outside the standard library and site-packages (its
-   "local constants"), which would make the inputs depend on the harness's own source (and on
-   whether testgen is installed in place); the drawer hides those modules while it draws.
-   Identical inputs are kept once.
-2. **Reference**: the task's EvalPlus reference with its contract asserts put back at the top of
-   the body (:func:`reference_with_contract`; the release keeps them in ``contract``, apart from
-   the canonical solution) runs on the drawn inputs in the executor, as the plus ground truth does
-   (:func:`evaluation.evalplus.ground_truth`). An input its contract rejects
-   (``AssertionError: invalid inputs``) is dropped, as is one on which the reference raises
-   otherwise or runs past :data:`REFERENCE_LIMIT` CPU seconds; both are counted. So is an input
-   on which the reference's output fails the trusted comparison with itself (a ``nan`` in the
-   output, which equals nothing; HumanEval/32's root that misses the ``find_zero`` oracle's
-   tolerance): no program could pass it, the reference included. (PropertyEval compares with
-   ``np.testing.assert_allclose``, which takes ``nan`` as equal, and tries ``==`` before the
-   ``find_zero`` oracle, so it keeps these inputs.)
-3. **Store**: per task, the draws (keyed by its strategy's and the limits file's text, the
-   Hypothesis and Python versions, ``examples`` and the drawer, :data:`DRAW_VERSION`) and the
-   usable inputs with the reference's outputs (also keyed by the dataset file's sha256, the
-   reference program and :data:`PBT_VERSION`) are kept in the result store
-   (:mod:`evaluation.result_store`: kinds ``draws`` and ``propertyeval``), each as soon as its task is
-   done, so an interrupted run resumes and every command (``testgen evaluate --pbt``,
-   ``testgen eval --mutation --propertyeval``) draws a task once.
-
-Drawing runs where the executor runs: a job per task on the workers of this machine (as many
-tasks at once as workers) or of a Ray cluster (``--engine ray``); the drawn inputs do not depend on
-where (the child reports the Hypothesis and Python it drew with, and a cluster with others is
-refused). Each worker forks the drawing children from its drawing template, which imported
-Hypothesis once (:mod:`evaluation.executor.template`).
-
-Samples are then judged on these inputs exactly as on plus (:func:`evaluation.evalplus.evaluate_solutions`
-with ``propertyeval=``): the same trusted comparison (:class:`~evaluation.evalplus.SplitJudge`), per-input
-time limits from the reference's times, split cap and ``fast_check``.
+https://github.com/mrigankpawagi/PropertyEval. Per task: draw inputs from its Hypothesis strategy
+in the sandbox, run the reference (with its contract) on them, keep the usable ones and the
+reference's outputs in the result store (kinds ``draws`` and ``propertyeval``). The repository
+has no license file: it is read where the user has it, never copied here. Design, and why each
+input is dropped: docs/evaluate.md, "PropertyEval's property-based inputs".
 """
 
 from __future__ import annotations
@@ -234,7 +190,6 @@ class _Build:
     dataset: Dataset
     strat: Strategies
     examples: int
-    refresh: bool
     store: Store
     hypothesis: str
     dataset_sha: str
@@ -274,7 +229,6 @@ def propertyeval_suite(
     tasks: Iterable[str] | None = None,
     workers: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    refresh: bool = False,
     executor: Any = None,
     progress: Callable[[int, int], None] | None = None,
     draw_seconds: float = DRAW_LIMIT,
@@ -308,7 +262,7 @@ def propertyeval_suite(
     if unknown:
         raise TestgenError(f"{dataset.source}: no task {unknown[0]!r}")
     kept = store if store is not None else open_store(None if cache_dir is None else Path(cache_dir) / "store")
-    build = _Build(dataset=dataset, strat=strat, examples=examples, refresh=refresh, store=kept, hypothesis=hyp,
+    build = _Build(dataset=dataset, strat=strat, examples=examples, store=kept, hypothesis=hyp,
                    dataset_sha=file_sha256(dataset.source), progress=progress)
     missing, todo = _stored_tasks(build, wanted)
     from_cache = len(build.done)
@@ -338,7 +292,7 @@ def _stored_tasks(build: _Build, wanted: Sequence[str]) -> tuple[list[str], list
         if n is None or n not in build.strat.strategies:
             missing.append(task_id)
             continue
-        found = None if build.refresh else build.store.get_blob("propertyeval", build.keys(task_id)[1])
+        found = build.store.get_blob("propertyeval", build.keys(task_id)[1])
         if isinstance(found, PbtTask) and found.task_id == task_id:
             build.done[task_id] = found
         else:
@@ -352,7 +306,7 @@ def _stored_draws(build: _Build, todo: Sequence[str]) -> tuple[dict[str, tuple[l
     drawn: dict[str, tuple[list[Any], int]] = {}
     to_draw: list[str] = []
     for task_id in todo:
-        stored = None if build.refresh else build.store.get_blob("draws", build.keys(task_id)[0])
+        stored = build.store.get_blob("draws", build.keys(task_id)[0])
         if isinstance(stored, dict) and stored.get("error"):
             build.finish(PbtTask(task_id=task_id, inputs=(), expected=(), times=(), problem=stored["error"]))
         elif isinstance(stored, dict) and "inputs" in stored:

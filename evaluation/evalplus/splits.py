@@ -204,8 +204,6 @@ def _plan_split(kind: str, tt: TaskTruth, split: str, fn: str, cfg: TimeLimits) 
                       cost=sum(times), input_limits=tuple(limits), cap=cap)
 
 
-# 3: the wrapper's alarm stops no call before its limit of CPU time;
-# 2: runs near a limit decided by a second run alone; timing-free details
 JUDGE_VERSION = "evalplus-split/3"
 """Part of a split's key in the result store: bump when how a split is judged changes
 (:class:`SplitJudge`, :func:`_plan_split`, what :class:`ProgramState` keeps of a split)."""

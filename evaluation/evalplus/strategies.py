@@ -37,9 +37,9 @@ download must have exactly these; GitHub's archive bytes (its gzip and directory
 not pinned, the content is. ``../shared/data/propertyeval_b2be813.tar.gz`` (sha256
 ``0d753de2...``) holds the same files."""
 PROPERTYEVAL_ENV = "TESTGEN_PROPERTYEVAL"
+"""Environment variable naming the snapshot (a directory or the tarball)."""
 SHARED_FILE = f"propertyeval_{PROPERTYEVAL_COMMIT[:7]}.tar.gz"
 """The snapshot's name in the shared data folder (:mod:`evaluation.data_folder`)."""
-"""Environment variable naming the snapshot (a directory or the tarball)."""
 _MAX_FILE_BYTES = 1 << 20
 """A strategy or limits file larger than this is refused (a snapshot is read into memory)."""
 _STRATEGY_PATH = re.compile(r"^(?:[^/]+/)?tests/(\d+)/strategy\.py$")

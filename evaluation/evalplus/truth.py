@@ -261,7 +261,6 @@ def ground_truth(
     *,
     workers: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    refresh: bool = False,
     store: Store | None = None,
 ) -> GroundTruth:
     """Expected outputs and reference times of every task of ``dataset`` (kept in the store).
@@ -272,7 +271,6 @@ def ground_truth(
     as soon as its reference has run, keyed by the dataset file's sha256, the task and
     :data:`GROUND_TRUTH_VERSION`; a later call (any subset of the tasks, any command) reads it
     instead of running the reference again, so every verdict is judged against the same times.
-    ``refresh``: run every reference again (and keep the new truth).
     """
     from evaluation.executor import CallTest, Job, Limits
 
@@ -286,7 +284,7 @@ def ground_truth(
     for prob in dataset:
         program, fn = _program_for(prob.reference_code, prob.entry_point, kind, reference=True)
         task_key = key("truth", GROUND_TRUTH_VERSION, dataset.name, digest, prob.task_id, content_id(program, length=32))
-        found = None if refresh else kept.get_blob("truth", task_key)
+        found = kept.get_blob("truth", task_key)
         if isinstance(found, TaskTruth) and found.task_id == prob.task_id:
             tasks[prob.task_id] = found
             continue
