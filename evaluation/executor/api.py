@@ -1,15 +1,8 @@
 """Runs in: parent. Data types of the executor's interface. Plain, picklable, frozen.
 
-A :class:`Job` is one program plus the tests to run against it. The program is loaded
-once (in a forked, sandboxed child) and each test then runs against it. Two kinds of test:
-
-* :class:`AssertTest`: a statement such as ``assert f(1) == 2``; passes when it raises no
-  exception. With :attr:`AssertTest.entry_point` set, the executor checks it in trusted code
-  where it can (:mod:`evaluation.executor.trusted`): the child only reports the values the
-  function under test returned, and the verdict is reached outside the program's process.
-* :class:`CallTest`: call ``entry_point(*args)`` and return the value as plain data, for
-  the caller to compare; or, in a job with a :attr:`Job.judge`, have the value judged in the
-  trusted worker against the test's :attr:`CallTest.expected` (the HumanEval+ evaluator).
+A :class:`Job` is one program plus the tests to run against it: :class:`AssertTest` (a statement
+that passes when it raises nothing) and :class:`CallTest` (a call whose value is returned, or
+judged in the trusted worker by :attr:`Job.judge`). How they run: docs/executor.md.
 """
 
 from __future__ import annotations

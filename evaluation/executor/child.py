@@ -1,12 +1,9 @@
 """Runs in: child. What a child runs: its unit, read from its worker, under the sandbox.
 
-A fork server forks the child (:mod:`evaluation.executor.forkserver`); :func:`run_child` reads its
-unit from the worker (the program, and per test only what it must run: never a comparison's
-literal, never a judged call's expected value), applies the sandbox, loads the program once, runs
-the tests in order under its own CPU-time alarm and writes one message per finished test
-(:mod:`evaluation.executor.protocol`). The tests whose text it must have come in a second part,
-sent only once every test of the first part is reported: the expected values of split tests are
-not in its memory while those run, even when another test of the unit spells them out.
+:func:`run_child` reads its unit (the program and, per test, only what it must run), applies the
+sandbox, loads the program once, runs the tests in order under its own CPU-time alarm and writes
+one message per finished test (:mod:`evaluation.executor.protocol`). The tests whose text it must
+have come in a second part, sent only once every test of the first part is reported.
 
 Everything here that runs after the program has loaded runs beside untrusted code: the builtins,
 functions and constants it uses are bound before the program runs (module globals shadowing the

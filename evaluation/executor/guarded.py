@@ -2,15 +2,9 @@
 every attribute read and call is checked, run against a replay of the child's recorded calls (how
 the worker starts a checker and talks to it is :mod:`evaluation.executor.checker`).
 
-The test is parsed and planned as :mod:`evaluation.executor.trusted` says (only tests it accepts
-get here), compiled with every attribute load rewritten to ``__tg_attr(obj, name)`` and every call
-to ``__tg_fn(func)(...)``, and executed with fresh globals: the allow-listed builtins
-(:data:`~evaluation.executor.trusted.BUILTINS`), an ``__import__`` that hands out proxies of the
-allow-listed standard modules (:data:`~evaluation.executor.trusted.MODULES`, imported fresh in this
-process), and the function under test bound to the replay. ``__tg_attr`` and ``__tg_fn`` check, on
-the objects actually reached, that no attribute starting with ``_`` is read and that only
-allow-listed functions, types, methods of allow-listed types and the test's own lambdas are
-called. See ``docs/sandbox.md``.
+Every attribute load becomes ``__tg_attr(obj, name)`` and every call ``__tg_fn(func)(...)``, which
+check on the objects actually reached that no attribute starting with ``_`` is read and only
+allow-listed callables run (:mod:`evaluation.executor.trusted`). See docs/sandbox.md.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@
 units (one program and options, the union of their distinct tests; results fan out to every
 job), sends them to worker processes from one non-blocking event loop over their pipes (no
 threads, no deadlock when a large unit and a large result cross) and yields one
-:class:`ExecutionResult` per job as its unit finishes, in any order. A worker that dies is
-restarted and its units resent (twice at most). What crosses the pipes: docs/executor.md.
+:class:`ExecutionResult` per job as its unit finishes, in any order. How it runs: docs/executor.md.
 
 Longer than 500 lines: the deduplicating plan and the event loop that drains it share the
 units in flight and the workers' state; split, the two halves would pass that state back and forth.

@@ -1,34 +1,11 @@
 """Runs in: worker, fork servers, child and checker. Isolation mechanisms for the executor's children: detection, preparation, application.
 
-Each worker process prepares once (at start) what can be prepared once, and every child it
-forks applies it cheaply:
-
-* **namespaces**: the worker unshares a user, a network, an IPC and a mount namespace for
-  itself at start (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children
-  inherit them: no network interface but a downed loopback, no System V or POSIX IPC object of
-  the host, no capabilities over the host's objects. In the mount namespace the worker's scratch
-  directory is a private tmpfs (:data:`SCRATCH_TMPFS`: bounded in size and files, gone with the
-  worker, quick to empty whatever a program left in it), invisible to every other process. The
-  worker's zygote is PID 1 of a PID namespace of its own (:mod:`evaluation.executor.forkserver`).
-* **seccomp** (pyseccomp/libseccomp; :mod:`evaluation.executor.seccomp_filter`): the filter is
-  compiled once to BPF (in a helper forked by the worker, which never imports pyseccomp itself)
-  and loaded per child with ``prctl(PR_SET_SECCOMP)``, the child's pid patched in first. No
-  process creation but threads, no execve or sockets (a connected unix pair is left), nothing
-  that changes another process (signals, limits, priority, scheduling), no kernel object that
-  could outlive the child (System V IPC, POSIX message queues, memfds, inotify).
-* **Landlock** (raw syscalls via ctypes): reads only what a program needs to import (the
-  standard library, the site-packages directories, the executor's own package, the shared
-  libraries in ``/usr/lib`` and ``/lib``; :func:`_landlock_read_paths`; not the repository,
-  the working directory or the user's files) and a few device files; writes only in the
-  private scratch directory;
-  no TCP bind/connect (ABI >= 4); no signals or abstract unix sockets leaving the domain
-  (ABI >= 6).
-* **rlimits**: address space, CPU seconds, file size, open files, no core dumps.
-* **tasks**: a pids cgroup per worker bounds a child's threads (:mod:`evaluation.executor.tasks`).
-
-Each mechanism is probed at worker start (:func:`prepare`); what is missing is reported
-(:func:`evaluation.executor.isolation_report`) and degrades with a warning, never with a crash. We run as root
-here, so ``RLIMIT_NPROC`` does not bind: seccomp is what stops process creation.
+Each worker prepares once, at start (:func:`prepare`), what can be prepared once: its namespaces,
+the scratch tmpfs (:data:`SCRATCH_TMPFS`), the seccomp filter
+(:mod:`evaluation.executor.seccomp_filter`), the Landlock ruleset; every child it forks applies
+it cheaply (:func:`apply_in_child`). A mechanism that is missing is reported and degrades with a
+warning, never with a crash. What each one closes: docs/executor.md ("Isolation") and
+docs/sandbox.md ("No way out to the host").
 """
 
 from __future__ import annotations

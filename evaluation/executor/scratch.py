@@ -1,13 +1,9 @@
 """Runs in: worker and parent. Scratch directories of the executor's workers: made private, emptied between children, and
 removed however deep, wide or hostile the tree a program left in them.
 
-A program (or a test run in its process) may leave anything in its scratch directory: a tree
-100,000 directories deep, directories it made unreadable, symlinks to elsewhere. Removing it
-must neither recurse (``shutil.rmtree`` raised ``RecursionError`` on such a tree, which ended
-the run and left the scratch root behind), nor follow a link, nor hold a descriptor per level
-(a deep tree would run out of them). :func:`empty_dir` walks the tree iteratively through
-descriptors of one directory at a time (``openat`` with ``O_NOFOLLOW``, back up through
-``..``), unlinking entries relative to their directory: links are removed, never followed.
+:func:`empty_dir` walks the tree iteratively through a descriptor of one directory at a time
+(``openat`` with ``O_NOFOLLOW``, back up through ``..``), unlinking entries relative to their
+directory: no recursion, no descriptor per level, and links are removed, never followed.
 """
 
 from __future__ import annotations

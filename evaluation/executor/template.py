@@ -1,15 +1,9 @@
 """Runs in: worker and its templates. Template processes: fork servers whose children find a heavy library already imported.
 
-A program that imports one of :data:`HEAVY_MODULES` has its child forked by the worker's heavy
-template instead of its zygote (:mod:`evaluation.executor.forkserver`): a sub-server of the
-zygote that has imported them once (:func:`import_heavy_modules`), so the child skips the import.
-A program that imports Hypothesis (PropertyEval's strategies with their drawing function,
-:mod:`evaluation.evalplus.strategies`) has its child forked by the worker's drawing template
-(:func:`prepare_drawing_template`): Hypothesis imported and its Unicode tables built once per
-worker instead of once per drawn task. A template holds nothing of any program or test, like the
-zygote (it runs only trusted library code: imports, and the construction of a strategy of its
-own); the child reads its unit from the worker, and the worker watches, judges and kills it
-exactly as the zygote's children.
+The heavy template has imported :data:`HEAVY_MODULES` (:func:`import_heavy_modules`), the drawing
+template Hypothesis and its Unicode tables (:func:`prepare_drawing_template`); like the zygote they
+hold nothing of any program or test, and the worker watches, judges and kills their children as
+the zygote's. Why: docs/executor.md ("Programs that import heavy modules").
 """
 
 from __future__ import annotations

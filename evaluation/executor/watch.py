@@ -1,21 +1,9 @@
 """Runs in: worker. Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
 
-A test's deadline is CPU time, counted by the child itself (``ITIMER_PROF``), so that it does not
-move with the machine's load; but CPU time does not advance while a program sleeps or blocks. So
-the worker also watches, from outside, how long the child has been **waiting**: off the CPU and
-not waiting to run (``/proc/<pid>/task/<tid>/schedstat``: over wall time W, a thread waited
-``W - cpu - run-queue delay``; load adds only run-queue delay). Sums over the live threads are
-used; a thread that ended takes its CPU time along, so its share counts as waiting (stricter,
-never more lenient). The kernel brings a queued thread's run-queue delay into its account only
-when the thread gets the CPU, so a test is ended for waiting only when no thread of the child is
-running or queued (state ``R``); otherwise the worker looks again a few milliseconds later.
-
-The worker reads nothing while a test runs quickly: the baseline is taken after
-:data:`BASELINE_AFTER`, and the next look exactly when the limit could first be reached (waiting
-time grows at most as fast as wall time). The same watch ends a test that spins in C code once
-its CPU time passes :func:`cpu_backstop`; the wall-clock backstop (:func:`wall_backstop`) excludes
-the child's run-queue delay too (:meth:`Clock.backstop_due`), and is plain wall clock only for a
-child the worker cannot watch (no ``/proc``). The reasoning at length: docs/sandbox.md#time-limits.
+The child counts its own CPU time (``ITIMER_PROF``); the worker watches, from outside, how long
+it has *waited*: off the CPU and not queued to run (``/proc/<pid>/task/<tid>/schedstat``), with a
+CPU backstop (:func:`cpu_backstop`) and a wall-clock one (:func:`wall_backstop`). The reasoning
+at length: docs/sandbox.md#time-limits.
 """
 
 from __future__ import annotations
