@@ -2,22 +2,10 @@
 test and the pipe to it: the worker's side (:class:`Checker`) and the process's (:func:`check_child`);
 what the process evaluates, and how, is :mod:`evaluation.executor.guarded`.
 
-Each check runs in a **fresh process** forked by the worker's checker template (a sub-server of
-the zygote, :mod:`evaluation.executor.forkserver`, that built the allow-lists from freshly imported
-standard modules and never ran a test), so every check starts from the same pristine state. It
-never runs program code and receives plain data only, one marshal frame each way: ``(source,
-entry_point, calls, max_bytes)`` (the calls the child recorded, as marshal bytes), answered
-``(outcome, value, detail, literal_free)``. A generated test is untrusted text too: the checker is
-sandboxed like a child (seccomp, Landlock, 1 GiB of address space, no file writes), and the worker
-ends a check past its deadline in CPU or waiting time (:mod:`evaluation.executor.watch`): a test
-may compute ``10 ** 10 ** 10``.
-
-A check is a function of its request alone (a pristine process, the test's text, the recorded
-calls as bytes; the hash seed is fixed): the worker keeps the verdicts of the checks it ran
-(:attr:`Checker.verdicts`) and answers a byte-identical request again from them. Programs of
-one task that return the same values for a test's calls (its correct solutions, mostly) need
-one checker process, not one each. Only verdicts the checker itself sent are kept: a check
-that ran past its deadline or whose checker died is run again.
+Each check runs in a fresh, sandboxed process forked by the worker's checker template, and gets
+plain data only, one marshal frame each way: ``(source, entry_point, calls, max_bytes)``, answered
+``(outcome, value, detail, literal_free)``. A verdict the checker sent answers a byte-identical
+request again (:attr:`Checker.verdicts`). Why: docs/sandbox.md ("What is checked in trusted code").
 """
 
 from __future__ import annotations
@@ -49,10 +37,6 @@ class Checker:
         self.zygote = zygote
         """Returns the worker's zygote (a live one: started again if it died)."""
         self.template: ForkServer | None = None
-        self.started = 0
-        """Checker processes started so far (one per check)."""
-        self.killed = 0
-        """Checks that ran past their deadline."""
         self.verdicts: dict[tuple[Any, ...], tuple[int, Any, str, bool]] = {}
         """Verdicts of the checks run, by request (see the module docstring)."""
         self.verdicts_size = 0
@@ -94,7 +78,6 @@ class Checker:
         finally:
             os.close(req_r)
             os.close(rep_w)
-        self.started += 1
         try:
             return self._run(proc, req_w, rep_r, (source, entry_point, calls, max_bytes), max_bytes, deadline)
         finally:
@@ -132,7 +115,6 @@ class Checker:
             return (2, None, "the trusted checker died during this check", True), False
         reply = self._read(proc, rep_r, max_bytes + 65536, deadline)
         if reply is None:
-            self.killed += 1
             return (3, None, f"timeout: the trusted check took longer than {deadline:g}s", True), False
         if reply == b"":
             return (2, None, "the trusted checker died during this check", True), False

@@ -1,17 +1,7 @@
 """Runs in: worker. A long-lived executor worker: receives units (one program + its distinct
 tests), runs each in sandboxed children, judges what they report, and streams the results back.
-
-The parent sends a unit dict (:meth:`_Worker.run_unit`; a judged unit's expected values follow in
-a frame of their own, read only once its child is forked) and gets a
-:class:`~evaluation.executor.protocol.Reply` (every pipe's records: :mod:`evaluation.executor.protocol`;
-the map: docs/executor.md). A fork server forks each child (:mod:`evaluation.executor.forkserver`),
-which gets the program and, per test, only what it must run (:mod:`evaluation.executor.child`).
-Nothing the child sends is trusted as it comes (:class:`~evaluation.executor.protocol.Session`);
-values are decoded within limits (:func:`evaluation.executor.wire.loads_plain`) and judged here
-(comparisons, judged calls) or in a fresh checker (recorded tests, :mod:`evaluation.executor.checker`),
-so no pass of a test checked in trusted code comes from the child. A killed
-(:mod:`evaluation.executor.watch`) or crashed child costs the test it was running; the tests after
-it run in a fresh child.
+The records of every pipe are :mod:`evaluation.executor.protocol`; who sends what, and why no
+pass of a test checked in trusted code comes from the child: docs/executor.md ("The protocol").
 
 Longer than 500 lines: one child's session (:class:`_ChildRun`) and the unit's passes over its
 children (:class:`_Worker`) share that unit's state.
@@ -97,19 +87,6 @@ _PIPE_SIZE = 1 << 20
 writing its results rarely waits for the worker to read them."""
 
 
-def _compare(opname: str, value: Any, literal: Any) -> bool:
-    """Python's comparison on two plain values (both decoded here: no foreign ``__eq__``)."""
-    if opname == "eq":
-        return bool(value == literal)
-    if opname == "ne":
-        return bool(value != literal)
-    if opname == "is":
-        return value is literal
-    if opname == "isnot":
-        return value is not literal
-    return trusted.compare(opname, value, literal)
-
-
 def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
     """:func:`_judge_value` for a trusted value test; the value is reported only for the
     predicates that reported one before trusted checks (MBR-exec's output keys)."""
@@ -120,7 +97,7 @@ def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> 
 def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
     """The result of a comparison test whose expression gave the plain ``value``."""
     try:
-        ok = _compare(extra[0], value, extra[1])
+        ok = trusted.compare(extra[0], value, extra[1])  # both plain, decoded here: no foreign __eq__
     except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
         return ResultRow(R_ERROR, value, dt, _detail(exc), arcs)
     if ok:
@@ -205,9 +182,6 @@ class _Worker:
         self.last_output = ""
         self.faulted = False
         """A unit was answered with a fault: the worker exits (see :meth:`run_unit_frame`)."""
-
-    def servers(self) -> list[ForkServer]:
-        return [s for s in (self.zygote, *self.templates.values(), self.checker.template) if s is not None]
 
     def close(self) -> None:
         """Stop the fork servers (with the zygote, every process the worker started dies). Each
