@@ -19,7 +19,7 @@ from typing import Any
 from evaluation.executor import sandbox
 from evaluation.executor.forkserver import ForkServer, Spawned
 from evaluation.executor.watch import Clock, ProcStat, outer_pid, wall_backstop
-from evaluation.executor.wire import HEADER, NotPlain, frame, loads_plain
+from evaluation.executor.wire import HEADER, NotPlain, frame, loads_plain, read_frame, write_all
 
 __all__ = ["Checker", "check_child", "prepare_checker_template"]
 
@@ -108,9 +108,7 @@ class Checker:
     def _run(self, proc: Spawned, req_w: int, rep_r: int, request: Any, max_bytes: int,
              deadline: float) -> tuple[tuple[int, Any, str, bool], bool]:
         try:
-            data = memoryview(frame(request))
-            while data:
-                data = data[os.write(req_w, data):]
+            write_all(req_w, frame(request))
         except OSError:
             return (2, None, "the trusted checker died during this check", True), False
         reply = self._read(proc, rep_r, max_bytes + 65536, deadline)
@@ -188,40 +186,27 @@ def prepare_checker_template(state: Any) -> None:
 
 def check_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
     """Body of one checker process (a fork server's role ``"check"``): one check, then exit."""
-    import marshal
     import signal
     import sys
 
     from evaluation.executor import guarded
-    from evaluation.executor.wire import read_exact
 
     req_fd, rep_fd = fds
     devnull = os.open(os.devnull, os.O_RDWR)
     for std in (0, 1, 2):
         os.dup2(devnull, std)
-    low = 0
-    for keep in sorted({0, 1, 2, req_fd, rep_fd, state.prep.landlock_ruleset_fd} - {-1}):
-        if keep > low:
-            os.closerange(low, keep)
-        low = keep + 1
-    os.closerange(low, 65536)
+    sandbox.close_fds_but({0, 1, 2, req_fd, rep_fd, state.prep.landlock_ruleset_fd})
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     failed = sandbox.apply_in_child(state.prep, memory_mb=_MEMORY_MB, cpu_seconds=1 << 30, file_size_mb=0,
                                     max_files=32)
     if failed:  # no check runs outside its sandbox: the worker takes this for a fault, not a verdict
-        reply = frame(("fault", "checker sandbox not applied: " + ", ".join(failed)))
-        data = memoryview(reply)
-        while data:
-            data = data[os.write(rep_fd, data):]
+        write_all(rep_fd, frame(("fault", "checker sandbox not applied: " + ", ".join(failed))))
         return
-    head = read_exact(req_fd, 4)
-    if head is None:
+    try:
+        source, entry_point, calls_blob, max_bytes = read_frame(req_fd, "the worker closed the pipe")
+    except EOFError:
         return
-    payload = read_exact(req_fd, HEADER.unpack(head)[0])
-    if payload is None:
-        return
-    source, entry_point, calls_blob, max_bytes = marshal.loads(payload)  # from the trusted worker
     try:
         calls = loads_plain(calls_blob, max_bytes=1 << 31)
         outcome, value, detail, literal_free = guarded.check(source, entry_point, calls, max_bytes=max_bytes)
@@ -235,6 +220,4 @@ def check_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
         reply = frame((outcome, None, detail, literal_free))
     if len(reply) > max_bytes + 65536:
         reply = frame((outcome, None, detail, literal_free))
-    data = memoryview(reply)
-    while data:
-        data = data[os.write(rep_fd, data):]
+    write_all(rep_fd, reply)
