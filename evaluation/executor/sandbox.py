@@ -173,14 +173,10 @@ def _unshare_namespaces(libc: Any, scratch: str, disable: frozenset[str] = froze
 
 
 def _landlock_read_paths() -> tuple[str, ...]:
-    """What a child may read: what a program needs to import, and nothing else of the machine's.
-
-    The standard library and the site-packages directories (the interpreter's and the
-    environment's, from :mod:`sysconfig`, and every ``sys.path`` entry below one of Python's
-    prefixes or named ``site-packages``/``dist-packages``), the executor's own package (for what
-    it imports lazily), the shared libraries (``/usr/lib*``, ``/lib*``), time zones and three
-    device files. Not: other ``sys.path`` entries (the repository the worker was started from is
-    one, with its ``pyproject.toml``, data and ``.git``), the working directory, the user's home."""
+    """What a child may read: what a program needs to import, and nothing else of the machine's
+    (docs/sandbox.md, "No way out to the host"). Of ``sys.path``, only the entries below one of
+    Python's prefixes or named ``site-packages``/``dist-packages``: the repository the worker was
+    started from is on it too."""
     import sysconfig
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -216,12 +212,8 @@ class _SockFprog(ctypes.Structure):
 
 
 def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
-    """Probe and prepare every mechanism; called once in each worker at start. Never raises.
-
-    ``scratch`` is the worker's private scratch directory, the only place children may write.
-    ``disable`` names mechanisms (of :data:`DISABLEABLE`) to leave off, for debugging and for
-    testing the degraded paths.
-    """
+    """Probe and prepare every mechanism, once in each worker at start; never raises. ``scratch``:
+    the only place children may write; ``disable``: mechanisms of :data:`DISABLEABLE` to leave off."""
     prepared = Prepared(disabled=frozenset(disable))
     prepared.libc = _libc()
     try:

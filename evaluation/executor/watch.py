@@ -86,12 +86,9 @@ class ProcStat:
             return {}
 
     def runnable(self) -> bool:
-        """Whether a thread of the process is running or waiting to run (state ``R``) now.
-
-        The kernel adds a thread's run-queue delay to its account only when the thread gets the
-        CPU, and its CPU time at the scheduler's tick: while a thread waits in the queue (on a
-        loaded machine, tens of milliseconds) the time it has waited so far still looks like
-        waiting. A thread asleep or blocked has both accounts up to date."""
+        """Whether a thread of the process is running or waiting to run (state ``R``) now: the
+        kernel adds a queued thread's run-queue delay to its account only when it gets the CPU,
+        so until then its time in the queue looks like waiting."""
         try:
             names = os.listdir(self.task_dir)
         except OSError:
@@ -170,15 +167,8 @@ class Clock:
 
     def backstop_due(self, now: float, stat: ProcStat | None, backstop: float) -> float:
         """The wall-clock backstop ``backstop`` has come: ``0.0`` if the child is to be killed
-        now, else the time to look again.
-
-        Time the child spent queued for a CPU does not count (run-queue delay, what load adds):
-        the backstop moves later by it, and a child queued at this moment (its delay not yet in
-        the kernel's account) is looked at again shortly. On a heavily loaded machine a test may get
-        a small share of a CPU, so a test computing for half its deadline can spend many times the
-        deadline in wall time, and a plain wall-clock backstop would kill it: its verdict would
-        depend on the load. The child's CPU and waiting limits still end it (the sum of the two cannot
-        reach the backstop unless one of them is past its own limit). Without the kernel's account
+        now, else the time to look again. The child's run-queue delay (what load adds) moves the
+        backstop later, so its verdict does not depend on the load; without the kernel's account
         (no ``stat``, or no baseline read yet) the backstop is plain wall clock."""
         if stat is None or self.base is None:
             return 0.0

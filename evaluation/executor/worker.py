@@ -10,8 +10,8 @@ children (:class:`_Worker`) share that unit's state.
 from __future__ import annotations
 
 import fcntl
+import functools
 import gc
-import marshal
 import os
 import select
 import signal
@@ -69,9 +69,10 @@ from evaluation.executor.wire import (
     exception_detail as _detail,
     frame,
     loads_plain,
-    read_exact as _read_exact,
+    read_frame,
     read_size,
     short_repr,
+    write_all,
 )
 
 __all__ = ["main"]
@@ -185,10 +186,8 @@ class _Worker:
 
     def close(self) -> None:
         """Stop the fork servers (with the zygote, every process the worker started dies). Each
-        template is stopped, then reaped by the zygote before the zygote stops: the CPU time it
-        and the children it reaped used is then counted in the zygote's, and so in the worker's
-        and its parent's children's time (``getrusage``, ``/usr/bin/time``); a zygote killed with
-        a template not yet reaped took that time with it."""
+        template is reaped by the zygote before the zygote stops, so that the CPU time of the
+        template and its children is counted in the worker's parent's (``getrusage``)."""
         stopped = [t for t in (*self.templates.values(), self.checker.template) if t is not None]
         self.checker.close()
         for template in self.templates.values():
@@ -213,10 +212,9 @@ class _Worker:
         return zygote
 
     def ensure_zygote(self) -> None:
-        """A new zygote if the current one died (its templates and their children went with
-        it). A zygote that was PID 1 of a PID namespace cannot be replaced in this worker (a
-        process makes one PID namespace for its children, once: forks into the dead one fail
-        with ENOMEM): that is a fault, and the parent starts a fresh worker."""
+        """A new zygote if the current one died (its templates went with it). One that was PID 1
+        of a PID namespace cannot be replaced in this worker (a process makes one PID namespace
+        for its children, once): that is a fault, and the parent starts a fresh worker."""
         if self.zygote.exited():
             if self.zygote.pid_namespace:
                 raise sandbox.SandboxFault("the zygote ended (a fresh worker is needed)")
@@ -293,16 +291,9 @@ class _Worker:
 
     # -- a unit ------------------------------------------------------------------------
     def run_unit(self, unit: dict[str, Any]) -> Reply:
-        """Run a unit's tests; tests that evaluate the same expression share one evaluation.
-
-        Of the comparison tests (``assert <expr> == <literal>`` ...) with the same ``<expr>``,
-        only the first runs; the others take its outcome when that does not depend on the
-        literal (an exception, a timeout, a crash) or are judged here against the plain value
-        it returned. Only a value that is not plain data makes them run again, each with its
-        own literal (in a child of their own). Each test still sees a fresh copy of the
-        program's globals, so evaluating an expression once or twice differs only for programs
-        whose results depend on hidden state (randomness, mutated shared objects).
-        """
+        """Run a unit's tests; comparison tests with the same ``<expr>`` share one evaluation
+        (docs/executor.md, "Tests that evaluate the same call share one evaluation"): only a
+        value that is not plain data makes them run again, each with its own literal."""
         tests = unit["tests"]
         n = len(tests)
         prepared = self.prepare_tests(tests)
@@ -386,10 +377,9 @@ class _Worker:
 
     def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
                    results: list[Any], run: _Run, *, literal: bool = False) -> None:
-        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout).
-
-        A child is forked even when ``pending`` is empty: loading the program is a result too.
-        ``literal``: the comparison tests get their literal (see :meth:`run_unit`)."""
+        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout),
+        at least one: loading the program is a result too. ``literal``: the comparison tests get
+        their literal (see :meth:`run_unit`)."""
         per_test = unit["isolation"] == "per_test"
         if not per_test and not literal:  # what the child must have the text of comes last
             pending = [i for i in pending if prepared[i][0] not in SOURCE_KINDS] + \
@@ -421,11 +411,10 @@ class _Worker:
                 return
 
     def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
-        """Verdicts of the tests whose calls the child recorded, each from a fresh checker.
-
-        Run after the unit's children, so the checks never delay a child's deadline. A check
-        may take ``max(1, 4 x timeout)`` seconds (the child ran the same test within
-        ``timeout``; the checks' run-time guards cost a few times that at most)."""
+        """Verdicts of the tests whose calls the child recorded, each from a fresh checker, after
+        the unit's children (a check never delays a child's deadline). A check may take
+        ``max(1, 4 x timeout)`` seconds: the child ran the same test within ``timeout``, and the
+        checks' run-time guards cost a few times that at most."""
         limits = UnitLimits._make(unit["limits"])
         for i, blob in self.records.items():
             kind, _, extra = prepared[i]
@@ -439,13 +428,11 @@ class _Worker:
         return checked
 
     def run_unit_frame(self, unit: dict[str, Any]) -> bytes:
-        """:meth:`run_unit`'s answer as a frame for the parent. A fault (a child that could not
-        be forked or sandboxed, even from a fresh zygote: :class:`~evaluation.executor.sandbox.SandboxFault`)
-        or a harness error (a bug) is not this program's result: the answer then says so
-        (``stats["fault"]``, no results), this worker ends (:attr:`faulted`: whatever the fault
-        left in it or its zygote goes with it), and the parent runs the unit again in a fresh
-        worker, or ends the run (:class:`evaluation.executor.ExecutorFault`); the traceback of
-        a harness error goes to the worker's stderr."""
+        """:meth:`run_unit`'s answer as a frame for the parent. A fault
+        (:class:`~evaluation.executor.sandbox.SandboxFault`) or a harness error is not this
+        program's result: the answer says so (``stats["fault"]``, no results) and this worker
+        ends (:attr:`faulted`; docs/sandbox.md#faults-are-never-results); the traceback of a
+        harness error goes to the worker's stderr."""
         try:
             return frame(self.run_unit(unit).wire())
         except Exception as exc:  # noqa: BLE001 - BaseException (SystemExit, ...) still ends the worker
@@ -518,10 +505,9 @@ class _Worker:
 
 
 def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: Any) -> ResultRow | None:
-    """The result of a comparison whose value is not plain data, where the value itself is not
-    needed: it is never None, True or False (those are plain), so ``is``/``is not`` with them
-    is decided; None for ``==``/``!=`` (run again with the literal). ``described``: the type's
-    name, ``"program:"`` first if the program defined it (such a value is never compared)."""
+    """The result of a comparison whose value is not plain data, so never None, True or False:
+    ``is``/``is not`` with them is decided; None for ``==``/``!=`` (run again with the literal).
+    ``described``: the type's name, ``"program:"`` first if the program defined it."""
     opname = extra[0]
     if opname not in ("is", "isnot"):
         return None
@@ -855,13 +841,6 @@ def _describe(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
 def main() -> None:
     """Entry point of a worker process (started by :class:`evaluation.executor.pool.Executor`)."""
     import ctypes
@@ -881,22 +860,12 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     worker = _Worker()
-
-    def read_frame() -> Any:
-        head = _read_exact(in_fd, 4)
-        if head is None:
-            raise EOFError("parent closed the pipe")
-        payload = _read_exact(in_fd, HEADER.unpack(head)[0])
-        if payload is None:
-            raise EOFError("parent closed the pipe")
-        return marshal.loads(payload)  # from the trusted parent
-
-    worker.read_frame = read_frame
+    worker.read_frame = functools.partial(read_frame, in_fd, "parent closed the pipe")
     hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
-    _write_all(out_fd, frame((HELLO, hello, os.getpid())))
+    write_all(out_fd, frame((HELLO, hello, os.getpid())))
     try:
-        while (unit := read_frame()) is not None:  # None: the parent asks the worker to exit
-            _write_all(out_fd, worker.run_unit_frame(unit))
+        while (unit := worker.read_frame()) is not None:  # None: the parent asks the worker to exit
+            write_all(out_fd, worker.run_unit_frame(unit))
             if worker.faulted:
                 break
     except (BrokenPipeError, ConnectionResetError, EOFError):
