@@ -211,7 +211,7 @@ def start_zygote(state: ServerState) -> Zygote:
     if pid == 0:  # pragma: no cover - the zygote's coverage is not collected
         try:
             ours.close()
-            _serve(theirs, state, zygote=True)
+            _serve(theirs, state)
         finally:
             os._exit(0)
     theirs.close()
@@ -237,7 +237,7 @@ def _resolve(path: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
-def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
+def _serve(sock: socket.socket, state: ServerState) -> None:
     """Body of a fork server. Returns (and the process exits) when the worker closes ``sock``."""
     import ctypes
 
@@ -317,7 +317,7 @@ def _fork(msg: Any, fds: list[int], sock: socket.socket, wake: tuple[int, int], 
         sock.close()
         if msg[0] == "T":
             _resolve(_SUB_SERVERS[msg[1]])(state)
-            _serve(socket.socket(fileno=fds[0]), state, zygote=False)
+            _serve(socket.socket(fileno=fds[0]), state)
         else:
             _resolve(_ROLES[msg[1]])(fds, state, msg[2])
     except BaseException:  # noqa: BLE001 - a child must never return into the server's loop

@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.executor.trusted import BUILTINS, MODULES, Plan, compare, plan
-from evaluation.executor.wire import short_repr
+from evaluation.executor.wire import exception_detail as _detail, short_repr
 
 __all__ = ["check", "prepare", "NotAllowed"]
 
 _RESERVED = "__tg_"
 _CHECKER_FILENAME = "<trusted check>"
-
-
 
 
 class NotAllowed(Exception):
@@ -294,10 +292,3 @@ def check(source: str, entry_point: str, calls: list[Any], *,
     if ok:
         return 0, value if plain else None, "", False
     return 1, value if plain else None, f"AssertionError: got {short_repr(value)}", False
-
-
-def _detail(exc: BaseException) -> str:
-    try:
-        return f"{type(exc).__name__}: {exc}"[:300]
-    except Exception:  # noqa: BLE001
-        return type(exc).__name__

@@ -20,7 +20,7 @@ from typing import Any
 
 from evaluation.executor.api import ExecutionResult, Job, Limits
 
-__all__ = ["RayEngine", "plan_batches", "partition_key", "run_batch"]
+__all__ = ["RayEngine", "plan_batches", "run_batch"]
 
 BATCHES_PER_SLOT = 16
 """Aim for this many batches per slot (CPU), so the last batches of a run are short and the
@@ -36,25 +36,17 @@ _LOCAL_OBJECT_STORE = 128 * 1024 * 1024
 is 30% of the machine's memory)."""
 
 
-def partition_key(job: Job) -> str:
-    """The key under which the executor may share one run between jobs
-    (:func:`evaluation.executor.pool.sharing_key`). Jobs of different keys never share a run,
-    so a batch closed over keys runs as it would among all the jobs."""
+def plan_batches(jobs: Sequence[Job], *, slots: int) -> list[list[int]]:
+    """Job positions per batch: every job of one :func:`evaluation.executor.pool.sharing_key`
+    in one batch (jobs of different keys never share a run, so a batch closed over keys runs as
+    it would among all the jobs), each batch in input order, batches in the order of their first
+    job; about :data:`BATCHES_PER_SLOT` per slot, none under :data:`MIN_BATCH_TESTS` (job, test)
+    pairs. The jobs come task after task, so a batch is a run of whole tasks."""
     from evaluation.executor.pool import sharing_key
 
-    return sharing_key(job)
-
-
-def plan_batches(jobs: Sequence[Job], *, slots: int) -> list[list[int]]:
-    """Job positions per batch: every job of one :func:`partition_key` in one batch, each
-    batch in input order, batches in the order of their first job; about
-    :data:`BATCHES_PER_SLOT` per slot, none under :data:`MIN_BATCH_TESTS` (job, test) pairs.
-
-    The jobs come task after task from every caller, so a batch is a run of whole tasks (or,
-    for a huge task, a run of its programs)."""
     groups: dict[str, list[int]] = {}
     for i, job in enumerate(jobs):
-        groups.setdefault(partition_key(job), []).append(i)
+        groups.setdefault(sharing_key(job), []).append(i)
     total = sum(max(1, len(job.tests)) for job in jobs)
     target = max(MIN_BATCH_TESTS, -(-total // (max(1, slots) * BATCHES_PER_SLOT)))
     batches: list[list[int]] = []
@@ -119,14 +111,11 @@ def run_batch(jobs: list[Job], limits: Limits) -> tuple[list[ExecutionResult], l
 
 # -- on the driver --------------------------------------------------------------------------
 class RayEngine:
-    """Runs jobs on a Ray cluster; results stream back per batch (jobs in any order, ``.index``
-    their position), as :class:`~evaluation.executor.Executor` does per job.
-
-    ``address``: the cluster (``ray.init(address=...)``); ``None``: ``$RAY_ADDRESS``, else a
-    Ray instance started here for the run (shut down on :meth:`close`). A Ray already
-    initialised in this process is used as it is. ``workers``: the most batches running at
-    once (default: the cluster's CPUs); ``window``: batches in flight (default twice that).
-    """
+    """Runs jobs on a Ray cluster; results stream back per batch, as
+    :class:`~evaluation.executor.Executor`'s do per job. ``address``: as
+    :attr:`~evaluation.executor.engine.EngineChoice.address` (a Ray already initialised in this
+    process is used as it is); ``workers``: the most batches running at once (default: the
+    cluster's CPUs); ``window``: batches in flight (default twice that)."""
 
     def __init__(self, *, address: str | None = None, workers: int | None = None, limits: Limits | None = None,
                  window: int | None = None) -> None:

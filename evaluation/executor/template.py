@@ -49,17 +49,13 @@ def import_heavy_modules(state: Any) -> None:
 
 def prepare_drawing_template(state: Any) -> None:
     """Prepare a drawing template: import Hypothesis (:data:`DRAWING_MODULES`) where a child would
-    (in the scratch directory: Hypothesis takes its storage directory, ``.hypothesis``, from the
-    working directory it is imported in), and build its table of Unicode categories, which every
-    text strategy needs, by validating a text strategy of our own (``SearchStrategy.validate``).
+    (in the scratch directory: Hypothesis takes ``.hypothesis`` from the working directory), and
+    build its table of Unicode categories by validating a text strategy of our own.
 
     Nothing here may change what a child draws: no test runs, so Hypothesis has drawn nothing and
-    not yet read the constants of the loaded modules (its "local constants", which it collects
-    while a test draws: the drawing function hides the harness's modules before that; a template
-    that ran a test first would give other inputs, ``tests/test_propertyeval.py``); the Unicode
-    table is a function of the Python version's ``unicodedata``.
-    The table it writes into ``scratch/.hypothesis`` is what the child would have written there,
-    and goes with the scratch directory's contents before the next unit."""
+    not yet collected the loaded modules' "local constants" (a template that ran a test would
+    give other inputs, ``tests/test_propertyeval.py``); the Unicode table is a function of
+    ``unicodedata``, and what it writes into the scratch directory the child would have written."""
     import importlib
     import os
 

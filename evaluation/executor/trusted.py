@@ -10,6 +10,8 @@ The kinds, the allow-lists and the threat model: docs/sandbox.md ("What is check
 from __future__ import annotations
 
 import ast
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -291,34 +293,18 @@ def trusted_check(source: str, entry_point: str) -> bool:
     return plan(tree, entry_point).kind != "child"
 
 
+_PREDICATES: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq, "ne": operator.ne, "is": operator.is_, "isnot": operator.is_not,
+    "true": lambda value, _: value, "false": lambda value, _: not value,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "in": lambda value, literal: value in literal, "notin": lambda value, literal: value not in literal,
+    "has": operator.contains, "hasnot": lambda value, literal: literal not in value,
+}
+
+
 def compare(op: str, value: Any, literal: Any) -> bool:
     """The predicate ``op`` of a value plan on two plain values (no foreign dunder runs)."""
-    if op == "eq":
-        return bool(value == literal)
-    if op == "ne":
-        return bool(value != literal)
-    if op == "is":
-        return value is literal
-    if op == "isnot":
-        return value is not literal
-    if op == "true":
-        return bool(value)
-    if op == "false":
-        return not value
-    if op == "lt":
-        return bool(value < literal)
-    if op == "le":
-        return bool(value <= literal)
-    if op == "gt":
-        return bool(value > literal)
-    if op == "ge":
-        return bool(value >= literal)
-    if op == "in":
-        return value in literal
-    if op == "notin":
-        return value not in literal
-    if op == "has":
-        return literal in value
-    if op == "hasnot":
-        return literal not in value
-    raise ValueError(f"unknown predicate {op!r}")
+    predicate = _PREDICATES.get(op)
+    if predicate is None:
+        raise ValueError(f"unknown predicate {op!r}")
+    return bool(predicate(value, literal))
