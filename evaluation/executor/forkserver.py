@@ -181,11 +181,8 @@ class ServerState:
         self.coverage: Any = None
 
     def make_coverage(self) -> None:
-        """A coverage.py tracer for ``scratch/program.py``, fully initialised here once.
-
-        coverage.py does its expensive set-up (configuration, stdlib and third-party path
-        detection) on the first ``start()``; doing that here (a start/stop with nothing
-        traced) leaves each child only the collector's own start."""
+        """A coverage.py tracer for ``scratch/program.py``, set up here once: coverage.py does
+        its expensive set-up on the first ``start()``, so each child is left only the collector's."""
         if self.coverage is not None:
             return
         import coverage
@@ -199,8 +196,8 @@ class ServerState:
 
 
 def start_zygote(state: ServerState) -> Zygote:
-    """Fork the zygote from the calling worker (as PID 1 of a new PID namespace where the
-    kernel allows: see the module docstring)."""
+    """Fork the zygote from the calling worker, as PID 1 of a new PID namespace where the kernel
+    allows (docs/sandbox.md, "No way out to the host": outliving the run)."""
     prep = state.prep
     pid_namespace = False
     if prep.libc is not None and "pid_namespace" not in prep.disabled:

@@ -248,12 +248,10 @@ def _replay(entry_point: str, calls: list[Any], max_bytes: int) -> Any:
 
 def check(source: str, entry_point: str, calls: list[Any], *,
           max_bytes: int) -> tuple[int, Any, str, bool]:
-    """Run one test in trusted code against its recorded calls (checker process only).
-
-    Returns ``(outcome, value, detail, literal_free)``: outcome 0..3 (passed, failed, error,
-    timeout), the checked expression's value for value kinds (plain data, else None),
-    a short detail, and whether the outcome did not depend on the literal (the checked
-    expression raised: another test of the same expression shares the outcome)."""
+    """Run one test in trusted code against its recorded calls: ``(outcome, value, detail,
+    literal_free)``, outcome 0..3 (passed, failed, error, timeout), the checked expression's
+    value for value kinds (plain data, else None), and whether the outcome did not depend on
+    the literal (another test of the same expression then shares it)."""
     from evaluation.executor.wire import is_plain
 
     try:

@@ -46,11 +46,8 @@ class NotPlain(ValueError):
 
 def measure(value: Any, *, scalars: frozenset[type] = _SCALARS) -> tuple[int, int]:
     """``(elements, depth)`` of a plain value, every occurrence of a shared object counted;
-    raises :class:`NotPlain` for anything else: another type (subclasses included), a cycle,
-    containers nested :data:`MAX_DEPTH` or more deep, more than :data:`MAX_ELEMENTS` elements,
-    or a set, frozenset or dict with more than :data:`MAX_SAME_HASH` keys of one hash value.
-    Costs one step per distinct object (a shared one is measured once). ``scalars``: the
-    types counted as plain scalars."""
+    raises :class:`NotPlain` for anything else, or beyond this module's limits. One step per
+    distinct object. ``scalars``: the types counted as plain scalars."""
     tp = type(value)
     if tp in scalars:
         return 1, 0
@@ -144,7 +141,7 @@ _REFERENCE = re.compile(b"[r\xf2]")
 
 def loads_plain(data: bytes, *, max_bytes: int) -> Any:
     """Decode marshal bytes a child produced; raise :class:`NotPlain` unless they are plain
-    data within the limits of this module (see its docstring)."""
+    data within this module's limits."""
     if len(data) > max_bytes:
         raise NotPlain(f"value of {len(data)} bytes exceeds the cap of {max_bytes}")
     if _HASHING.search(data) is None or (len(data) <= SMALL_BLOB and _REFERENCE.search(data) is None):

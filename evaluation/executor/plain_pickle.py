@@ -77,10 +77,7 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def loads_plain_pickle(data: bytes, *, max_bytes: int = 1 << 31) -> Any:
     """Decode a pickle (protocol <= 4) of plain data a child produced, within the limits of
-    :func:`loads_plain` (bytearray counts as plain here, as in EvalPlus's outputs); raise
-    :class:`NotPlain` otherwise. The opcodes are scanned first (a pickle that builds no set or
-    dict, or a small one that refers to no earlier object, is then unpickled in C); any other
-    is decoded by a checking Python version of the unpickler."""
+    :func:`loads_plain` (see the module docstring); raise :class:`NotPlain` otherwise."""
     if type(data) is not bytes:
         raise NotPlain(f"expected pickled bytes, got {type(data).__name__}")
     if len(data) > max_bytes:

@@ -51,15 +51,8 @@ _FS_EXECUTE = 1 << 0
 _FS_WRITE_FILE = 1 << 1
 _FS_READ_FILE = 1 << 2
 _FS_READ_DIR = 1 << 3
-_FS_REMOVE_DIR = 1 << 4
-_FS_REMOVE_FILE = 1 << 5
 _FS_MAKE_CHAR = 1 << 6
-_FS_MAKE_DIR = 1 << 7
-_FS_MAKE_REG = 1 << 8
-_FS_MAKE_SOCK = 1 << 9
-_FS_MAKE_FIFO = 1 << 10
 _FS_MAKE_BLOCK = 1 << 11
-_FS_MAKE_SYM = 1 << 12
 _FS_REFER = 1 << 13
 _FS_TRUNCATE = 1 << 14
 _FS_IOCTL_DEV = 1 << 15
@@ -67,7 +60,6 @@ _NET_BIND_TCP = 1 << 0
 _NET_CONNECT_TCP = 1 << 1
 _SCOPE_ABSTRACT_UNIX = 1 << 0
 _SCOPE_SIGNAL = 1 << 1
-
 
 
 class SandboxFault(Exception):
@@ -268,7 +260,7 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
 
 
 def _fs_rights(abi: int) -> int:
-    rights = (1 << 13) - 1
+    rights = (1 << 13) - 1  # ABI 1's rights: execute, write/read file, read dir, remove dir/file, make char .. symlink
     if abi >= 2:
         rights |= _FS_REFER
     if abi >= 3:
@@ -360,9 +352,8 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
 
 def server_state() -> tuple[Any, ...]:
     """What a fork server's children inherit and a child must not have been able to change: its
-    resource limits, nice value, scheduling policy and CPUs. Where seccomp is off, a server takes
-    it when it starts and compares before each fork (:mod:`evaluation.executor.forkserver`); with
-    seccomp on, no child can change a server at all."""
+    resource limits, nice value, scheduling policy and CPUs (compared before each fork where
+    seccomp is off; with it on, no child can change a server)."""
     getrlimit = resource.getrlimit
     return (tuple(getrlimit(r) for r in _WATCHED_RLIMITS), os.getpriority(os.PRIO_PROCESS, 0),
             os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, frozenset(os.sched_getaffinity(0)))

@@ -17,12 +17,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def make_scratch(root: str | None) -> str:
-    """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp).
-
-    Not ``tempfile.mkdtemp``: importing :mod:`tempfile` imports :mod:`random`, whose at-fork
-    hook reseeds its generator in every forked child (more page faults per child, see
-    docs/benchmarks.md). A program that uses :mod:`random` or
-    :mod:`tempfile` imports them itself (``TMPDIR`` points at the scratch directory)."""
+    """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp). Not
+    ``tempfile.mkdtemp``: :mod:`tempfile` imports :mod:`random`, whose at-fork hook reseeds its
+    generator in every forked child (more page faults per child, see docs/benchmarks.md)."""
     root = root or os.environ.get("TMPDIR") or "/tmp"
     while True:
         path = os.path.join(root, f"testgen-exec-{os.urandom(6).hex()}")
@@ -44,10 +41,8 @@ def _open_dir(name: str, parent: int | None) -> int:
 
 
 def empty_dir(path: str) -> None:
-    """Remove everything inside directory ``path`` (not ``path`` itself), iteratively.
-
-    Never raises for what a program left behind: an entry that cannot be removed is skipped.
-    Raises FileNotFoundError only if ``path`` itself does not exist."""
+    """Remove everything inside directory ``path`` (not ``path`` itself), iteratively; an entry
+    that cannot be removed is skipped. Raises FileNotFoundError only if ``path`` does not exist."""
     fd = _open_dir(path, None)
     # One (name, remaining entries) per level below ``path``: names, not descriptors.
     stack: list[tuple[str, list[str]]] = []

@@ -781,7 +781,8 @@ class _ChildRun:
             if self.violation:
                 out.load_error = f"protocol violation while loading the program: {self.violation}"
             elif self.killed_for:
-                out.load_error = self._load_timeout_detail()
+                how = "waited (asleep or blocked) for" if self.killed_for == "wait" else "took longer than"
+                out.load_error = f"timeout: loading {how} {self.load_timeout}s"
             else:
                 out.load_error = f"child died while loading the program ({_describe(status)})"
             return out
@@ -800,21 +801,13 @@ class _ChildRun:
             return out
         if pos < len(self.order):
             i = self.order[pos]
-            if self.killed_for == "wait":
-                self.results[i] = self.w.timeout_result(
-                    self.timeout, self.shorten_after, self.shortened,
-                    "timeout: waited (asleep or blocked) for")
-            elif self.killed_for:
-                self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened)
+            if self.killed_for:
+                why = "timeout: waited (asleep or blocked) for" if self.killed_for == "wait" else ""
+                self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened, why)
             else:
                 self.results[i] = ResultRow(R_ERROR, None, 0.0, f"child died during this test ({_describe(status)})", None)
             out.unfinished = self.order[pos + 1:]
         return out
-
-    def _load_timeout_detail(self) -> str:
-        if self.killed_for == "wait":
-            return f"timeout: loading waited (asleep or blocked) for {self.load_timeout}s"
-        return f"timeout: loading took longer than {self.load_timeout}s"
 
 
 def _write_some(fd: int, buf: bytearray) -> bool:
