@@ -188,7 +188,7 @@ def _emit(value: Any, out: list[str], budget: list[int], level: int) -> None:
     elif tp is tuple:
         opener, closer, items = "(", ",)" if len(value) == 1 else ")", value
     elif tp is dict:
-        opener, closer, items = "{", "}", None
+        opener, closer, items = "{", "}", value.items()
     elif not value:
         out.append(f"{tp.__name__}()")
         budget[0] -= len(out[-1])
@@ -199,27 +199,17 @@ def _emit(value: Any, out: list[str], budget: list[int], level: int) -> None:
         opener, closer, items = "frozenset({", "})", value
     out.append(opener)
     budget[0] -= len(opener)
-    first = True
-    if items is None:
-        for k, v in value.items():
-            if budget[0] <= 0:
-                return
-            if not first:
-                out.append(", ")
-                budget[0] -= 2
-            first = False
-            _emit(k, out, budget, level + 1)
+    for n, item in enumerate(items):
+        if budget[0] <= 0:
+            return
+        if n:
+            out.append(", ")
+            budget[0] -= 2
+        if tp is dict:
+            key, item = item
+            _emit(key, out, budget, level + 1)
             out.append(": ")
             budget[0] -= 2
-            _emit(v, out, budget, level + 1)
-    else:
-        for item in items:
-            if budget[0] <= 0:
-                return
-            if not first:
-                out.append(", ")
-                budget[0] -= 2
-            first = False
-            _emit(item, out, budget, level + 1)
+        _emit(item, out, budget, level + 1)
     out.append(closer)
     budget[0] -= len(closer)
