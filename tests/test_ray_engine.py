@@ -287,7 +287,8 @@ def test_batches_keep_every_dedup_key_together_in_input_order() -> None:
     """The split the bit-for-bit claim rests on: jobs that may share a run (same behaviour key)
     land in one batch, each batch is a subsequence of the jobs, and every job is in one batch."""
     from evaluation.executor import AssertTest, Job
-    from evaluation.executor.ray_engine import partition_key, plan_batches
+    from evaluation.executor.pool import sharing_key
+    from evaluation.executor.ray_engine import plan_batches
 
     test = (AssertTest(source="assert f(1) == 1", entry_point="f"),) * 40
     programs = ["def f(x):\n    r = x\n    return r\n", "def f(x):\n    s = x  # a local renamed\n    return s\n", "def f(x):\n    return 1\n",
@@ -300,8 +301,8 @@ def test_batches_keep_every_dedup_key_together_in_input_order() -> None:
     home = {}
     for n, b in enumerate(batches):
         for i in b:
-            assert home.setdefault(partition_key(jobs[i]), n) == n
-    assert partition_key(jobs[0]) == partition_key(Job(program=programs[1], tests=test))  # behaviour-equal
+            assert home.setdefault(sharing_key(jobs[i]), n) == n
+    assert sharing_key(jobs[0]) == sharing_key(Job(program=programs[1], tests=test))  # behaviour-equal
 
 
 def test_no_ray_import_without_the_ray_engine() -> None:

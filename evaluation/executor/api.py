@@ -1,15 +1,8 @@
 """Runs in: parent. Data types of the executor's interface. Plain, picklable, frozen.
 
-A :class:`Job` is one program plus the tests to run against it. The program is loaded
-once (in a forked, sandboxed child) and each test then runs against it. Two kinds of test:
-
-* :class:`AssertTest`: a statement such as ``assert f(1) == 2``; passes when it raises no
-  exception. With :attr:`AssertTest.entry_point` set, the executor checks it in trusted code
-  where it can (:mod:`evaluation.executor.trusted`): the child only reports the values the
-  function under test returned, and the verdict is reached outside the program's process.
-* :class:`CallTest`: call ``entry_point(*args)`` and return the value as plain data, for
-  the caller to compare; or, in a job with a :attr:`Job.judge`, have the value judged in the
-  trusted worker against the test's :attr:`CallTest.expected` (the HumanEval+ evaluator).
+A :class:`Job` is one program plus the tests to run against it: :class:`AssertTest` (a statement
+that passes when it raises nothing) and :class:`CallTest` (a call whose value is returned, or
+judged in the trusted worker by :attr:`Job.judge`). How they run: docs/executor.md.
 """
 
 from __future__ import annotations
@@ -38,13 +31,9 @@ class AssertTest:
     """Python source, e.g. ``"assert add(1, 2) == 3"``."""
     entry_point: str | None = None
     """The function under test (``"add"``). When given, the test is checked in trusted code if
-    its shape allows (:func:`evaluation.executor.trusted.trusted_check` says which): the
-    child evaluates only the calls of this function (or runs the test with them recorded) and
-    returns their values as plain data; the worker, or the sandboxed checker process, applies
-    the test's check to them with pristine builtins and modules. Its pass cannot be forged by
-    the program (patched modules or builtins, lying dunder methods, mutated arguments), and a
-    value that is not plain data is an ERROR. ``None``: the test runs whole in the child (only
-    ``assert <expr> == <literal>`` has its comparison made in the worker)."""
+    its shape allows (:func:`evaluation.executor.trusted.trusted_check` says which), on the
+    plain values the child returned: the program cannot forge its pass. ``None``: the test runs
+    whole in the child (only ``assert <expr> == <literal>`` is compared in the worker)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +45,8 @@ class CallTest:
     args: tuple[Any, ...]
     """Positional arguments (plain data: numbers, strings, lists, dicts, tuples, ...)."""
     expected: Any = None
-    """What the job's :attr:`Job.judge` compares the returned value with (plain data, opaque
-    to the executor). Never sent to the child, nor to the process it is forked from: the worker
-    receives it only after the child was forked, and keeps it; the program under test cannot
-    read it from memory. The child gets only :attr:`entry_point` and :attr:`args`."""
+    """What the job's :attr:`Job.judge` compares the returned value with (plain data). Never in
+    the child's memory: the worker receives it only after the child was forked, and keeps it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,14 +54,10 @@ class Limits:
     """Resource limits for one child (documented defaults; all configurable)."""
 
     timeout: float = 1.0
-    """Seconds per test, of CPU time and of waiting time. The child ends a test that has used
-    that much CPU time (``ITIMER_PROF``); the worker ends (SIGKILL) one that has *waited* that
-    long: asleep or blocked (a lock, a pipe, ``select``), off the CPU and not waiting to run
-    (``/proc/<pid>/schedstat``: wall time minus CPU time minus run-queue delay). Neither grows
-    with the machine's load, so an outcome does not depend on it. Past ``1.5 x timeout + 0.25``
-    CPU seconds (a program spinning in C code) the worker kills the child too, and a wall-clock
-    backstop, ``10 x timeout + 0.5`` s (at most 60 s more), remains for a child it cannot watch.
-    Durations reported in results are CPU seconds (see :mod:`evaluation.executor.watch`)."""
+    """Seconds per test, of CPU time (the child's own alarm) and of waiting time (asleep or
+    blocked: the worker's watch), so an outcome does not depend on the machine's load; a CPU and
+    a wall-clock backstop remain (docs/sandbox.md#time-limits). Durations in results are CPU
+    seconds."""
     load_timeout: float = 5.0
     """Seconds to load (exec) the program itself, of CPU time and of waiting time, enforced
     like :attr:`timeout`."""
@@ -90,14 +73,10 @@ class Limits:
     """Largest value (marshal-encoded) a test may send back; larger ones make the test ERROR."""
     shorten_after: int = 0
     """Off when 0. Otherwise, once this many tests of a job have run into the deadline, the
-    job's remaining tests get :attr:`short_timeout` instead of :attr:`timeout`: a program
-    that loops forever on most inputs then costs ``short_timeout`` per further test, not
-    ``timeout``. A test of such a program that would have finished between the two limits is
-    then a TIMEOUT (its detail says the deadline was shortened). Not exact: for outcome
-    matrices where a small disagreement is acceptable (``rerank``; see docs/rerank.md#timeouts).
-    Like every deadline it is the child's own CPU-time alarm: the child ends the test,
-    reports the timeout and goes on with the next test, so a program looping on most inputs
-    costs no fork and reload per test (the wall-clock backstop of :attr:`timeout` applies)."""
+    job's remaining tests get :attr:`short_timeout`: a program that loops on most inputs costs
+    that per further test (and no fork), not :attr:`timeout`. Not exact (a test that would have
+    ended between the two limits is a TIMEOUT, its detail says why): for outcome matrices where
+    a small disagreement is acceptable (``rerank``; docs/rerank.md#timeouts)."""
     short_timeout: float = 0.01
     """The shortened per-test deadline (seconds), see :attr:`shorten_after`."""
 
@@ -118,11 +97,9 @@ class Job:
     """Record, per test, the arcs (line transitions) executed inside ``program`` with
     coverage.py's tracer; returned in :attr:`TestResult.arcs` for branch coverage."""
     isolation: Literal["batch", "per_test"] = "batch"
-    """How tests of this job are kept apart. ``"batch"``: one child loads the program once and
-    runs the tests in order, each with a fresh copy of the program's globals (a test cannot
-    rebind names another test sees, but can mutate shared objects such as a global cache).
-    ``"per_test"``: a fresh child loads the program for every test (full isolation, one fork
-    and one load per test). See docs/executor.md for the measured trade-off."""
+    """``"batch"``: one child loads the program once and runs the tests in order, each with a
+    fresh copy of the program's globals (shared objects such as a global cache stay shared).
+    ``"per_test"``: a fresh child per test. The measured trade-off: docs/executor.md."""
     dedup: Literal["behaviour", "exact"] = "behaviour"
     """Which jobs share one run. ``"behaviour"``: programs equal up to comments, layout and
     the names of pure locals (:func:`evaluation.dedup.behaviour_key`) run once, and every such
@@ -130,14 +107,11 @@ class Job:
     ``"exact"``: only identical program texts. Coverage jobs always use ``"exact"`` (arcs are
     line numbers)."""
     judge: str | None = None
-    """``"module:factory"`` of a trusted comparison run in the worker, never in the child:
-    ``factory(judge_args)`` returns a callable ``check(args, value, duration, expected) ->
-    (outcome, detail)`` (outcome an index into ``passed, failed, error, timeout``), called for
-    each :class:`CallTest` in order with the plain value the child returned. A judged job
-    stops at its first test that does not pass (its remaining tests are ERROR ``"not run:
-    ..."``), so it runs in exactly one child; the values stay in the worker (``TestResult.value``
-    is None).
-    The factory must be importable by the worker (a module of this package)."""
+    """``"module:factory"``, importable by the worker, of a trusted comparison run there, never
+    in the child: ``factory(judge_args)`` returns ``check(args, value, duration, expected) ->
+    (outcome, detail)`` (outcome an index into ``passed, failed, error, timeout``), called per
+    :class:`CallTest` in order. A judged job runs in one child and stops at its first test that
+    does not pass (the rest are ERROR ``"not run: ..."``); the values stay in the worker."""
     judge_args: Any = None
     """Plain data handed to the judge factory (e.g. tolerance, time limits)."""
     tag: Any = None

@@ -2,22 +2,10 @@
 test and the pipe to it: the worker's side (:class:`Checker`) and the process's (:func:`check_child`);
 what the process evaluates, and how, is :mod:`evaluation.executor.guarded`.
 
-Each check runs in a **fresh process** forked by the worker's checker template (a sub-server of
-the zygote, :mod:`evaluation.executor.forkserver`, that built the allow-lists from freshly imported
-standard modules and never ran a test), so every check starts from the same pristine state. It
-never runs program code and receives plain data only, one marshal frame each way: ``(source,
-entry_point, calls, max_bytes)`` (the calls the child recorded, as marshal bytes), answered
-``(outcome, value, detail, literal_free)``. A generated test is untrusted text too: the checker is
-sandboxed like a child (seccomp, Landlock, 1 GiB of address space, no file writes), and the worker
-ends a check past its deadline in CPU or waiting time (:mod:`evaluation.executor.watch`): a test
-may compute ``10 ** 10 ** 10``.
-
-A check is a function of its request alone (a pristine process, the test's text, the recorded
-calls as bytes; the hash seed is fixed): the worker keeps the verdicts of the checks it ran
-(:attr:`Checker.verdicts`) and answers a byte-identical request again from them. Programs of
-one task that return the same values for a test's calls (its correct solutions, mostly) need
-one checker process, not one each. Only verdicts the checker itself sent are kept: a check
-that ran past its deadline or whose checker died is run again.
+Each check runs in a fresh, sandboxed process forked by the worker's checker template, and gets
+plain data only, one marshal frame each way: ``(source, entry_point, calls, max_bytes)``, answered
+``(outcome, value, detail, literal_free)``. A verdict the checker sent answers a byte-identical
+request again (:attr:`Checker.verdicts`). Why: docs/sandbox.md ("What is checked in trusted code").
 """
 
 from __future__ import annotations
@@ -31,7 +19,7 @@ from typing import Any
 from evaluation.executor import sandbox
 from evaluation.executor.forkserver import ForkServer, Spawned
 from evaluation.executor.watch import Clock, ProcStat, outer_pid, wall_backstop
-from evaluation.executor.wire import HEADER, NotPlain, frame, loads_plain
+from evaluation.executor.wire import HEADER, NotPlain, frame, loads_plain, read_frame, write_all
 
 __all__ = ["Checker", "check_child", "prepare_checker_template"]
 
@@ -49,10 +37,6 @@ class Checker:
         self.zygote = zygote
         """Returns the worker's zygote (a live one: started again if it died)."""
         self.template: ForkServer | None = None
-        self.started = 0
-        """Checker processes started so far (one per check)."""
-        self.killed = 0
-        """Checks that ran past their deadline."""
         self.verdicts: dict[tuple[Any, ...], tuple[int, Any, str, bool]] = {}
         """Verdicts of the checks run, by request (see the module docstring)."""
         self.verdicts_size = 0
@@ -94,7 +78,6 @@ class Checker:
         finally:
             os.close(req_r)
             os.close(rep_w)
-        self.started += 1
         try:
             return self._run(proc, req_w, rep_r, (source, entry_point, calls, max_bytes), max_bytes, deadline)
         finally:
@@ -125,14 +108,11 @@ class Checker:
     def _run(self, proc: Spawned, req_w: int, rep_r: int, request: Any, max_bytes: int,
              deadline: float) -> tuple[tuple[int, Any, str, bool], bool]:
         try:
-            data = memoryview(frame(request))
-            while data:
-                data = data[os.write(req_w, data):]
+            write_all(req_w, frame(request))
         except OSError:
             return (2, None, "the trusted checker died during this check", True), False
         reply = self._read(proc, rep_r, max_bytes + 65536, deadline)
         if reply is None:
-            self.killed += 1
             return (3, None, f"timeout: the trusted check took longer than {deadline:g}s", True), False
         if reply == b"":
             return (2, None, "the trusted checker died during this check", True), False
@@ -206,40 +186,27 @@ def prepare_checker_template(state: Any) -> None:
 
 def check_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
     """Body of one checker process (a fork server's role ``"check"``): one check, then exit."""
-    import marshal
     import signal
     import sys
 
     from evaluation.executor import guarded
-    from evaluation.executor.wire import read_exact
 
     req_fd, rep_fd = fds
     devnull = os.open(os.devnull, os.O_RDWR)
     for std in (0, 1, 2):
         os.dup2(devnull, std)
-    low = 0
-    for keep in sorted({0, 1, 2, req_fd, rep_fd, state.prep.landlock_ruleset_fd} - {-1}):
-        if keep > low:
-            os.closerange(low, keep)
-        low = keep + 1
-    os.closerange(low, 65536)
+    sandbox.close_fds_but({0, 1, 2, req_fd, rep_fd, state.prep.landlock_ruleset_fd})
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     failed = sandbox.apply_in_child(state.prep, memory_mb=_MEMORY_MB, cpu_seconds=1 << 30, file_size_mb=0,
                                     max_files=32)
     if failed:  # no check runs outside its sandbox: the worker takes this for a fault, not a verdict
-        reply = frame(("fault", "checker sandbox not applied: " + ", ".join(failed)))
-        data = memoryview(reply)
-        while data:
-            data = data[os.write(rep_fd, data):]
+        write_all(rep_fd, frame(("fault", "checker sandbox not applied: " + ", ".join(failed))))
         return
-    head = read_exact(req_fd, 4)
-    if head is None:
+    try:
+        source, entry_point, calls_blob, max_bytes = read_frame(req_fd, "the worker closed the pipe")
+    except EOFError:
         return
-    payload = read_exact(req_fd, HEADER.unpack(head)[0])
-    if payload is None:
-        return
-    source, entry_point, calls_blob, max_bytes = marshal.loads(payload)  # from the trusted worker
     try:
         calls = loads_plain(calls_blob, max_bytes=1 << 31)
         outcome, value, detail, literal_free = guarded.check(source, entry_point, calls, max_bytes=max_bytes)
@@ -253,6 +220,4 @@ def check_child(fds: list[int], state: Any, options: dict[str, Any]) -> None:
         reply = frame((outcome, None, detail, literal_free))
     if len(reply) > max_bytes + 65536:
         reply = frame((outcome, None, detail, literal_free))
-    data = memoryview(reply)
-    while data:
-        data = data[os.write(rep_fd, data):]
+    write_all(rep_fd, reply)

@@ -1,12 +1,9 @@
 """Runs in: child. What a child runs: its unit, read from its worker, under the sandbox.
 
-A fork server forks the child (:mod:`evaluation.executor.forkserver`); :func:`run_child` reads its
-unit from the worker (the program, and per test only what it must run: never a comparison's
-literal, never a judged call's expected value), applies the sandbox, loads the program once, runs
-the tests in order under its own CPU-time alarm and writes one message per finished test
-(:mod:`evaluation.executor.protocol`). The tests whose text it must have come in a second part,
-sent only once every test of the first part is reported: the expected values of split tests are
-not in its memory while those run, even when another test of the unit spells them out.
+:func:`run_child` reads its unit (the program and, per test, only what it must run), applies the
+sandbox, loads the program once, runs the tests in order under its own CPU-time alarm and writes
+one message per finished test (:mod:`evaluation.executor.protocol`). The tests whose text it must
+have come in a second part, sent only once every test of the first part is reported.
 
 Everything here that runs after the program has loaded runs beside untrusted code: the builtins,
 functions and constants it uses are bound before the program runs (module globals shadowing the
@@ -88,8 +85,8 @@ def _recorded_run(kind: int, code: Any, entry_point: str, ns: dict[str, Any], g:
                   dumps: Any) -> list[Any]:
     """Run a recorded test in the child; the calls it made of ``entry_point``, each as
     ``(arguments or None, 0, value)``, ``(arguments or None, 1, (is AssertionError, type name,
-    detail))`` or ``(arguments or None, 2, type name of a non-plain value)`` (marshal bytes).
-    What the child does here is not trusted: the checker re-runs the test on these values."""
+    detail))`` or ``(arguments or None, 2, type name of a non-plain value)`` (marshal bytes),
+    for the checker to re-run the test on."""
     calls: list[Any] = []
     fn = ns.get(entry_point)
     if fn is not None:
@@ -221,15 +218,10 @@ def _run(unit: dict[str, Any], unit_fd: int, send: Any, scratch: str, prep: sand
     """Load the program and run the unit's tests (see the module docstring).
 
     ``unit["alarm"]`` = (deadline, shortened deadline, timeouts before it applies; -1: never),
-    in CPU seconds (see :attr:`evaluation.executor.Limits.shorten_after`): the child ends each
-    test itself once it has used the deadline's CPU seconds (as ``time.process_time`` counts
-    them, the scheduler's own account; ``ITIMER_PROF`` only wakes it, see ``on_alarm``; raising
-    :class:`_Deadline` in the test), reports it as a timeout and goes on with the next test,
-    so a looping program costs no fork and reload per test and the outcome does not depend on
-    the machine's load; the worker counts the timeouts the same way. A test during which the
-    alarm fired is a timeout whatever the program did with the exception; a program that
-    swallows it, blocks the signal, sleeps or spins in C code is ended by the worker's watch
-    (:mod:`evaluation.executor.watch`). Durations are CPU seconds too.
+    in CPU seconds: the child ends each test itself at its deadline (raising :class:`_Deadline`
+    in it), reports a timeout whatever the program did with the exception, and goes on with the
+    next test; a program that swallows it, blocks the signal, sleeps or spins in C code is ended
+    by the worker's watch (:mod:`evaluation.executor.watch`).
 
     Longer than 80 lines: one pass over the unit's phases (load, the tests of the first part under
     the alarm, the second part) sharing a dozen locals (the alarm's state, coverage, the writer,
@@ -425,14 +417,10 @@ def _judge_in_child(kind: int, spec: Any, value: Any) -> tuple[int, str]:
 
 
 def _arcs(cov: Any, filename: str, context: str) -> Any:
-    """The arcs recorded in the program's file during ``context`` (the load, or one test),
-    through coverage.py's public API only: each test runs in a dynamic context of its own
-    (``Coverage.switch_context``), and its arcs are read back with
-    ``CoverageData.set_query_contexts`` and ``CoverageData.arcs`` (the collector's private state
-    changes between coverage.py releases without notice: docs/executor.md#coverage). The query is
-    anchored: coverage.py matches query contexts with ``re.search``, so a bare ``t1`` would also
-    read ``t10``-``t19``, ``t100``..., whose calls run *before* test 1 when test 1 runs from its
-    text, crediting a test that raised before calling anything with other tests' arcs."""
+    """The arcs recorded in the program's file during ``context`` (the load, or one test), read
+    through coverage.py's public API (docs/executor.md#coverage). The query is anchored:
+    coverage.py matches query contexts with ``re.search``, so a bare ``t1`` would also read
+    ``t10``-``t19``, ``t100``..., which may run *before* test 1."""
     if cov is None:
         return None
     cov.switch_context(context + "/end")

@@ -1,20 +1,9 @@
 """Runs in: parent. Where jobs run: the one entry point every command that executes programs goes through.
 
-:func:`open_engine` returns an object with the executor's contract (``run(jobs)`` yields one
-:class:`~evaluation.executor.ExecutionResult` per job, in any order, ``.index`` its position;
-a context manager that stops what it started):
-
-* ``local`` (the default): today's :class:`~evaluation.executor.Executor`, a pool of sandboxing
-  worker processes on this machine;
-* ``ray``: the same executor on every node of a Ray cluster
-  (:class:`~evaluation.executor.ray_engine.RayEngine`); Ray is imported only then.
-
-A caller holds an :class:`EngineChoice` (what the user asked for, from ``--engine`` and
-``--ray-address``) and opens the engine where it would open an ``Executor``::
-
-    with open_engine(choice, workers=workers, limits=limits) as engine:
-        for res in engine.run(jobs):
-            ...
+:func:`open_engine` returns the executor's contract (``run(jobs)`` yields one
+:class:`~evaluation.executor.ExecutionResult` per job, in any order; a context manager that stops
+what it started) for an :class:`EngineChoice`: ``local``, the :class:`~evaluation.executor.Executor`
+on this machine, or ``ray`` (:class:`~evaluation.executor.ray_engine.RayEngine`, docs/cluster.md).
 """
 
 from __future__ import annotations

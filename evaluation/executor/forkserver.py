@@ -1,33 +1,11 @@
 """Runs in: worker and its fork servers. Fork servers: the processes that fork a worker's sandboxed children, and never hold a test.
 
-Each worker forks, right after its own set-up and before it receives any unit, a **zygote**: a
-process that holds the prepared sandbox and nothing of any program or test, and that only ever
-receives requests to fork (with the descriptors the new child is to get). The child then reads
-its unit (the program, the calls to make, never an expected value) from the worker itself. So a
-child's memory holds its own program and calls and nothing else: not other programs, not other
-tests, not the expected values of the tests it runs (they stay in the worker), not the compiled
-tests of other tasks that the worker caches.
-
-The zygote is started as process 1 of a PID namespace of its own where the kernel allows (the
-worker runs in a user namespace): when it exits, or is killed, the kernel kills every process in
-the namespace. The zygote dies with the worker (``PR_SET_PDEATHSIG``; it never runs untrusted
-code, so nothing switches that off), and the worker with the executor's parent: however a run
-ends (Ctrl-C, SIGTERM, an error, the parent SIGKILLed), no child it created survives it, not even
-one that cleared its own death signal.
-
-The zygote forks three kinds of **sub-server** on request, each serving the same protocol: the
-heavy-module template (:data:`evaluation.executor.template.HEAVY_MODULES` imported, for the
-programs that import them), the drawing template (Hypothesis imported, for the programs that
-import it: PropertyEval's draws) and the checker template (the trusted checks' allow-lists built,
-forking one checker per check; :mod:`evaluation.executor.checker`).
-
-Protocol (a ``SOCK_SEQPACKET`` pair, one marshal record per message, descriptors as ``SCM_RIGHTS``;
-the map in docs/executor.md): ``("F", role, options)`` forks a child running ``role`` (``"run"``,
-``"check"``), ``("T", kind)`` a sub-server (``"heavy"``, ``"drawing"``, ``"checker"``), both
-answered ``("P", pid)`` with a pidfd (pids mean nothing across namespaces, and are reused);
-``("S", pid, status)``: a process it forked was reaped; ``("X", why)`` instead of ``P``: the
-server's own state (:func:`evaluation.executor.sandbox.server_state`) changed, checked before each
-fork where seccomp is off; it exits, and the worker starts a fresh one.
+A worker's **zygote**, forked before it receives any unit (PID 1 of a PID namespace of its own
+where the kernel allows), holds the prepared sandbox and nothing of any program or test, and only
+forks: children (role ``"run"``), checkers (``"check"``) and its sub-servers, the heavy and
+drawing templates (:mod:`evaluation.executor.template`) and the checker template
+(:mod:`evaluation.executor.checker`). The messages: docs/executor.md ("The protocol"); why a
+child then holds nothing but its own unit: docs/sandbox.md ("What a program can see").
 """
 
 from __future__ import annotations
@@ -203,11 +181,8 @@ class ServerState:
         self.coverage: Any = None
 
     def make_coverage(self) -> None:
-        """A coverage.py tracer for ``scratch/program.py``, fully initialised here once.
-
-        coverage.py does its expensive set-up (configuration, stdlib and third-party path
-        detection) on the first ``start()``; doing that here (a start/stop with nothing
-        traced) leaves each child only the collector's own start."""
+        """A coverage.py tracer for ``scratch/program.py``, set up here once: coverage.py does
+        its expensive set-up on the first ``start()``, so each child is left only the collector's."""
         if self.coverage is not None:
             return
         import coverage
@@ -221,8 +196,8 @@ class ServerState:
 
 
 def start_zygote(state: ServerState) -> Zygote:
-    """Fork the zygote from the calling worker (as PID 1 of a new PID namespace where the
-    kernel allows: see the module docstring)."""
+    """Fork the zygote from the calling worker, as PID 1 of a new PID namespace where the kernel
+    allows (docs/sandbox.md, "No way out to the host": outliving the run)."""
     prep = state.prep
     pid_namespace = False
     if prep.libc is not None and "pid_namespace" not in prep.disabled:
@@ -233,7 +208,7 @@ def start_zygote(state: ServerState) -> Zygote:
     if pid == 0:  # pragma: no cover - the zygote's coverage is not collected
         try:
             ours.close()
-            _serve(theirs, state, zygote=True)
+            _serve(theirs, state)
         finally:
             os._exit(0)
     theirs.close()
@@ -259,7 +234,7 @@ def _resolve(path: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
-def _serve(sock: socket.socket, state: ServerState, *, zygote: bool) -> None:
+def _serve(sock: socket.socket, state: ServerState) -> None:
     """Body of a fork server. Returns (and the process exits) when the worker closes ``sock``."""
     import ctypes
 
@@ -339,7 +314,7 @@ def _fork(msg: Any, fds: list[int], sock: socket.socket, wake: tuple[int, int], 
         sock.close()
         if msg[0] == "T":
             _resolve(_SUB_SERVERS[msg[1]])(state)
-            _serve(socket.socket(fileno=fds[0]), state, zygote=False)
+            _serve(socket.socket(fileno=fds[0]), state)
         else:
             _resolve(_ROLES[msg[1]])(fds, state, msg[2])
     except BaseException:  # noqa: BLE001 - a child must never return into the server's loop

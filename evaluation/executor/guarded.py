@@ -2,15 +2,9 @@
 every attribute read and call is checked, run against a replay of the child's recorded calls (how
 the worker starts a checker and talks to it is :mod:`evaluation.executor.checker`).
 
-The test is parsed and planned as :mod:`evaluation.executor.trusted` says (only tests it accepts
-get here), compiled with every attribute load rewritten to ``__tg_attr(obj, name)`` and every call
-to ``__tg_fn(func)(...)``, and executed with fresh globals: the allow-listed builtins
-(:data:`~evaluation.executor.trusted.BUILTINS`), an ``__import__`` that hands out proxies of the
-allow-listed standard modules (:data:`~evaluation.executor.trusted.MODULES`, imported fresh in this
-process), and the function under test bound to the replay. ``__tg_attr`` and ``__tg_fn`` check, on
-the objects actually reached, that no attribute starting with ``_`` is read and that only
-allow-listed functions, types, methods of allow-listed types and the test's own lambdas are
-called. See ``docs/sandbox.md``.
+Every attribute load becomes ``__tg_attr(obj, name)`` and every call ``__tg_fn(func)(...)``, which
+check on the objects actually reached that no attribute starting with ``_`` is read and only
+allow-listed callables run (:mod:`evaluation.executor.trusted`). See docs/sandbox.md.
 """
 
 from __future__ import annotations
@@ -21,14 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.executor.trusted import BUILTINS, MODULES, Plan, compare, plan
-from evaluation.executor.wire import short_repr
+from evaluation.executor.wire import exception_detail as _detail, short_repr
 
 __all__ = ["check", "prepare", "NotAllowed"]
 
 _RESERVED = "__tg_"
 _CHECKER_FILENAME = "<trusted check>"
-
-
 
 
 class NotAllowed(Exception):
@@ -256,12 +248,10 @@ def _replay(entry_point: str, calls: list[Any], max_bytes: int) -> Any:
 
 def check(source: str, entry_point: str, calls: list[Any], *,
           max_bytes: int) -> tuple[int, Any, str, bool]:
-    """Run one test in trusted code against its recorded calls (checker process only).
-
-    Returns ``(outcome, value, detail, literal_free)``: outcome 0..3 (passed, failed, error,
-    timeout), the checked expression's value for value kinds (plain data, else None),
-    a short detail, and whether the outcome did not depend on the literal (the checked
-    expression raised: another test of the same expression shares the outcome)."""
+    """Run one test in trusted code against its recorded calls: ``(outcome, value, detail,
+    literal_free)``, outcome 0..3 (passed, failed, error, timeout), the checked expression's
+    value for value kinds (plain data, else None), and whether the outcome did not depend on
+    the literal (another test of the same expression then shares it)."""
     from evaluation.executor.wire import is_plain
 
     try:
@@ -300,10 +290,3 @@ def check(source: str, entry_point: str, calls: list[Any], *,
     if ok:
         return 0, value if plain else None, "", False
     return 1, value if plain else None, f"AssertionError: got {short_repr(value)}", False
-
-
-def _detail(exc: BaseException) -> str:
-    try:
-        return f"{type(exc).__name__}: {exc}"[:300]
-    except Exception:  # noqa: BLE001
-        return type(exc).__name__

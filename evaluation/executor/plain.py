@@ -1,31 +1,11 @@
 """Runs in: worker and checker. Plain data a child sent, decoded within limits: what the worker makes of a value.
 
-A child runs untrusted code, and what it sends as a value (what a function returned, the calls
-a test recorded, the HumanEval+ wrapper's pickled output) is untrusted bytes. ``marshal.loads``
-checks nothing a hostile child cannot defeat: it builds code objects, a set of keys that all
-hash alike in quadratic time, and a few
-hundred bytes of references to shared objects can stand for a value with more elements than
-there are atoms (a DAG that doubles at each level), which every later ``==``, ``hash``, ``repr``
-or walk expands. :func:`loads_plain` accepts only plain data (None, bool, int, float, complex,
-str, bytes, and tuples, lists, sets, frozensets and dicts of those, exact types) within these
-limits, in bytes, depth, elements and time:
-
-* at most ``max_bytes`` bytes (the caller's cap, e.g. :attr:`evaluation.executor.Limits.value_bytes`);
-* nesting fewer than :data:`MAX_DEPTH` levels deep, and no cycles;
-* at most :data:`MAX_ELEMENTS` elements, counting every occurrence of a shared object (a list
-  holding the same inner list twice counts the inner list's elements twice): so walking,
-  comparing, hashing or printing an accepted value costs at most that many steps;
-* no set, frozenset or dict with more than :data:`MAX_SAME_HASH` keys of one hash value, so that
-  building one costs at most that many comparisons per key.
-
-``marshal.loads`` (C speed) decodes a blob only where none of that can go wrong while it runs:
-when the blob has no byte that could start a set, frozenset or dict (nothing is hashed), or when
-it is at most :data:`SMALL_BLOB` bytes and has no byte that could start a reference (a set's
-building then costs little). Every other blob is decoded by :class:`_PyMarshal`, which
-checks the limits *before* it builds anything that hashes. The result is then measured
-(:func:`measure`: types, depth, elements, key collisions, linear in the distinct objects).
-:func:`evaluation.executor.plain_pickle.loads_plain_pickle` does the same for the HumanEval+
-wrapper's pickles.
+:func:`loads_plain` accepts only plain data, at most ``max_bytes`` bytes, nested fewer than
+:data:`MAX_DEPTH` levels, with at most :data:`MAX_ELEMENTS` elements (every occurrence of a shared
+object counted) and :data:`MAX_SAME_HASH` keys of one hash per set or dict. ``marshal.loads``
+decodes a blob only where nothing can go wrong while it runs (nothing hashed, or at most
+:data:`SMALL_BLOB` bytes without references), :class:`_PyMarshal` every other; :func:`measure`
+then checks the result. Why each limit: docs/sandbox.md#values.
 """
 
 from __future__ import annotations
@@ -66,11 +46,8 @@ class NotPlain(ValueError):
 
 def measure(value: Any, *, scalars: frozenset[type] = _SCALARS) -> tuple[int, int]:
     """``(elements, depth)`` of a plain value, every occurrence of a shared object counted;
-    raises :class:`NotPlain` for anything else: another type (subclasses included), a cycle,
-    containers nested :data:`MAX_DEPTH` or more deep, more than :data:`MAX_ELEMENTS` elements,
-    or a set, frozenset or dict with more than :data:`MAX_SAME_HASH` keys of one hash value.
-    Costs one step per distinct object (a shared one is measured once). ``scalars``: the
-    types counted as plain scalars."""
+    raises :class:`NotPlain` for anything else, or beyond this module's limits. One step per
+    distinct object. ``scalars``: the types counted as plain scalars."""
     tp = type(value)
     if tp in scalars:
         return 1, 0
@@ -164,7 +141,7 @@ _REFERENCE = re.compile(b"[r\xf2]")
 
 def loads_plain(data: bytes, *, max_bytes: int) -> Any:
     """Decode marshal bytes a child produced; raise :class:`NotPlain` unless they are plain
-    data within the limits of this module (see its docstring)."""
+    data within this module's limits."""
     if len(data) > max_bytes:
         raise NotPlain(f"value of {len(data)} bytes exceeds the cap of {max_bytes}")
     if _HASHING.search(data) is None or (len(data) <= SMALL_BLOB and _REFERENCE.search(data) is None):

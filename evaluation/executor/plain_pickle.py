@@ -1,14 +1,10 @@
 """Runs in: worker. Pickles a child produced (the HumanEval+ wrapper's outputs), decoded within limits.
 
-The wrapper that calls a HumanEval+ sample's function returns its output pickled, so that it
-travels type-exactly; the program controls those bytes (it can patch ``pickle.dumps``). A
-pickle can build a set of colliding keys in quadratic time, hash a tuple shared 70 levels deep
-for ever, or call any class it names. :func:`loads_plain_pickle` accepts plain data only
-(``bytearray`` plain too, as in EvalPlus's outputs; ``complex`` and ``bytearray`` the only
-constructors, from plain arguments), within :mod:`evaluation.executor.plain`'s limits: the
-opcodes are scanned first; a pickle that builds no set or dict, or a small one that refers to no
-earlier object, is unpickled in C; any other is decoded by a Python version of the unpickler
-that counts elements through the memo and checks keys before it hashes them.
+:func:`loads_plain_pickle` accepts plain data only (``bytearray`` too; ``complex`` and
+``bytearray`` the only constructors, from plain arguments) within :mod:`evaluation.executor.plain`'s
+limits: the opcodes are scanned first, and a pickle that could be costly to build is decoded by a
+Python version of the unpickler that counts elements through the memo and checks keys before it
+hashes them (docs/sandbox.md#values).
 """
 
 from __future__ import annotations
@@ -81,10 +77,7 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def loads_plain_pickle(data: bytes, *, max_bytes: int = 1 << 31) -> Any:
     """Decode a pickle (protocol <= 4) of plain data a child produced, within the limits of
-    :func:`loads_plain` (bytearray counts as plain here, as in EvalPlus's outputs); raise
-    :class:`NotPlain` otherwise. The opcodes are scanned first (a pickle that builds no set or
-    dict, or a small one that refers to no earlier object, is then unpickled in C); any other
-    is decoded by a checking Python version of the unpickler."""
+    :func:`loads_plain` (see the module docstring); raise :class:`NotPlain` otherwise."""
     if type(data) is not bytes:
         raise NotPlain(f"expected pickled bytes, got {type(data).__name__}")
     if len(data) > max_bytes:

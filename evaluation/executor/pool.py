@@ -4,8 +4,7 @@
 units (one program and options, the union of their distinct tests; results fan out to every
 job), sends them to worker processes from one non-blocking event loop over their pipes (no
 threads, no deadlock when a large unit and a large result cross) and yields one
-:class:`ExecutionResult` per job as its unit finishes, in any order. A worker that dies is
-restarted and its units resent (twice at most). What crosses the pipes: docs/executor.md.
+:class:`ExecutionResult` per job as its unit finishes, in any order. How it runs: docs/executor.md.
 
 Longer than 500 lines: the deduplicating plan and the event loop that drains it share the
 units in flight and the workers' state; split, the two halves would pass that state back and forth.
@@ -84,12 +83,9 @@ class _Unit:
 
 
 def _parse_error(program: str) -> str | None:
-    """The load error a child reports for ``program`` when it does not parse, else None.
-
-    Loading compiles with the same interpreter and flags, and parsing is deterministic, so
-    such a program (a truncated sample) needs no fork. Only called for programs
-    :func:`~evaluation.dedup.behaviour_key` could not parse (the parent parses every program for
-    that anyway). MemoryError and RecursionError depend on the process: those go to a child."""
+    """The load error a child reports for ``program`` when it does not parse, else None:
+    parsing is deterministic, so such a program (a truncated sample) needs no fork.
+    MemoryError and RecursionError depend on the process: those go to a child."""
     try:
         compile(program, PROGRAM_FILENAME, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError) as exc:
@@ -334,11 +330,9 @@ class _Plan:
 
 
 class Executor:
-    """Runs jobs on a pool of sandboxing workers; results stream back per job (any order).
-
-    Use as a context manager (or call :meth:`close`) to stop the workers; :func:`execute`
-    does that for you. ``isolation`` reports which sandbox mechanisms are active.
-    """
+    """Runs jobs on a pool of sandboxing workers; results stream back per job (any order). A
+    context manager (or call :meth:`close`) that stops the workers; :attr:`isolation` reports
+    which sandbox mechanisms are active."""
 
     def __init__(self, *, workers: int | None = None, limits: Limits | None = None,
                  disable: Iterable[str] = ()) -> None:
@@ -418,11 +412,9 @@ class Executor:
 
     # -- running -----------------------------------------------------------------------
     def run(self, jobs: Iterable[Job]) -> Iterator[ExecutionResult]:
-        """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes.
-
-        Jobs are planned (deduplicated) a chunk at a time between polls of the workers, so the
-        first units run while later jobs are still being planned (behaviour keys of a large
-        matrix take seconds)."""
+        """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes. Jobs are
+        planned a chunk at a time between polls of the workers, so the first units run while
+        later jobs are still being planned (behaviour keys of a large matrix take seconds)."""
         plan = _Plan(self, iter(enumerate(jobs)))
         queue: deque[_Unit] = deque()
         remaining = 0
@@ -599,20 +591,14 @@ class Executor:
 
 
 def execute(jobs: Iterable[Job], *, workers: int | None = None, limits: Limits | None = None) -> Iterator[ExecutionResult]:
-    """Run ``jobs``; yield one :class:`ExecutionResult` per job as each finishes (any order).
-
-    Starts ``workers`` sandboxing worker processes (default: one per core) and stops them
-    when the iteration ends (or the generator is closed).
-    """
+    """Run ``jobs`` on ``workers`` sandboxing worker processes (default: one per core), stopped
+    when the iteration ends; yield one :class:`ExecutionResult` per job as each finishes."""
     with Executor(workers=workers, limits=limits) as ex:
         yield from ex.run(jobs)
 
 
 def isolation_report() -> dict[str, Mechanism]:
-    """Start one worker, ask which mechanisms its children run under, and stop it.
-
-    The same report is available, at no extra cost, as ``Executor.isolation`` once an
-    executor has started.
-    """
+    """Start one worker, ask which mechanisms its children run under, and stop it (a started
+    executor has the same report as :attr:`Executor.isolation`)."""
     with Executor(workers=1) as ex:
         return ex.isolation

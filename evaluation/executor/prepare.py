@@ -24,13 +24,9 @@ def _compile(node: Any, mode: str) -> Any:
 
 
 def _analyze_assert(source: str) -> tuple[int, Any, Any]:
-    """Prepare an assert test: ``(kind, spec, extra)``. Compiled here, once, in the worker;
-    ``spec`` is what the child gets, ``extra`` what the worker keeps to judge.
-
-    For the comparison shape the child gets the evaluated expression only, and ``extra`` is
-    ``(opname, literal, key)``: ``key`` (the dump of the expression's AST) lets tests that
-    evaluate the same expression share one evaluation (see
-    :meth:`evaluation.executor.worker._Worker.run_unit`)."""
+    """Prepare an assert test: ``(kind, spec, extra)``. For the comparison shape the child gets
+    the expression only, and ``extra`` is ``(opname, literal, key)``: ``key`` (the dump of the
+    expression's AST) lets tests of the same expression share one evaluation."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:

@@ -1,14 +1,11 @@
 """Runs in: parent, worker and child. The executor's messages, as named records, and the check of a child's.
 
 Every pipe's records are here, so that a field is added in one place (who sends what: the map in
-docs/executor.md). Between trusted processes a record travels as a marshal tuple (marshal refuses
-tuple subclasses: ``tuple(record)`` out, ``Record._make`` in). A child runs untrusted code, which
-can write to its result pipe as well as the harness can: each of its messages is decoded against
-a fixed binary schema (:func:`decode`), and a :class:`Session` checks that it is one the worker
-expects now, with a status :data:`ALLOWED` for the kind of test running; anything else is a
-:class:`ProtocolViolation`, charged to that program. The sandbox report ``W`` comes before any
-untrusted code runs, so no program can forge it. Sizes are capped (:data:`MAX_DETAIL_BYTES`,
-:data:`MAX_ARCS`, the unit's output and value caps) and ``seconds`` must be finite and >= 0.
+docs/executor.md). Between trusted processes a record travels as a marshal tuple (``tuple(record)``
+out, ``Record._make`` in). A child's messages are decoded against a fixed binary schema
+(:func:`decode`), and a :class:`Session` checks that each is one the worker expects now, with a
+status :data:`ALLOWED` for the kind of test running; anything else is a :class:`ProtocolViolation`,
+charged to that program (docs/sandbox.md#messages).
 """
 
 from __future__ import annotations

@@ -2,42 +2,11 @@
 The executor on a Ray cluster (Moritz et al., "Ray: A Distributed Framework for Emerging AI
 Applications", OSDI 2018; https://docs.ray.io): ``--engine ray``.
 
-The driver splits the jobs into batches and runs each batch as one Ray task, which hands it to
-our sandboxed :class:`~evaluation.executor.Executor` (one worker process, with the driver's
-:class:`~evaluation.executor.Limits`) on whichever node Ray schedules it. Nothing here
-schedules: Ray places the tasks (``ray.remote(num_cpus=1)``), retries a task whose worker or
-node died (``max_retries``), and the driver only keeps a bounded window of batches in flight
-(``ray.wait``), so it never holds more than ``window`` pending results.
-
-Why the results are the local ones, bit for bit:
-
-* deadlines are CPU time (:attr:`Limits.timeout`), so an outcome does not depend on the node's
-  load or speed; each node runs the same executor, installed from the same commit;
-* the executor deduplicates within a run (:attr:`Job.dedup`: jobs whose programs have the same
-  behaviour key share one run, and get the first one's results). Batches are cut so that every
-  job of one key lands in the same batch, in the order of the input: a batch is a subsequence
-  of the jobs, closed over keys (:func:`plan_batches`). Jobs of different keys never share a
-  run locally either (the local pool hands units to any of its workers in any order), so the
-  split changes which process runs a unit, never what it runs with.
-
-A batch's results come back whole, as the task's return value: a retried task (lost node,
-killed worker) yields its results once, and the driver yields each job once. A batch that
-Ray could not finish in ``1 + MAX_RETRIES`` tries ends the run with a one-line
-:class:`~evaluation.errors.RunFailure`; what was received is in the caller's cache.
-
-What is not promised, here as on one machine: the pool itself shares a run between jobs of one
-key only while the run has not started, and a job with tests that run lacks gets a run of its
-own, which depends on timing; where jobs of one key have different tests (``testgen eval``'s
-chunks of one program's tests), which tests share a child can differ between any two runs, of
-either engine. Each test runs with a fresh copy of the program's globals (``Job.isolation``),
-so that changes a result only for a program that mutates shared objects, as it would locally.
-
-Known untidiness: Ray ends its worker processes without running ``atexit`` handlers, so each
-Ray worker leaves its executor's scratch root (``testgen-exec-root-*``, one empty directory) in
-its node's temporary directory.
-
-Ray is imported only when this engine is opened (``pip install 'testgen[ray]'``; every node
-needs testgen and its dependencies installed, the same version as the driver's).
+The driver cuts the jobs into batches closed over their dedup keys (:func:`plan_batches`) and
+runs each as one Ray task in our sandboxed :class:`~evaluation.executor.Executor`; Ray places the
+tasks and retries those it lost, and the driver keeps a bounded window of them in flight. Why the
+results are the local ones, and what is not promised: docs/cluster.md. Ray is imported only when
+this engine is opened.
 """
 
 from __future__ import annotations
@@ -51,7 +20,7 @@ from typing import Any
 
 from evaluation.executor.api import ExecutionResult, Job, Limits
 
-__all__ = ["RayEngine", "plan_batches", "partition_key", "run_batch"]
+__all__ = ["RayEngine", "plan_batches", "run_batch"]
 
 BATCHES_PER_SLOT = 16
 """Aim for this many batches per slot (CPU), so the last batches of a run are short and the
@@ -67,25 +36,17 @@ _LOCAL_OBJECT_STORE = 128 * 1024 * 1024
 is 30% of the machine's memory)."""
 
 
-def partition_key(job: Job) -> str:
-    """The key under which the executor may share one run between jobs
-    (:func:`evaluation.executor.pool.sharing_key`). Jobs of different keys never share a run,
-    so a batch closed over keys runs as it would among all the jobs."""
+def plan_batches(jobs: Sequence[Job], *, slots: int) -> list[list[int]]:
+    """Job positions per batch: every job of one :func:`evaluation.executor.pool.sharing_key`
+    in one batch (jobs of different keys never share a run, so a batch closed over keys runs as
+    it would among all the jobs), each batch in input order, batches in the order of their first
+    job; about :data:`BATCHES_PER_SLOT` per slot, none under :data:`MIN_BATCH_TESTS` (job, test)
+    pairs. The jobs come task after task, so a batch is a run of whole tasks."""
     from evaluation.executor.pool import sharing_key
 
-    return sharing_key(job)
-
-
-def plan_batches(jobs: Sequence[Job], *, slots: int) -> list[list[int]]:
-    """Job positions per batch: every job of one :func:`partition_key` in one batch, each
-    batch in input order, batches in the order of their first job; about
-    :data:`BATCHES_PER_SLOT` per slot, none under :data:`MIN_BATCH_TESTS` (job, test) pairs.
-
-    The jobs come task after task from every caller, so a batch is a run of whole tasks (or,
-    for a huge task, a run of its programs)."""
     groups: dict[str, list[int]] = {}
     for i, job in enumerate(jobs):
-        groups.setdefault(partition_key(job), []).append(i)
+        groups.setdefault(sharing_key(job), []).append(i)
     total = sum(max(1, len(job.tests)) for job in jobs)
     target = max(MIN_BATCH_TESTS, -(-total // (max(1, slots) * BATCHES_PER_SLOT)))
     batches: list[list[int]] = []
@@ -150,14 +111,11 @@ def run_batch(jobs: list[Job], limits: Limits) -> tuple[list[ExecutionResult], l
 
 # -- on the driver --------------------------------------------------------------------------
 class RayEngine:
-    """Runs jobs on a Ray cluster; results stream back per batch (jobs in any order, ``.index``
-    their position), as :class:`~evaluation.executor.Executor` does per job.
-
-    ``address``: the cluster (``ray.init(address=...)``); ``None``: ``$RAY_ADDRESS``, else a
-    Ray instance started here for the run (shut down on :meth:`close`). A Ray already
-    initialised in this process is used as it is. ``workers``: the most batches running at
-    once (default: the cluster's CPUs); ``window``: batches in flight (default twice that).
-    """
+    """Runs jobs on a Ray cluster; results stream back per batch, as
+    :class:`~evaluation.executor.Executor`'s do per job. ``address``: as
+    :attr:`~evaluation.executor.engine.EngineChoice.address` (a Ray already initialised in this
+    process is used as it is); ``workers``: the most batches running at once (default: the
+    cluster's CPUs); ``window``: batches in flight (default twice that)."""
 
     def __init__(self, *, address: str | None = None, workers: int | None = None, limits: Limits | None = None,
                  window: int | None = None) -> None:

@@ -1,34 +1,11 @@
 """Runs in: worker, fork servers, child and checker. Isolation mechanisms for the executor's children: detection, preparation, application.
 
-Each worker process prepares once (at start) what can be prepared once, and every child it
-forks applies it cheaply:
-
-* **namespaces**: the worker unshares a user, a network, an IPC and a mount namespace for
-  itself at start (``unshare(2)`` via ctypes; Python 3.11 has no ``os.unshare``). Its children
-  inherit them: no network interface but a downed loopback, no System V or POSIX IPC object of
-  the host, no capabilities over the host's objects. In the mount namespace the worker's scratch
-  directory is a private tmpfs (:data:`SCRATCH_TMPFS`: bounded in size and files, gone with the
-  worker, quick to empty whatever a program left in it), invisible to every other process. The
-  worker's zygote is PID 1 of a PID namespace of its own (:mod:`evaluation.executor.forkserver`).
-* **seccomp** (pyseccomp/libseccomp; :mod:`evaluation.executor.seccomp_filter`): the filter is
-  compiled once to BPF (in a helper forked by the worker, which never imports pyseccomp itself)
-  and loaded per child with ``prctl(PR_SET_SECCOMP)``, the child's pid patched in first. No
-  process creation but threads, no execve or sockets (a connected unix pair is left), nothing
-  that changes another process (signals, limits, priority, scheduling), no kernel object that
-  could outlive the child (System V IPC, POSIX message queues, memfds, inotify).
-* **Landlock** (raw syscalls via ctypes): reads only what a program needs to import (the
-  standard library, the site-packages directories, the executor's own package, the shared
-  libraries in ``/usr/lib`` and ``/lib``; :func:`_landlock_read_paths`; not the repository,
-  the working directory or the user's files) and a few device files; writes only in the
-  private scratch directory;
-  no TCP bind/connect (ABI >= 4); no signals or abstract unix sockets leaving the domain
-  (ABI >= 6).
-* **rlimits**: address space, CPU seconds, file size, open files, no core dumps.
-* **tasks**: a pids cgroup per worker bounds a child's threads (:mod:`evaluation.executor.tasks`).
-
-Each mechanism is probed at worker start (:func:`prepare`); what is missing is reported
-(:func:`evaluation.executor.isolation_report`) and degrades with a warning, never with a crash. We run as root
-here, so ``RLIMIT_NPROC`` does not bind: seccomp is what stops process creation.
+Each worker prepares once, at start (:func:`prepare`), what can be prepared once: its namespaces,
+the scratch tmpfs (:data:`SCRATCH_TMPFS`), the seccomp filter
+(:mod:`evaluation.executor.seccomp_filter`), the Landlock ruleset; every child it forks applies
+it cheaply (:func:`apply_in_child`). A mechanism that is missing is reported and degrades with a
+warning, never with a crash. What each one closes: docs/executor.md ("Isolation") and
+docs/sandbox.md ("No way out to the host").
 """
 
 from __future__ import annotations
@@ -74,15 +51,8 @@ _FS_EXECUTE = 1 << 0
 _FS_WRITE_FILE = 1 << 1
 _FS_READ_FILE = 1 << 2
 _FS_READ_DIR = 1 << 3
-_FS_REMOVE_DIR = 1 << 4
-_FS_REMOVE_FILE = 1 << 5
 _FS_MAKE_CHAR = 1 << 6
-_FS_MAKE_DIR = 1 << 7
-_FS_MAKE_REG = 1 << 8
-_FS_MAKE_SOCK = 1 << 9
-_FS_MAKE_FIFO = 1 << 10
 _FS_MAKE_BLOCK = 1 << 11
-_FS_MAKE_SYM = 1 << 12
 _FS_REFER = 1 << 13
 _FS_TRUNCATE = 1 << 14
 _FS_IOCTL_DEV = 1 << 15
@@ -90,7 +60,6 @@ _NET_BIND_TCP = 1 << 0
 _NET_CONNECT_TCP = 1 << 1
 _SCOPE_ABSTRACT_UNIX = 1 << 0
 _SCOPE_SIGNAL = 1 << 1
-
 
 
 class SandboxFault(Exception):
@@ -196,14 +165,10 @@ def _unshare_namespaces(libc: Any, scratch: str, disable: frozenset[str] = froze
 
 
 def _landlock_read_paths() -> tuple[str, ...]:
-    """What a child may read: what a program needs to import, and nothing else of the machine's.
-
-    The standard library and the site-packages directories (the interpreter's and the
-    environment's, from :mod:`sysconfig`, and every ``sys.path`` entry below one of Python's
-    prefixes or named ``site-packages``/``dist-packages``), the executor's own package (for what
-    it imports lazily), the shared libraries (``/usr/lib*``, ``/lib*``), time zones and three
-    device files. Not: other ``sys.path`` entries (the repository the worker was started from is
-    one, with its ``pyproject.toml``, data and ``.git``), the working directory, the user's home."""
+    """What a child may read: what a program needs to import, and nothing else of the machine's
+    (docs/sandbox.md, "No way out to the host"). Of ``sys.path``, only the entries below one of
+    Python's prefixes or named ``site-packages``/``dist-packages``: the repository the worker was
+    started from is on it too."""
     import sysconfig
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -239,12 +204,8 @@ class _SockFprog(ctypes.Structure):
 
 
 def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
-    """Probe and prepare every mechanism; called once in each worker at start. Never raises.
-
-    ``scratch`` is the worker's private scratch directory, the only place children may write.
-    ``disable`` names mechanisms (of :data:`DISABLEABLE`) to leave off, for debugging and for
-    testing the degraded paths.
-    """
+    """Probe and prepare every mechanism, once in each worker at start; never raises. ``scratch``:
+    the only place children may write; ``disable``: mechanisms of :data:`DISABLEABLE` to leave off."""
     prepared = Prepared(disabled=frozenset(disable))
     prepared.libc = _libc()
     try:
@@ -299,7 +260,7 @@ def prepare(*, scratch: str, disable: frozenset[str] = frozenset()) -> Prepared:
 
 
 def _fs_rights(abi: int) -> int:
-    rights = (1 << 13) - 1
+    rights = (1 << 13) - 1  # ABI 1's rights: execute, write/read file, read dir, remove dir/file, make char .. symlink
     if abi >= 2:
         rights |= _FS_REFER
     if abi >= 3:
@@ -391,9 +352,8 @@ def apply_in_child(prepared: Prepared, *, memory_mb: int, cpu_seconds: int, file
 
 def server_state() -> tuple[Any, ...]:
     """What a fork server's children inherit and a child must not have been able to change: its
-    resource limits, nice value, scheduling policy and CPUs. Where seccomp is off, a server takes
-    it when it starts and compares before each fork (:mod:`evaluation.executor.forkserver`); with
-    seccomp on, no child can change a server at all."""
+    resource limits, nice value, scheduling policy and CPUs (compared before each fork where
+    seccomp is off; with it on, no child can change a server)."""
     getrlimit = resource.getrlimit
     return (tuple(getrlimit(r) for r in _WATCHED_RLIMITS), os.getpriority(os.PRIO_PROCESS, 0),
             os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, frozenset(os.sched_getaffinity(0)))

@@ -1,13 +1,9 @@
 """Runs in: worker and parent. Scratch directories of the executor's workers: made private, emptied between children, and
 removed however deep, wide or hostile the tree a program left in them.
 
-A program (or a test run in its process) may leave anything in its scratch directory: a tree
-100,000 directories deep, directories it made unreadable, symlinks to elsewhere. Removing it
-must neither recurse (``shutil.rmtree`` raised ``RecursionError`` on such a tree, which ended
-the run and left the scratch root behind), nor follow a link, nor hold a descriptor per level
-(a deep tree would run out of them). :func:`empty_dir` walks the tree iteratively through
-descriptors of one directory at a time (``openat`` with ``O_NOFOLLOW``, back up through
-``..``), unlinking entries relative to their directory: links are removed, never followed.
+:func:`empty_dir` walks the tree iteratively through a descriptor of one directory at a time
+(``openat`` with ``O_NOFOLLOW``, back up through ``..``), unlinking entries relative to their
+directory: no recursion, no descriptor per level, and links are removed, never followed.
 """
 
 from __future__ import annotations
@@ -21,12 +17,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def make_scratch(root: str | None) -> str:
-    """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp).
-
-    Not ``tempfile.mkdtemp``: importing :mod:`tempfile` imports :mod:`random`, whose at-fork
-    hook reseeds its generator in every forked child (more page faults per child, see
-    docs/benchmarks.md). A program that uses :mod:`random` or
-    :mod:`tempfile` imports them itself (``TMPDIR`` points at the scratch directory)."""
+    """A new private directory (mode 0700) under ``root`` (default: $TMPDIR or /tmp). Not
+    ``tempfile.mkdtemp``: :mod:`tempfile` imports :mod:`random`, whose at-fork hook reseeds its
+    generator in every forked child (more page faults per child, see docs/benchmarks.md)."""
     root = root or os.environ.get("TMPDIR") or "/tmp"
     while True:
         path = os.path.join(root, f"testgen-exec-{os.urandom(6).hex()}")
@@ -48,10 +41,8 @@ def _open_dir(name: str, parent: int | None) -> int:
 
 
 def empty_dir(path: str) -> None:
-    """Remove everything inside directory ``path`` (not ``path`` itself), iteratively.
-
-    Never raises for what a program left behind: an entry that cannot be removed is skipped.
-    Raises FileNotFoundError only if ``path`` itself does not exist."""
+    """Remove everything inside directory ``path`` (not ``path`` itself), iteratively; an entry
+    that cannot be removed is skipped. Raises FileNotFoundError only if ``path`` does not exist."""
     fd = _open_dir(path, None)
     # One (name, remaining entries) per level below ``path``: names, not descriptors.
     stack: list[tuple[str, list[str]]] = []

@@ -3,15 +3,7 @@
 Compiled once per worker, to BPF, in a short-lived helper (:func:`compile_in_helper`: the worker
 never imports pyseccomp), with :data:`PID_SENTINEL` wherever the child's own pid goes; each child
 patches its pid into its copy and loads it with one ``prctl``
-(:func:`evaluation.executor.sandbox.apply_in_child`). It denies process creation (fork, vfork,
-clone without ``CLONE_THREAD``; threads are allowed), execve, every ``socket()`` (only
-``socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET)`` is left, connected to nothing but itself),
-signals to any process but the child itself, every call that would change another process (its
-limits, priority, scheduling, CPUs, memory placement: allowed on the child alone, by a few
-instructions written here in front of libseccomp's program, :func:`_self_only_prefix`), ptrace,
-io_uring, namespace and mount calls, and the kernel objects that outlive the child or count
-against the host's quotas (System V IPC, POSIX message queues, memfds, inotify/fanotify).
-See docs/sandbox.md for why each is there.
+(:func:`evaluation.executor.sandbox.apply_in_child`). What it denies, and why: docs/sandbox.md.
 """
 
 from __future__ import annotations

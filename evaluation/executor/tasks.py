@@ -17,13 +17,9 @@ _PIDS_CGROUP = "/sys/fs/cgroup/pids"
 
 def make_tasks_cgroup(disable: frozenset[str] = frozenset()) -> tuple[str, Mechanism]:
     """A pids cgroup for one worker's zygote and everything it forks (``pids.max`` =
-    :data:`CHILD_TASKS` plus the fork servers), made by the worker at start; ``""`` and the
-    reason where none can be made (no pids controller mounted at :data:`_PIDS_CGROUP`, no write
-    access to it, or disabled by the caller). The worker runs one child at a time and its fork
-    servers fork only between children, so a child may hold all of it: its threads are
-    bounded, and the zygote has tasks again once the child is reaped. Named after the
-    executor's process, so that it can remove what a killed worker left
-    (:func:`remove_tasks_cgroups`)."""
+    :data:`CHILD_TASKS` plus the fork servers: one child runs at a time), made by the worker at
+    start; ``""`` and the reason where none can be made. Named after the executor's process, so
+    that it can remove what a killed worker left (:func:`remove_tasks_cgroups`)."""
     name = "pids_cgroup"
     if name in disable:
         return "", Mechanism(name=name, active=False, detail="disabled by the caller")

@@ -1,15 +1,9 @@
 """Runs in: worker and its templates. Template processes: fork servers whose children find a heavy library already imported.
 
-A program that imports one of :data:`HEAVY_MODULES` has its child forked by the worker's heavy
-template instead of its zygote (:mod:`evaluation.executor.forkserver`): a sub-server of the
-zygote that has imported them once (:func:`import_heavy_modules`), so the child skips the import.
-A program that imports Hypothesis (PropertyEval's strategies with their drawing function,
-:mod:`evaluation.evalplus.strategies`) has its child forked by the worker's drawing template
-(:func:`prepare_drawing_template`): Hypothesis imported and its Unicode tables built once per
-worker instead of once per drawn task. A template holds nothing of any program or test, like the
-zygote (it runs only trusted library code: imports, and the construction of a strategy of its
-own); the child reads its unit from the worker, and the worker watches, judges and kills it
-exactly as the zygote's children.
+The heavy template has imported :data:`HEAVY_MODULES` (:func:`import_heavy_modules`), the drawing
+template Hypothesis and its Unicode tables (:func:`prepare_drawing_template`); like the zygote they
+hold nothing of any program or test, and the worker watches, judges and kills their children as
+the zygote's. Why: docs/executor.md ("Programs that import heavy modules").
 """
 
 from __future__ import annotations
@@ -55,17 +49,13 @@ def import_heavy_modules(state: Any) -> None:
 
 def prepare_drawing_template(state: Any) -> None:
     """Prepare a drawing template: import Hypothesis (:data:`DRAWING_MODULES`) where a child would
-    (in the scratch directory: Hypothesis takes its storage directory, ``.hypothesis``, from the
-    working directory it is imported in), and build its table of Unicode categories, which every
-    text strategy needs, by validating a text strategy of our own (``SearchStrategy.validate``).
+    (in the scratch directory: Hypothesis takes ``.hypothesis`` from the working directory), and
+    build its table of Unicode categories by validating a text strategy of our own.
 
     Nothing here may change what a child draws: no test runs, so Hypothesis has drawn nothing and
-    not yet read the constants of the loaded modules (its "local constants", which it collects
-    while a test draws: the drawing function hides the harness's modules before that; a template
-    that ran a test first would give other inputs, ``tests/test_propertyeval.py``); the Unicode
-    table is a function of the Python version's ``unicodedata``.
-    The table it writes into ``scratch/.hypothesis`` is what the child would have written there,
-    and goes with the scratch directory's contents before the next unit."""
+    not yet collected the loaded modules' "local constants" (a template that ran a test would
+    give other inputs, ``tests/test_propertyeval.py``); the Unicode table is a function of
+    ``unicodedata``, and what it writes into the scratch directory the child would have written."""
     import importlib
     import os
 

@@ -1,45 +1,17 @@
 """Runs in: worker and checker. Checks of generated tests in trusted code: which tests can be checked there, and how.
 
-A generated test (``assert ...``) is untrusted text, run against an untrusted program. Run
-whole inside the program's process (as CodeT's and EvalPlus's harnesses do), its verdict can be
-forged by the program: it can patch a module the test imports (``math.isclose = lambda *a:
-True``), return an object with lying ``__eq__``/``__sub__``/``__lt__``, or mutate shared
-objects. Here the child (the program's sandboxed process) only produces the *values* the
-function under test returned, as plain data, and the verdict is computed elsewhere:
-
-* ``"value"``: ``assert f(args) <op> <literal>`` (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``,
-  ``in``, ``not in``, ``is``/``is not`` None/True/False), ``assert f(args)`` and ``assert not
-  f(args)``, after any statements without an ``assert`` (e.g. ``x = [1, 2]``). The child
-  evaluates the statements and the call; the executor's worker applies the predicate to the
-  plain value.
-* ``"recorded_value"``: the same with a checked expression that is more than one call of ``f``
-  (``sorted(f(x)) == [..]``, ``abs(f(x) - y) < 1e-9``, ``math.isclose(f(x), y)``, ``set(f(x))
-  == {..}``, chained or message-carrying asserts are ``"recorded"``).
-* ``"recorded"``: any other test made only of the statements and expressions this module can
-  evaluate (imports of :data:`MODULES`, assignments, ``for``/``while``/``if``, asserts,
-  comprehensions, lambdas, the builtins in :data:`BUILTINS`).
-
-For the recorded kinds the child runs the test with ``f`` replaced by a recorder: each call
-made by the *test* (not the program's own recursive calls) is recorded with a snapshot of its
-arguments and its result (a plain value, a non-plain type name, or the exception it raised).
-The test passes only if it passed in the child and again here, in a separate sandboxed
-*checker* process that never runs program code: the rewritten test runs with ``f`` bound to a
-replay of the recording (a fresh copy of each recorded value; arguments checked against the
-snapshot, so a run that went another way than the child's is an error, never a pass), with
-pristine builtins and freshly imported standard modules, and with every attribute access and
-call checked at run time (:mod:`evaluation.executor.guarded`): no names or attributes starting
-with ``_``, only allow-listed functions, types and methods. A value of any other type than
-plain data (None, bool, int, float, complex, str, bytes, tuples, lists, sets, frozensets and
-dicts of those) is an error, as in the HumanEval+ evaluator.
-
-Tests that cannot be checked this way (names the program defines, other modules, ``def``,
-``try``, ...) run whole in the child as before; :func:`trusted_check` says which is which.
-See ``docs/sandbox.md`` for the threat model.
+:func:`plan` sorts a test into ``"value"`` (the worker applies the predicate to the plain value
+the child returned), ``"recorded_value"`` and ``"recorded"`` (a sandboxed checker re-runs the test
+against the calls the child recorded: :mod:`evaluation.executor.guarded`), or ``"child"`` (it
+runs whole in the child); :data:`BUILTINS` and :data:`MODULES` are the checker's allow-lists.
+The kinds, the allow-lists and the threat model: docs/sandbox.md ("What is checked in trusted code").
 """
 
 from __future__ import annotations
 
 import ast
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -321,34 +293,18 @@ def trusted_check(source: str, entry_point: str) -> bool:
     return plan(tree, entry_point).kind != "child"
 
 
+_PREDICATES: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq, "ne": operator.ne, "is": operator.is_, "isnot": operator.is_not,
+    "true": lambda value, _: value, "false": lambda value, _: not value,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "in": lambda value, literal: value in literal, "notin": lambda value, literal: value not in literal,
+    "has": operator.contains, "hasnot": lambda value, literal: literal not in value,
+}
+
+
 def compare(op: str, value: Any, literal: Any) -> bool:
     """The predicate ``op`` of a value plan on two plain values (no foreign dunder runs)."""
-    if op == "eq":
-        return bool(value == literal)
-    if op == "ne":
-        return bool(value != literal)
-    if op == "is":
-        return value is literal
-    if op == "isnot":
-        return value is not literal
-    if op == "true":
-        return bool(value)
-    if op == "false":
-        return not value
-    if op == "lt":
-        return bool(value < literal)
-    if op == "le":
-        return bool(value <= literal)
-    if op == "gt":
-        return bool(value > literal)
-    if op == "ge":
-        return bool(value >= literal)
-    if op == "in":
-        return value in literal
-    if op == "notin":
-        return value not in literal
-    if op == "has":
-        return literal in value
-    if op == "hasnot":
-        return literal not in value
-    raise ValueError(f"unknown predicate {op!r}")
+    predicate = _PREDICATES.get(op)
+    if predicate is None:
+        raise ValueError(f"unknown predicate {op!r}")
+    return bool(predicate(value, literal))

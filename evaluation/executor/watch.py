@@ -1,21 +1,9 @@
 """Runs in: worker. Time limits that stop sleepers and stay load-stable: a child's CPU time and its waiting time.
 
-A test's deadline is CPU time, counted by the child itself (``ITIMER_PROF``), so that it does not
-move with the machine's load; but CPU time does not advance while a program sleeps or blocks. So
-the worker also watches, from outside, how long the child has been **waiting**: off the CPU and
-not waiting to run (``/proc/<pid>/task/<tid>/schedstat``: over wall time W, a thread waited
-``W - cpu - run-queue delay``; load adds only run-queue delay). Sums over the live threads are
-used; a thread that ended takes its CPU time along, so its share counts as waiting (stricter,
-never more lenient). The kernel brings a queued thread's run-queue delay into its account only
-when the thread gets the CPU, so a test is ended for waiting only when no thread of the child is
-running or queued (state ``R``); otherwise the worker looks again a few milliseconds later.
-
-The worker reads nothing while a test runs quickly: the baseline is taken after
-:data:`BASELINE_AFTER`, and the next look exactly when the limit could first be reached (waiting
-time grows at most as fast as wall time). The same watch ends a test that spins in C code once
-its CPU time passes :func:`cpu_backstop`; the wall-clock backstop (:func:`wall_backstop`) excludes
-the child's run-queue delay too (:meth:`Clock.backstop_due`), and is plain wall clock only for a
-child the worker cannot watch (no ``/proc``). The reasoning at length: docs/sandbox.md#time-limits.
+The child counts its own CPU time (``ITIMER_PROF``); the worker watches, from outside, how long
+it has *waited*: off the CPU and not queued to run (``/proc/<pid>/task/<tid>/schedstat``), with a
+CPU backstop (:func:`cpu_backstop`) and a wall-clock one (:func:`wall_backstop`). The reasoning
+at length: docs/sandbox.md#time-limits.
 """
 
 from __future__ import annotations
@@ -98,12 +86,9 @@ class ProcStat:
             return {}
 
     def runnable(self) -> bool:
-        """Whether a thread of the process is running or waiting to run (state ``R``) now.
-
-        The kernel adds a thread's run-queue delay to its account only when the thread gets the
-        CPU, and its CPU time at the scheduler's tick: while a thread waits in the queue (on a
-        loaded machine, tens of milliseconds) the time it has waited so far still looks like
-        waiting. A thread asleep or blocked has both accounts up to date."""
+        """Whether a thread of the process is running or waiting to run (state ``R``) now: the
+        kernel adds a queued thread's run-queue delay to its account only when it gets the CPU,
+        so until then its time in the queue looks like waiting."""
         try:
             names = os.listdir(self.task_dir)
         except OSError:
@@ -182,15 +167,8 @@ class Clock:
 
     def backstop_due(self, now: float, stat: ProcStat | None, backstop: float) -> float:
         """The wall-clock backstop ``backstop`` has come: ``0.0`` if the child is to be killed
-        now, else the time to look again.
-
-        Time the child spent queued for a CPU does not count (run-queue delay, what load adds):
-        the backstop moves later by it, and a child queued at this moment (its delay not yet in
-        the kernel's account) is looked at again shortly. On a heavily loaded machine a test may get
-        a small share of a CPU, so a test computing for half its deadline can spend many times the
-        deadline in wall time, and a plain wall-clock backstop would kill it: its verdict would
-        depend on the load. The child's CPU and waiting limits still end it (the sum of the two cannot
-        reach the backstop unless one of them is past its own limit). Without the kernel's account
+        now, else the time to look again. The child's run-queue delay (what load adds) moves the
+        backstop later, so its verdict does not depend on the load; without the kernel's account
         (no ``stat``, or no baseline read yet) the backstop is plain wall clock."""
         if stat is None or self.base is None:
             return 0.0

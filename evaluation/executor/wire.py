@@ -31,7 +31,8 @@ from evaluation.executor.plain import (  # re-exported: what a process decodes, 
 from evaluation.executor.plain_pickle import loads_plain_pickle as loads_plain_pickle
 
 __all__ = ["HEADER", "frame", "loads_plain", "loads_plain_pickle", "is_plain", "measure", "NotPlain", "read_size",
-           "PROGRAM_FILENAME", "DETAIL_CHARS", "exception_detail", "short_repr", "read_exact", "MAX_DEPTH",
+           "PROGRAM_FILENAME", "DETAIL_CHARS", "exception_detail", "short_repr", "read_exact", "read_frame",
+           "write_all", "MAX_DEPTH",
            "MAX_ELEMENTS", "MAX_SAME_HASH", "SMALL_BLOB"]
 
 HEADER = struct.Struct("<I")
@@ -79,6 +80,23 @@ def read_exact(fd: int, n: int) -> bytes | None:
         parts.append(chunk)
         n -= len(chunk)
     return b"".join(parts)
+
+
+def read_frame(fd: int, closed: str) -> Any:
+    """The next marshal frame from ``fd``, written by a trusted process; ``EOFError(closed)``
+    when the writer closed its end first."""
+    head = read_exact(fd, 4)
+    payload = None if head is None else read_exact(fd, HEADER.unpack(head)[0])
+    if payload is None:
+        raise EOFError(closed)
+    return marshal.loads(payload)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write the whole of ``data`` to the blocking descriptor ``fd``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def exception_detail(exc: BaseException) -> str:
@@ -170,7 +188,7 @@ def _emit(value: Any, out: list[str], budget: list[int], level: int) -> None:
     elif tp is tuple:
         opener, closer, items = "(", ",)" if len(value) == 1 else ")", value
     elif tp is dict:
-        opener, closer, items = "{", "}", None
+        opener, closer, items = "{", "}", value.items()
     elif not value:
         out.append(f"{tp.__name__}()")
         budget[0] -= len(out[-1])
@@ -181,27 +199,17 @@ def _emit(value: Any, out: list[str], budget: list[int], level: int) -> None:
         opener, closer, items = "frozenset({", "})", value
     out.append(opener)
     budget[0] -= len(opener)
-    first = True
-    if items is None:
-        for k, v in value.items():
-            if budget[0] <= 0:
-                return
-            if not first:
-                out.append(", ")
-                budget[0] -= 2
-            first = False
-            _emit(k, out, budget, level + 1)
+    for n, item in enumerate(items):
+        if budget[0] <= 0:
+            return
+        if n:
+            out.append(", ")
+            budget[0] -= 2
+        if tp is dict:
+            key, item = item
+            _emit(key, out, budget, level + 1)
             out.append(": ")
             budget[0] -= 2
-            _emit(v, out, budget, level + 1)
-    else:
-        for item in items:
-            if budget[0] <= 0:
-                return
-            if not first:
-                out.append(", ")
-                budget[0] -= 2
-            first = False
-            _emit(item, out, budget, level + 1)
+        _emit(item, out, budget, level + 1)
     out.append(closer)
     budget[0] -= len(closer)

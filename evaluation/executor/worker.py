@@ -1,17 +1,7 @@
 """Runs in: worker. A long-lived executor worker: receives units (one program + its distinct
 tests), runs each in sandboxed children, judges what they report, and streams the results back.
-
-The parent sends a unit dict (:meth:`_Worker.run_unit`; a judged unit's expected values follow in
-a frame of their own, read only once its child is forked) and gets a
-:class:`~evaluation.executor.protocol.Reply` (every pipe's records: :mod:`evaluation.executor.protocol`;
-the map: docs/executor.md). A fork server forks each child (:mod:`evaluation.executor.forkserver`),
-which gets the program and, per test, only what it must run (:mod:`evaluation.executor.child`).
-Nothing the child sends is trusted as it comes (:class:`~evaluation.executor.protocol.Session`);
-values are decoded within limits (:func:`evaluation.executor.wire.loads_plain`) and judged here
-(comparisons, judged calls) or in a fresh checker (recorded tests, :mod:`evaluation.executor.checker`),
-so no pass of a test checked in trusted code comes from the child. A killed
-(:mod:`evaluation.executor.watch`) or crashed child costs the test it was running; the tests after
-it run in a fresh child.
+The records of every pipe are :mod:`evaluation.executor.protocol`; who sends what, and why no
+pass of a test checked in trusted code comes from the child: docs/executor.md ("The protocol").
 
 Longer than 500 lines: one child's session (:class:`_ChildRun`) and the unit's passes over its
 children (:class:`_Worker`) share that unit's state.
@@ -20,8 +10,8 @@ children (:class:`_Worker`) share that unit's state.
 from __future__ import annotations
 
 import fcntl
+import functools
 import gc
-import marshal
 import os
 import select
 import signal
@@ -79,9 +69,10 @@ from evaluation.executor.wire import (
     exception_detail as _detail,
     frame,
     loads_plain,
-    read_exact as _read_exact,
+    read_frame,
     read_size,
     short_repr,
+    write_all,
 )
 
 __all__ = ["main"]
@@ -97,19 +88,6 @@ _PIPE_SIZE = 1 << 20
 writing its results rarely waits for the worker to read them."""
 
 
-def _compare(opname: str, value: Any, literal: Any) -> bool:
-    """Python's comparison on two plain values (both decoded here: no foreign ``__eq__``)."""
-    if opname == "eq":
-        return bool(value == literal)
-    if opname == "ne":
-        return bool(value != literal)
-    if opname == "is":
-        return value is literal
-    if opname == "isnot":
-        return value is not literal
-    return trusted.compare(opname, value, literal)
-
-
 def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
     """:func:`_judge_value` for a trusted value test; the value is reported only for the
     predicates that reported one before trusted checks (MBR-exec's output keys)."""
@@ -120,7 +98,7 @@ def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> 
 def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
     """The result of a comparison test whose expression gave the plain ``value``."""
     try:
-        ok = _compare(extra[0], value, extra[1])
+        ok = trusted.compare(extra[0], value, extra[1])  # both plain, decoded here: no foreign __eq__
     except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
         return ResultRow(R_ERROR, value, dt, _detail(exc), arcs)
     if ok:
@@ -206,15 +184,10 @@ class _Worker:
         self.faulted = False
         """A unit was answered with a fault: the worker exits (see :meth:`run_unit_frame`)."""
 
-    def servers(self) -> list[ForkServer]:
-        return [s for s in (self.zygote, *self.templates.values(), self.checker.template) if s is not None]
-
     def close(self) -> None:
         """Stop the fork servers (with the zygote, every process the worker started dies). Each
-        template is stopped, then reaped by the zygote before the zygote stops: the CPU time it
-        and the children it reaped used is then counted in the zygote's, and so in the worker's
-        and its parent's children's time (``getrusage``, ``/usr/bin/time``); a zygote killed with
-        a template not yet reaped took that time with it."""
+        template is reaped by the zygote before the zygote stops, so that the CPU time of the
+        template and its children is counted in the worker's parent's (``getrusage``)."""
         stopped = [t for t in (*self.templates.values(), self.checker.template) if t is not None]
         self.checker.close()
         for template in self.templates.values():
@@ -239,10 +212,9 @@ class _Worker:
         return zygote
 
     def ensure_zygote(self) -> None:
-        """A new zygote if the current one died (its templates and their children went with
-        it). A zygote that was PID 1 of a PID namespace cannot be replaced in this worker (a
-        process makes one PID namespace for its children, once: forks into the dead one fail
-        with ENOMEM): that is a fault, and the parent starts a fresh worker."""
+        """A new zygote if the current one died (its templates went with it). One that was PID 1
+        of a PID namespace cannot be replaced in this worker (a process makes one PID namespace
+        for its children, once): that is a fault, and the parent starts a fresh worker."""
         if self.zygote.exited():
             if self.zygote.pid_namespace:
                 raise sandbox.SandboxFault("the zygote ended (a fresh worker is needed)")
@@ -319,16 +291,9 @@ class _Worker:
 
     # -- a unit ------------------------------------------------------------------------
     def run_unit(self, unit: dict[str, Any]) -> Reply:
-        """Run a unit's tests; tests that evaluate the same expression share one evaluation.
-
-        Of the comparison tests (``assert <expr> == <literal>`` ...) with the same ``<expr>``,
-        only the first runs; the others take its outcome when that does not depend on the
-        literal (an exception, a timeout, a crash) or are judged here against the plain value
-        it returned. Only a value that is not plain data makes them run again, each with its
-        own literal (in a child of their own). Each test still sees a fresh copy of the
-        program's globals, so evaluating an expression once or twice differs only for programs
-        whose results depend on hidden state (randomness, mutated shared objects).
-        """
+        """Run a unit's tests; comparison tests with the same ``<expr>`` share one evaluation
+        (docs/executor.md, "Tests that evaluate the same call share one evaluation"): only a
+        value that is not plain data makes them run again, each with its own literal."""
         tests = unit["tests"]
         n = len(tests)
         prepared = self.prepare_tests(tests)
@@ -412,10 +377,9 @@ class _Worker:
 
     def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
                    results: list[Any], run: _Run, *, literal: bool = False) -> None:
-        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout).
-
-        A child is forked even when ``pending`` is empty: loading the program is a result too.
-        ``literal``: the comparison tests get their literal (see :meth:`run_unit`)."""
+        """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout),
+        at least one: loading the program is a result too. ``literal``: the comparison tests get
+        their literal (see :meth:`run_unit`)."""
         per_test = unit["isolation"] == "per_test"
         if not per_test and not literal:  # what the child must have the text of comes last
             pending = [i for i in pending if prepared[i][0] not in SOURCE_KINDS] + \
@@ -447,11 +411,10 @@ class _Worker:
                 return
 
     def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
-        """Verdicts of the tests whose calls the child recorded, each from a fresh checker.
-
-        Run after the unit's children, so the checks never delay a child's deadline. A check
-        may take ``max(1, 4 x timeout)`` seconds (the child ran the same test within
-        ``timeout``; the checks' run-time guards cost a few times that at most)."""
+        """Verdicts of the tests whose calls the child recorded, each from a fresh checker, after
+        the unit's children (a check never delays a child's deadline). A check may take
+        ``max(1, 4 x timeout)`` seconds: the child ran the same test within ``timeout``, and the
+        checks' run-time guards cost a few times that at most."""
         limits = UnitLimits._make(unit["limits"])
         for i, blob in self.records.items():
             kind, _, extra = prepared[i]
@@ -465,13 +428,11 @@ class _Worker:
         return checked
 
     def run_unit_frame(self, unit: dict[str, Any]) -> bytes:
-        """:meth:`run_unit`'s answer as a frame for the parent. A fault (a child that could not
-        be forked or sandboxed, even from a fresh zygote: :class:`~evaluation.executor.sandbox.SandboxFault`)
-        or a harness error (a bug) is not this program's result: the answer then says so
-        (``stats["fault"]``, no results), this worker ends (:attr:`faulted`: whatever the fault
-        left in it or its zygote goes with it), and the parent runs the unit again in a fresh
-        worker, or ends the run (:class:`evaluation.executor.ExecutorFault`); the traceback of
-        a harness error goes to the worker's stderr."""
+        """:meth:`run_unit`'s answer as a frame for the parent. A fault
+        (:class:`~evaluation.executor.sandbox.SandboxFault`) or a harness error is not this
+        program's result: the answer says so (``stats["fault"]``, no results) and this worker
+        ends (:attr:`faulted`; docs/sandbox.md#faults-are-never-results); the traceback of a
+        harness error goes to the worker's stderr."""
         try:
             return frame(self.run_unit(unit).wire())
         except Exception as exc:  # noqa: BLE001 - BaseException (SystemExit, ...) still ends the worker
@@ -544,10 +505,9 @@ class _Worker:
 
 
 def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: Any) -> ResultRow | None:
-    """The result of a comparison whose value is not plain data, where the value itself is not
-    needed: it is never None, True or False (those are plain), so ``is``/``is not`` with them
-    is decided; None for ``==``/``!=`` (run again with the literal). ``described``: the type's
-    name, ``"program:"`` first if the program defined it (such a value is never compared)."""
+    """The result of a comparison whose value is not plain data, so never None, True or False:
+    ``is``/``is not`` with them is decided; None for ``==``/``!=`` (run again with the literal).
+    ``described``: the type's name, ``"program:"`` first if the program defined it."""
     opname = extra[0]
     if opname not in ("is", "isnot"):
         return None
@@ -821,7 +781,8 @@ class _ChildRun:
             if self.violation:
                 out.load_error = f"protocol violation while loading the program: {self.violation}"
             elif self.killed_for:
-                out.load_error = self._load_timeout_detail()
+                how = "waited (asleep or blocked) for" if self.killed_for == "wait" else "took longer than"
+                out.load_error = f"timeout: loading {how} {self.load_timeout}s"
             else:
                 out.load_error = f"child died while loading the program ({_describe(status)})"
             return out
@@ -840,21 +801,13 @@ class _ChildRun:
             return out
         if pos < len(self.order):
             i = self.order[pos]
-            if self.killed_for == "wait":
-                self.results[i] = self.w.timeout_result(
-                    self.timeout, self.shorten_after, self.shortened,
-                    "timeout: waited (asleep or blocked) for")
-            elif self.killed_for:
-                self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened)
+            if self.killed_for:
+                why = "timeout: waited (asleep or blocked) for" if self.killed_for == "wait" else ""
+                self.results[i] = self.w.timeout_result(self.timeout, self.shorten_after, self.shortened, why)
             else:
                 self.results[i] = ResultRow(R_ERROR, None, 0.0, f"child died during this test ({_describe(status)})", None)
             out.unfinished = self.order[pos + 1:]
         return out
-
-    def _load_timeout_detail(self) -> str:
-        if self.killed_for == "wait":
-            return f"timeout: loading waited (asleep or blocked) for {self.load_timeout}s"
-        return f"timeout: loading took longer than {self.load_timeout}s"
 
 
 def _write_some(fd: int, buf: bytearray) -> bool:
@@ -881,13 +834,6 @@ def _describe(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
 def main() -> None:
     """Entry point of a worker process (started by :class:`evaluation.executor.pool.Executor`)."""
     import ctypes
@@ -907,22 +853,12 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     worker = _Worker()
-
-    def read_frame() -> Any:
-        head = _read_exact(in_fd, 4)
-        if head is None:
-            raise EOFError("parent closed the pipe")
-        payload = _read_exact(in_fd, HEADER.unpack(head)[0])
-        if payload is None:
-            raise EOFError("parent closed the pipe")
-        return marshal.loads(payload)  # from the trusted parent
-
-    worker.read_frame = read_frame
+    worker.read_frame = functools.partial(read_frame, in_fd, "parent closed the pipe")
     hello = {m.name: (m.active, m.detail) for m in worker.prep.mechanisms.values()}
-    _write_all(out_fd, frame((HELLO, hello, os.getpid())))
+    write_all(out_fd, frame((HELLO, hello, os.getpid())))
     try:
-        while (unit := read_frame()) is not None:  # None: the parent asks the worker to exit
-            _write_all(out_fd, worker.run_unit_frame(unit))
+        while (unit := worker.read_frame()) is not None:  # None: the parent asks the worker to exit
+            write_all(out_fd, worker.run_unit_frame(unit))
             if worker.faulted:
                 break
     except (BrokenPipeError, ConnectionResetError, EOFError):
