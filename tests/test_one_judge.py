@@ -88,3 +88,18 @@ def test_a_verdict_record_round_trips_with_the_keys_users_read() -> None:
     for v in (on_inputs, on_asserts):
         assert Verdict.from_record(v.to_record(sol)) == v
     assert not on_asserts.plus and on_asserts.pbt is None
+
+
+def test_nothing_is_read_by_position_from_a_free_form_extra() -> None:
+    """A verdict's suites and a prepared test's check are named fields: no product code
+    subscripts something called ``extra`` (the free-form dict a score was once read from)."""
+    found = []
+    for package in PRODUCT:
+        for file in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Subscript):
+                    target = node.value
+                    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                    if name == "extra":
+                        found.append(f"{file.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

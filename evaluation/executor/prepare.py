@@ -1,36 +1,66 @@
 """Runs in: worker. How a test is prepared for a child: compiled once, in the worker.
 
-:func:`_analyze_assert` and :func:`_analyze_trusted` give ``(kind, spec, extra)``: the kind of
+:func:`_analyze_assert` and :func:`_analyze_trusted` give a :class:`PreparedTest`: the kind of
 test (:mod:`evaluation.executor.protocol`), what the child gets to run it (``spec``: compiled
-code, never a comparison's literal), and what the worker keeps to judge it (``extra``: the
-predicate, the literal, the sharing key, the test's text for the checker). Which kinds the
-trusted checks handle is :mod:`evaluation.executor.trusted`'s plan.
+code, never a comparison's literal), and what the worker keeps to judge it (``check``, a
+:class:`Check`). Which kinds the trusted checks handle is :mod:`evaluation.executor.trusted`'s plan.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, NamedTuple
 
 from evaluation.executor import trusted
 from evaluation.executor.plain import is_plain
 from evaluation.executor.protocol import K_BAD, K_CMP, K_REC, K_RVAL, K_STMT, K_VAL
 
-__all__: list[str] = []
+__all__ = ["Check", "NO_CHECK", "PreparedTest"]
+
+
+class Check(NamedTuple):
+    """What the worker keeps to judge a test; the child never sees it."""
+
+    op: str
+    """The comparison's predicate (``eq``, ``ne``, ``is``, ``isnot``, or a trusted check's)."""
+    literal: Any
+    """The plain value the expression is compared with."""
+    key: str
+    """Tests with the same key evaluate the same expression: they share one evaluation."""
+    entry_point: str = ""
+    """The function a trusted or recorded test calls (for the checker)."""
+    source: str = ""
+    """The test's own text (for the checker)."""
+
+
+class PreparedTest(NamedTuple):
+    """One test, compiled in the worker."""
+
+    kind: int
+    """Its kind (``K_*`` of :mod:`evaluation.executor.protocol`)."""
+    spec: Any
+    """What the child runs: compiled code, never a comparison's literal."""
+    check: Check
+    """How the worker judges it (:data:`NO_CHECK` for a test whose own run decides: a
+    statement, a call)."""
+    error: str = ""
+    """For ``K_BAD``, why it does not compile."""
+
+
+NO_CHECK = Check("", None, "")
 
 
 def _compile(node: Any, mode: str) -> Any:
     return compile(node, "<test>", mode, dont_inherit=True, optimize=0)
 
 
-def _analyze_assert(source: str) -> tuple[int, Any, Any]:
-    """Prepare an assert test: ``(kind, spec, extra)``. For the comparison shape the child gets
-    the expression only, and ``extra`` is ``(opname, literal, key)``: ``key`` (the dump of the
-    expression's AST) lets tests of the same expression share one evaluation."""
+def _analyze_assert(source: str) -> PreparedTest:
+    """Prepare an assert test. For the comparison shape the child gets the expression only; the
+    check's ``key`` is the dump of the expression's AST."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        return K_BAD, None, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
+        return PreparedTest(K_BAD, None, NO_CHECK, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}")
     if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
         test = tree.body[0].test
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -56,15 +86,15 @@ def _analyze_assert(source: str) -> tuple[int, Any, Any]:
                     code = _compile(node, "eval")
                 except (SyntaxError, ValueError, MemoryError, RecursionError):
                     break
-                return K_CMP, code, (opname, literal, ast.dump(expr))
+                return PreparedTest(K_CMP, code, Check(opname, literal, ast.dump(expr)))
     try:
         code = _compile(tree, "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        return K_BAD, None, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
-    return K_STMT, code, None
+        return PreparedTest(K_BAD, None, NO_CHECK, f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}")
+    return PreparedTest(K_STMT, code, NO_CHECK)
 
 
-def _analyze_trusted(source: str, entry_point: str) -> tuple[int, Any, Any]:
+def _analyze_trusted(source: str, entry_point: str) -> PreparedTest:
     """Prepare a test of ``entry_point``: checked in trusted code when the test's shape allows
     (see :mod:`evaluation.executor.trusted`), else as :func:`_analyze_assert` does."""
     try:
@@ -73,7 +103,7 @@ def _analyze_trusted(source: str, entry_point: str) -> tuple[int, Any, Any]:
         if p.kind == "child":
             return _analyze_assert(source)
         if p.kind == "recorded":
-            return K_REC, (_compile(tree, "exec"), entry_point), (None, None, None, entry_point, source)
+            return PreparedTest(K_REC, (_compile(tree, "exec"), entry_point), NO_CHECK._replace(entry_point=entry_point, source=source))
         assert p.expr is not None
         prefix = None
         if p.prefix:
@@ -82,7 +112,7 @@ def _analyze_trusted(source: str, entry_point: str) -> tuple[int, Any, Any]:
         code = (prefix, _compile(node, "eval"))
         key = "".join(ast.dump(s) for s in p.prefix) + "\x00" + ast.dump(p.expr)
         if p.kind == "value":
-            return K_VAL, code, (p.op, p.literal, "v" + key)
-        return K_RVAL, (code, entry_point), (p.op, p.literal, "r" + entry_point + "\x00" + key, entry_point, source)
+            return PreparedTest(K_VAL, code, Check(p.op, p.literal, "v" + key))
+        return PreparedTest(K_RVAL, (code, entry_point), Check(p.op, p.literal, "r" + entry_point + "\x00" + key, entry_point, source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return _analyze_assert(source)

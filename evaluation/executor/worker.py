@@ -24,7 +24,7 @@ import evaluation.executor.child  # noqa: F401 - loaded before the zygote forks,
 from evaluation.executor import sandbox, tasks, trusted
 from evaluation.executor.checker import Checker
 from evaluation.executor.forkserver import ForkServer, ServerState, Spawned, Zygote, start_zygote
-from evaluation.executor.prepare import _analyze_assert, _analyze_trusted
+from evaluation.executor.prepare import NO_CHECK, Check, PreparedTest, _analyze_assert, _analyze_trusted
 from evaluation.executor.protocol import (
     HELLO,
     K_BAD,
@@ -88,17 +88,17 @@ _PIPE_SIZE = 1 << 20
 writing its results rarely waits for the worker to read them."""
 
 
-def _judge_trusted(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
+def _judge_trusted(check: Check, value: Any, dt: float, arcs: Any) -> ResultRow:
     """:func:`_judge_value` for a trusted value test; the value is reported only for the
     predicates that reported one before trusted checks (MBR-exec's output keys)."""
-    res = _judge_value(extra, value, dt, arcs)
-    return res if extra[0] in trusted.VALUE_OPS else ResultRow(res.outcome, None, res.seconds, res.detail, res.arcs)
+    res = _judge_value(check, value, dt, arcs)
+    return res if check.op in trusted.VALUE_OPS else ResultRow(res.outcome, None, res.seconds, res.detail, res.arcs)
 
 
-def _judge_value(extra: tuple[Any, ...], value: Any, dt: float, arcs: Any) -> ResultRow:
+def _judge_value(check: Check, value: Any, dt: float, arcs: Any) -> ResultRow:
     """The result of a comparison test whose expression gave the plain ``value``."""
     try:
-        ok = trusted.compare(extra[0], value, extra[1])  # both plain, decoded here: no foreign __eq__
+        ok = trusted.compare(check.op, value, check.literal)  # both plain, decoded here: no foreign __eq__
     except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on deep data
         return ResultRow(R_ERROR, value, dt, _detail(exc), arcs)
     if ok:
@@ -153,9 +153,9 @@ class _Worker:
             name="pid_namespace", active=self.zygote.pid_namespace,
             detail="children forked by a zygote that is PID 1 of its own PID namespace: all die with it"
             if self.zygote.pid_namespace else "unavailable: children are killed one by one, through their pidfds")
-        self.cache: dict[Any, tuple[int, Any, Any]] = {}
+        self.cache: dict[Any, PreparedTest] = {}
         """Compiled assert tests by source: the newest, at most :data:`_CACHE_SIZE`..."""
-        self.older: dict[Any, tuple[int, Any, Any]] = {}
+        self.older: dict[Any, PreparedTest] = {}
         """... and the generation before (hits move back to :attr:`cache`)."""
         self.analyzed = False
         """A test was compiled since :meth:`prepare_tests` last collected garbage."""
@@ -262,7 +262,7 @@ class _Worker:
                 self.ensure_zygote()
         return template or self.zygote
 
-    def prepare_tests(self, tests: list[tuple[Any, ...]]) -> list[tuple[int, Any, Any]]:
+    def prepare_tests(self, tests: list[tuple[Any, ...]]) -> list[PreparedTest]:
         """Every test prepared; the garbage cycles that compiling leaves are collected now
         (``ast.literal_eval`` leaves ~50 objects in reference cycles per call)."""
         prepared = [self.prepare_test(t) for t in tests]
@@ -271,9 +271,9 @@ class _Worker:
             self.analyzed = False
         return prepared
 
-    def prepare_test(self, test: tuple[Any, ...]) -> tuple[int, Any, Any]:
+    def prepare_test(self, test: tuple[Any, ...]) -> PreparedTest:
         if test[0] == "c":
-            return K_CALL, (test[1], tuple(test[2])), None
+            return PreparedTest(K_CALL, (test[1], tuple(test[2])), NO_CHECK)
         source: str = test[1]
         entry_point = test[2] if len(test) > 2 else None
         key: Any = source if entry_point is None else (source, entry_point)
@@ -310,13 +310,13 @@ class _Worker:
         no_arcs: Any = () if unit["coverage"] else None
         first: dict[str, int] = {}
         followers: dict[int, list[int]] = {}
-        for i, (kind, _, extra) in enumerate(prepared):
+        for i, (kind, _, check, error) in enumerate(prepared):
             if kind == K_BAD:  # it does not compile: nothing for a child to run
-                results[i] = ResultRow(R_ERROR, None, 0.0, str(extra)[:_DETAIL_CHARS], no_arcs)
+                results[i] = ResultRow(R_ERROR, None, 0.0, error[:_DETAIL_CHARS], no_arcs)
             # A judged unit runs in one child (its expected values must never be in a child's
             # memory, and the worker has them once the first child is forked): no second pass.
             elif kind in _SHARED_KINDS and not unit.get("judge"):
-                lead = first.setdefault(extra[2], i)
+                lead = first.setdefault(check.key, i)
                 if lead != i:
                     followers.setdefault(lead, []).append(i)
         shared = {i for group in followers.values() for i in group}
@@ -340,7 +340,7 @@ class _Worker:
         stats: dict[str, Any] = {"children": run.children, "restarts": run.restarts, "shared": run.shared,
                                  "deadlines_hit": self.deadlines_hit, "shortened_deadlines_hit": self.shortened_hits,
                                  "seconds": time.monotonic() - run.t0,
-                                 "trusted": sum(1 for kind, _, _ in prepared if kind in _TRUSTED_KINDS),
+                                 "trusted": sum(1 for test in prepared if test.kind in _TRUSTED_KINDS),
                                  "checker_calls": checked, "checker_reused": self.checker.reused - reused,
                                  "checker_seconds": t_check}
         if self.coverage_gaps:
@@ -349,7 +349,7 @@ class _Worker:
             stats["output"] = "".join(run.output)[: UnitLimits._make(unit["limits"]).output_bytes]
         return Reply(REPLY, unit["id"], results, run.load_error, run.load_arcs, stats)
 
-    def _share(self, prepared: list[tuple[int, Any, Any]], followers: dict[int, list[int]],
+    def _share(self, prepared: list[PreparedTest], followers: dict[int, list[int]],
                results: list[Any]) -> list[int]:
         """Results of the tests that share another's evaluation; the tests to run again with
         their own literal (a lead whose value is not plain data, and its followers)."""
@@ -357,14 +357,14 @@ class _Worker:
         for lead, group in followers.items():
             for i in group:
                 if lead in self.values:
-                    judge = _judge_trusted if prepared[i][0] == K_VAL else _judge_value
-                    results[i] = judge(prepared[i][2], self.values[lead], results[lead].seconds, results[lead].arcs)
+                    judge = _judge_trusted if prepared[i].kind == K_VAL else _judge_value
+                    results[i] = judge(prepared[i].check, self.values[lead], results[lead].seconds, results[lead].arcs)
                 elif lead in self.records:  # the checker judges it on the same recorded calls
                     self.records[i] = self.records[lead]
                     results[i] = results[lead]
                 elif lead in self.nonplain:
                     led = results[lead] or ResultRow(0, None, 0.0, "", None)
-                    res = _nonplain_result(prepared[i][2], self.nonplain[lead], led.seconds, led.arcs)
+                    res = _nonplain_result(prepared[i].check, self.nonplain[lead], led.seconds, led.arcs)
                     if res is None:
                         again.append(i)
                     else:
@@ -375,15 +375,15 @@ class _Worker:
                     results[i] = results[lead]
         return sorted(set(again))
 
-    def _run_tests(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], pending: list[int],
+    def _run_tests(self, unit: dict[str, Any], prepared: list[PreparedTest], pending: list[int],
                    results: list[Any], run: _Run, *, literal: bool = False) -> None:
         """Run the tests ``pending`` in forked children (a fresh one after a crash or timeout),
         at least one: loading the program is a result too. ``literal``: the comparison tests get
         their literal (see :meth:`run_unit`)."""
         per_test = unit["isolation"] == "per_test"
         if not per_test and not literal:  # what the child must have the text of comes last
-            pending = [i for i in pending if prepared[i][0] not in SOURCE_KINDS] + \
-                      [i for i in pending if prepared[i][0] in SOURCE_KINDS]
+            pending = [i for i in pending if prepared[i].kind not in SOURCE_KINDS] + \
+                      [i for i in pending if prepared[i].kind in SOURCE_KINDS]
         while True:
             order = pending[:1] if per_test else pending
             got = _ChildRun(self, unit, prepared, order, results, literal=literal).run()
@@ -410,17 +410,17 @@ class _Worker:
             if not pending:
                 return
 
-    def _check_recorded(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], results: list[Any]) -> int:
+    def _check_recorded(self, unit: dict[str, Any], prepared: list[PreparedTest], results: list[Any]) -> int:
         """Verdicts of the tests whose calls the child recorded, each from a fresh checker, after
         the unit's children (a check never delays a child's deadline). A check may take
         ``max(1, 4 x timeout)`` seconds: the child ran the same test within ``timeout``, and the
         checks' run-time guards cost a few times that at most."""
         limits = UnitLimits._make(unit["limits"])
         for i, blob in self.records.items():
-            kind, _, extra = prepared[i]
-            code, value, detail, _ = self.checker.check(extra[4], extra[3], blob, max_bytes=limits.value_bytes,
+            kind, _, check, _ = prepared[i]
+            code, value, detail, _ = self.checker.check(check.source, check.entry_point, blob, max_bytes=limits.value_bytes,
                                                         deadline=max(1.0, 4.0 * limits.timeout))
-            if kind == K_REC or extra[0] not in trusted.VALUE_OPS:
+            if kind == K_REC or check.op not in trusted.VALUE_OPS:
                 value = None
             results[i] = ResultRow(code, value, results[i].seconds, detail, results[i].arcs)
         checked = len(self.records)
@@ -453,7 +453,7 @@ class _Worker:
         note = f" (deadline shortened after {shorten_after} timeouts)" if shortened else ""
         return ResultRow(R_TIMEOUT, None, timeout, f"{why or 'timeout after'} {timeout}s{note}", None)
 
-    def judge_message(self, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], msg: ChildTest,
+    def judge_message(self, unit: dict[str, Any], prepared: list[PreparedTest], msg: ChildTest,
                       value_bytes: int) -> ResultRow | None:
         """The result of one test from its (schema-checked) message; whatever the child sent
         (a value the harness cannot handle included) an error of this test, never of the
@@ -462,7 +462,7 @@ class _Worker:
         if arcs is False:  # the function ran, and the tracer recorded no arc (see the child)
             self.coverage_gaps += 1
             arcs = None
-        kind, _, extra = prepared[i]
+        kind, _, check, _ = prepared[i]
         detail = detail[:_DETAIL_CHARS]
         if status == S_VALUE:
             if kind == K_CMP_LIT:
@@ -473,10 +473,10 @@ class _Worker:
                 return ResultRow(R_ERROR, None, dt, str(exc)[:_DETAIL_CHARS], arcs)
             if kind == K_CMP:
                 self.values[i] = value
-                return _judge_value(extra, value, dt, arcs)
+                return _judge_value(check, value, dt, arcs)
             if kind == K_VAL:
                 self.values[i] = value
-                return _judge_trusted(extra, value, dt, arcs)
+                return _judge_trusted(check, value, dt, arcs)
             if self.judge is not None:
                 try:
                     expected = self.expected[i] if self.expected is not None else None
@@ -491,7 +491,7 @@ class _Worker:
             return ResultRow(R_ERROR, None, dt, "trusted check not run", arcs)  # replaced by run_unit
         if status == S_NONPLAIN:
             self.nonplain[i] = detail
-            res = _nonplain_result(extra, detail, dt, arcs)
+            res = _nonplain_result(check, detail, dt, arcs)
             if res is None:
                 self.rerun.add(i)
             return res
@@ -504,11 +504,11 @@ class _Worker:
         return ResultRow(R_ERROR, None, dt, f"protocol violation: status {status}", arcs)
 
 
-def _nonplain_result(extra: tuple[Any, ...], described: str, dt: float, arcs: Any) -> ResultRow | None:
+def _nonplain_result(check: Check, described: str, dt: float, arcs: Any) -> ResultRow | None:
     """The result of a comparison whose value is not plain data, so never None, True or False:
     ``is``/``is not`` with them is decided; None for ``==``/``!=`` (run again with the literal).
     ``described``: the type's name, ``"program:"`` first if the program defined it."""
-    opname = extra[0]
+    opname = check.op
     if opname not in ("is", "isnot"):
         return None
     mine = described.startswith("program:")
@@ -534,7 +534,7 @@ class _ChildRun:
     """One child's session: fork it, hand it its unit, read, check and judge what it sends,
     end it at its limits, and say what became of it (:meth:`run`)."""
 
-    def __init__(self, worker: _Worker, unit: dict[str, Any], prepared: list[tuple[int, Any, Any]], order: list[int],
+    def __init__(self, worker: _Worker, unit: dict[str, Any], prepared: list[PreparedTest], order: list[int],
                  results: list[Any], *, literal: bool) -> None:
         self.w = worker
         self.unit = unit
@@ -553,7 +553,7 @@ class _ChildRun:
         if self.shortened:
             self.timeout = self.short_timeout
         self.judged = bool(unit.get("judge"))
-        kinds = [k for k, _, _ in prepared]
+        kinds = [test.kind for test in prepared]
         if literal:
             kinds = [K_CMP_LIT if k == K_CMP else k for k in kinds]
         self.first = [i for i in order if kinds[i] not in SOURCE_KINDS] if not literal else list(order)
@@ -573,9 +573,9 @@ class _ChildRun:
 
     # -- the unit, as the child gets it --------------------------------------------------
     def _spec(self, i: int) -> tuple[int, int, Any]:
-        kind, spec, extra = self.prepared[i]
+        kind, spec, check, _ = self.prepared[i]
         if self.kinds[i] == K_CMP_LIT:
-            return i, K_CMP_LIT, (spec, extra[0], extra[1])
+            return i, K_CMP_LIT, (spec, check.op, check.literal)
         return i, kind, spec
 
     def _payloads(self) -> tuple[bytes, bytes]:

@@ -212,13 +212,14 @@ def test_a_session_accepts_only_its_own_order(kinds: list[int], coverage: bool, 
 @given(values, st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge", "in", "notin", "has", "hasnot", "true", "false",
                                 "is", "isnot"]), values)
 def test_the_worker_judges_any_plain_value(value: Any, op: str, literal: Any) -> None:
+    from evaluation.executor.prepare import Check
     from evaluation.executor.worker import _judge_trusted, _judge_value, _nonplain_result
 
     for judge in (_judge_value, _judge_trusted):
-        code, _, _, detail, _ = judge((op, literal, "k"), value, 0.0, None)
+        code, _, _, detail, _ = judge(Check(op, literal, "k"), value, 0.0, None)
         assert code in (0, 1, 2) and len(detail) <= 400
     for described in ("Liar", "program:Liar"):
-        res = _nonplain_result((op, literal, "k"), described, 0.0, None)
+        res = _nonplain_result(Check(op, literal, "k"), described, 0.0, None)
         assert res is None or res[0] in (0, 1)
 
 
