@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from evaluation.datasets.testeval import TestEvalProgram
 
-__all__ = ["EXCLUDE", "KS", "ProgramRun", "TestRun", "TestStatus", "TestEvalCoverage", "overall_metrics",
-           "predictions_record", "run_tests", "split_tests"]
+__all__ = ["EXCLUDE", "EXECUTABLE", "KS", "ProgramRun", "TestRun", "TestStatus", "TestEvalCoverage", "overall_metrics",
+           "predictions_record", "compiles", "run_tests", "split_tests"]
 
 KS: tuple[int, ...] = (1, 2, 5)
 """TestEval's default ``--ks``."""
@@ -111,7 +111,7 @@ def run_tests(programs: Sequence[TestEvalProgram], tests: Mapping[str, Sequence[
     jobs = []
     compiled: dict[int, list[tuple[str, bool]]] = {}
     for index, prog in enumerate(programs):
-        checked = [(src, _compiles(src)) for src in tests.get(prog.task_id, ())]
+        checked = [(src, compiles(src)) for src in tests.get(prog.task_id, ())]
         compiled[index] = checked
         runnable = tuple(AssertTest(source=f"{src}\ntest_{prog.func_name}()\n") for src, ok in checked if ok)
         if runnable:
@@ -141,7 +141,8 @@ def run_tests(programs: Sequence[TestEvalProgram], tests: Mapping[str, Sequence[
     return [runs[i] for i in range(len(programs))]
 
 
-def _compiles(source: str) -> bool:
+def compiles(source: str) -> bool:
+    """Whether a test's text compiles on its own (TestEval's syntax correctness)."""
     try:
         compile(source, "<test>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):

@@ -1,6 +1,7 @@
 """Score a ``testgen run`` of the TestEval datasets (``testgen eval --testeval``): read the run
-directory, hand its tests to :mod:`testgen.testeval_metrics` (overall coverage) or
-:mod:`testgen.testeval_targets` (targeted line and branch), and write the figures and the same
+directory, hand its tests to :mod:`testgen.testeval_metrics` (overall coverage),
+:mod:`testgen.testeval_targets` (targeted line and branch) or :mod:`testgen.testeval_paths`
+(targeted path), and write the figures and the same
 tests in TestEval's own prediction format."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evaluation.datasets.testeval import TestEvalProgram
 from evaluation.errors import MissingFile, RecordError, TestgenError
-from testgen.testeval_metrics import EXCLUDE, KS, SEED, overall_metrics, predictions_record, run_tests, split_tests
+from testgen.testeval_metrics import EXCLUDE, KS, SEED, ProgramRun, overall_metrics, predictions_record, run_tests, split_tests
 
 __all__ = ["run_tests_of", "score_run"]
 
@@ -37,16 +39,32 @@ def run_tests_of(run_dir: Path) -> dict[str, list[str]]:
             for t, a in answers.items()}
 
 
+def _baseline(runs: Sequence[ProgramRun], file: Path, programs: Sequence[TestEvalProgram], *, timeout: float,
+              workers: int | None) -> dict[str, Any]:
+    """TestEval's baselines of an overall run; without the path files beside ``file`` the path
+    figures are left out, and the reason kept."""
+    from evaluation.datasets.testeval import read_testeval_paths
+    from evaluation.errors import DatasetNotFound
+    from testgen.testeval_baseline import baseline_metrics
+
+    try:
+        paths = read_testeval_paths(file, programs)
+    except DatasetNotFound as exc:
+        return {**baseline_metrics(runs, None, timeout=timeout, workers=workers), "paths_left_out": str(exc)}
+    return baseline_metrics(runs, paths, timeout=timeout, workers=workers)
+
+
 def score_run(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None,
               dataset_path: str | os.PathLike[str] | None = None, timeout: float = 5.0,
               workers: int | None = None, ks: Sequence[int] = KS) -> tuple[dict[str, Any], Path]:
-    """Score a ``testgen run`` of ``testeval`` (overall coverage: :func:`overall_metrics`), or of
-    ``testeval-line`` / ``testeval-branch`` (hit rates: :mod:`testgen.testeval_targets`), over the
-    tasks of the run. Writes ``OUT/testeval.json``, ``OUT/testeval_tests.jsonl`` (each test's
-    status) and ``OUT/testeval_predictions.jsonl`` (the same tests in TestEval's format, for its
-    ``eval_*.py``); ``OUT`` defaults to ``RUN/eval``."""
+    """Score a ``testgen run`` of ``testeval`` (overall coverage: :func:`overall_metrics`), of
+    ``testeval-line`` / ``testeval-branch`` (hit rates: :mod:`testgen.testeval_targets`) or of
+    ``testeval-path`` (path matches: :mod:`testgen.testeval_paths`), over the tasks of the run.
+    Writes ``OUT/testeval.json``, ``OUT/testeval_tests.jsonl`` (each test's status) and
+    ``OUT/testeval_predictions.jsonl`` (the same tests in TestEval's format, for its ``eval_*.py``);
+    ``OUT`` defaults to ``RUN/eval``."""
     from evaluation.datasets import dataset_spec
-    from evaluation.datasets.testeval import SPEC, SPEC_BRANCH, SPEC_LINE, find_testeval_file, read_testeval_programs
+    from evaluation.datasets.testeval import SPEC, SPEC_BRANCH, SPEC_LINE, SPEC_PATH, find_testeval_file, read_testeval_programs
 
     run = Path(run_dir)
     config_path = run / "config.json"
@@ -55,11 +73,11 @@ def score_run(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | 
     config = json.loads(config_path.read_text(encoding="utf-8"))
     name = config.get("dataset")
     spec = dataset_spec(name) if isinstance(name, str) else None
-    task = {SPEC.name: "overall", SPEC_LINE.name: "line", SPEC_BRANCH.name: "branch"}.get(name) if spec in (
-        SPEC, SPEC_LINE, SPEC_BRANCH) else None
+    tasks = {SPEC.name: "overall", SPEC_LINE.name: "line", SPEC_BRANCH.name: "branch", SPEC_PATH.name: "path"}
+    task = tasks.get(name) if spec in (SPEC, SPEC_LINE, SPEC_BRANCH, SPEC_PATH) else None
     if task is None:
-        raise TestgenError(f"{run}: --testeval scores a run of testeval, testeval-line or testeval-branch; "
-                           f"this is a run of {name!r}")
+        raise TestgenError(f"{run}: --testeval scores a run of testeval, testeval-line, testeval-branch or "
+                           f"testeval-path; this is a run of {name!r}")
     file, _ = find_testeval_file(dataset_path or config.get("dataset_path") or config.get("dataset_source"))
     tests = run_tests_of(run)
     all_programs = read_testeval_programs(file)
@@ -68,9 +86,23 @@ def score_run(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | 
         known = {p.task_id for p in programs}
         runs = run_tests(programs, tests, timeout=timeout, workers=workers)
         metrics = overall_metrics(runs, ks=ks)
+        metrics["baseline"] = _baseline(runs, file, programs, timeout=timeout, workers=workers)
         rows = [{"task_id": r.program.task_id, "index": i, "status": t.status, "detail": t.detail,
                  "source": t.source} for r in runs for i, t in enumerate(r.tests)]
         predictions = [predictions_record(r) for r in runs]
+    elif task == "path":
+        from evaluation.datasets.testeval import read_testeval_paths
+        from testgen.testeval_paths import path_metrics, path_predictions, path_tasks, run_paths
+
+        path_targets = [t for t in path_tasks(all_programs, read_testeval_paths(file, all_programs))
+                        if t.task_id in tests]
+        known = {t.task_id for t in path_targets}
+        path_runs = run_paths(path_targets, {t: found[0] if found else "" for t, found in tests.items()},
+                              timeout=timeout, workers=workers)
+        metrics = path_metrics(path_runs)
+        rows = [{"task_id": r.task.task_id, "status": r.test.status, "hit": r.hit, "similarity": r.similarity,
+                 "path": list(r.log), "detail": r.test.detail, "source": r.test.source} for r in path_runs]
+        predictions = path_predictions(path_runs)
     else:
         from testgen.testeval_targets import program_targets, run_targets, targeted_metrics, targeted_predictions
 

@@ -116,5 +116,5 @@ def test_testgen_datasets_finds_them_and_names_the_folder(shared_data: Path, bar
         assert str(folder.resolve() / rel) in rows[name]
     # every dataset the shared data holds is found; only TestEval's, which its users fetch, are not
     missing = {line.split()[0] for line in result.output.splitlines() if "NOT FOUND" in line}
-    assert missing <= {"testeval", "testeval-line", "testeval-branch"}, missing
+    assert missing <= {"testeval", "testeval-line", "testeval-branch", "testeval-path"}, missing
     assert f"data folder: {folder.resolve()} (../shared/data from the current directory)" in result.output

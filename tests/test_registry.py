@@ -25,6 +25,7 @@ FETCHED_BY_USER = {
                 "tests/test_testeval.py builds small files of its shape",
     "testeval-line": "the same repository (tests/test_testeval.py)",
     "testeval-branch": "the same repository (tests/test_testeval.py)",
+    "testeval-path": "the same repository (tests/test_testeval_paths.py)",
 }
 
 

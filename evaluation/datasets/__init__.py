@@ -174,6 +174,7 @@ DATASETS.register("mbpp", "evaluation.datasets.mbpp:SPEC")
 DATASETS.register("testeval", "evaluation.datasets.testeval:SPEC")
 DATASETS.register("testeval-line", "evaluation.datasets.testeval:SPEC_LINE")
 DATASETS.register("testeval-branch", "evaluation.datasets.testeval:SPEC_BRANCH")
+DATASETS.register("testeval-path", "evaluation.datasets.testeval:SPEC_PATH")
 
 DEFAULT_DATASET = "humaneval+"
 """What ``--dataset`` defaults to."""

@@ -11,7 +11,9 @@ own (``Problem.test`` is empty). The tasks and where the file is found: docs/dat
 
 from __future__ import annotations
 
+import ast
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,12 +23,18 @@ from evaluation.errors import DatasetNotFound, RecordError
 from evaluation.io import read_jsonl, require
 from evaluation.records import Problem
 
-__all__ = ["SPEC", "SPEC_BRANCH", "SPEC_LINE", "Block", "TestEvalProgram", "branch_task_id", "find_testeval_file",
-           "line_task_id", "load_testeval", "load_testeval_branch", "load_testeval_line", "numbered",
+__all__ = ["SPEC", "SPEC_BRANCH", "SPEC_LINE", "SPEC_PATH", "Block", "PathTarget", "ProgramPaths", "TestEvalProgram",
+           "branch_task_id", "find_testeval_file", "line_task_id", "load_testeval", "load_testeval_branch",
+           "load_testeval_line", "load_testeval_path", "numbered", "path_task_id", "read_testeval_paths",
            "read_testeval_programs", "task_id_of"]
 
 FILE_NAME = "leetcode-py.jsonl"
 """The file of programs and line/branch targets, in the repository's ``data/`` folder."""
+PATHS_FILE = "tgt_paths.jsonl"
+"""The target paths of the targeted path task, beside :data:`FILE_NAME`."""
+INSTRUMENTED_FILE = "leetcode-py-instrumented.jsonl"
+"""The programs with a ``log_function`` call at the start of each branch and loop body, beside
+:data:`FILE_NAME`: what a path test runs, so that the blocks it enters can be logged in order."""
 DATA_SUBFOLDER = "testeval"
 """Where the fetched repository sits inside the shared data folder."""
 
@@ -69,6 +77,31 @@ class TestEvalProgram:
     @property
     def task_id(self) -> str:
         return task_id_of(self.task_num)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathTarget:
+    """One target execution path of a program (a record of ``tgt_paths.jsonl``)."""
+
+    index: int
+    """Its position in the program's ``sampled_paths`` (from 0)."""
+    log: tuple[str, ...]
+    """The blocks the path enters, in order, each as the line the instrumented program logs on
+    entering it (a ``BRANCH`` or ``LOOP`` line ending in its line range): what a test's own log is
+    compared with."""
+    conditions: tuple[str, ...]
+    """The same path as the branch conditions it satisfies (``"Line 21: (l <= r)"``): what the
+    prompt shows."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgramPaths:
+    """A program's instrumented text and its target paths."""
+
+    instrumented: str
+    """``python_solution_instrumented``: the program with ``log_function`` calls."""
+    targets: tuple[PathTarget, ...]
+    """Its target paths, in the file's order."""
 
 
 def task_id_of(task_num: int) -> str:
@@ -139,6 +172,66 @@ def read_testeval_programs(file: str | os.PathLike[str]) -> list[TestEvalProgram
     if not programs:
         raise RecordError(str(file), 0, "no programs in file")
     return programs
+
+
+def _str_lists(rec: dict[str, Any], key: str, *, path: str, line: int) -> list[tuple[str, ...]]:
+    out = []
+    for i, item in enumerate(require(rec, key, list, path=path, line=line)):
+        if not isinstance(item, list) or not all(isinstance(e, str) for e in item):
+            raise RecordError(path, line, "must be a list of strings", field=f"{key}[{i}]")
+        out.append(tuple(item))
+    return out
+
+
+def _instrumented(rec: dict[str, Any], *, path: str, line: int) -> str:
+    text: str = require(rec, "python_solution_instrumented", str, path=path, line=line)
+    try:
+        tree = ast.parse(text, f"{path}:{line}")
+    except SyntaxError as exc:
+        raise RecordError(path, line, f"does not parse: {exc.msg}, line {exc.lineno}",
+                          field="python_solution_instrumented") from None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "log_function" for n in tree.body):
+        raise RecordError(path, line, "defines no log_function at module level", field="python_solution_instrumented")
+    return text
+
+
+def read_testeval_paths(file: str | os.PathLike[str],
+                        programs: Sequence[TestEvalProgram]) -> dict[int, ProgramPaths]:
+    """The target paths of ``programs`` (by ``task_num``) from ``tgt_paths.jsonl``, and their
+    instrumented texts from ``leetcode-py-instrumented.jsonl``, both beside ``file`` (the
+    programs' ``leetcode-py.jsonl``). Records are joined on ``task_num``; a program missing from
+    either file, or a path whose two forms differ in number, is an error naming file and line."""
+    folder = Path(file).parent
+    found: dict[str, Path] = {}
+    for name in (PATHS_FILE, INSTRUMENTED_FILE):
+        if not (folder / name).is_file():
+            raise DatasetNotFound(f"testeval-path: no {name} beside {file} (TestEval's data/ folder holds it)")
+        found[name] = folder / name
+    texts: dict[int, str] = {}
+    at = str(found[INSTRUMENTED_FILE])
+    for line, rec in read_jsonl(at):
+        texts[require(rec, "task_num", int, path=at, line=line)] = _instrumented(rec, path=at, line=line)
+    paths: dict[int, tuple[PathTarget, ...]] = {}
+    at = str(found[PATHS_FILE])
+    for line, rec in read_jsonl(at):
+        num: int = require(rec, "task_num", int, path=at, line=line)
+        logs = _str_lists(rec, "sampled_paths", path=at, line=line)
+        conditions = _str_lists(rec, "sampled_condition_paths", path=at, line=line)
+        if len(logs) != len(conditions):
+            raise RecordError(at, line, f"{len(conditions)} condition paths for {len(logs)} sampled_paths",
+                              field="sampled_condition_paths")
+        if num in paths:
+            raise RecordError(at, line, f"duplicate task_num {num}", field="task_num")
+        paths[num] = tuple(PathTarget(index=j, log=log, conditions=cond)
+                           for j, (log, cond) in enumerate(zip(logs, conditions)))
+    out = {}
+    for prog in programs:
+        for name, table in ((INSTRUMENTED_FILE, texts), (PATHS_FILE, paths)):
+            if prog.task_num not in table:
+                raise RecordError(str(found[name]), 0, f"no record of task_num {prog.task_num} ({file} has it)",
+                                  field="task_num")
+        out[prog.task_num] = ProgramPaths(instrumented=texts[prog.task_num], targets=paths[prog.task_num])
+    return out
 
 
 def find_testeval_file(path: str | os.PathLike[str] | None = None) -> tuple[Path, FoundBy]:
@@ -221,6 +314,33 @@ def load_testeval_branch(*, path: str | os.PathLike[str] | None = None) -> Datas
                    found_by=found_by)
 
 
+def path_task_id(prog: TestEvalProgram, target: PathTarget) -> str:
+    """The task of target path ``target`` of ``prog``: ``TestEval/<task_num>/P<index>``."""
+    return f"{prog.task_id}/P{target.index}"
+
+
+def path_text(target: PathTarget) -> str:
+    """The target path as the prompt shows it: one branch condition per step, in order."""
+    if not target.conditions:
+        return "the path that enters no branch and no loop body (the call returns before any condition is taken)"
+    steps = "\n".join(f"{n}. {c}{'else' if c.endswith(': ') else ''}" for n, c in enumerate(target.conditions, start=1))
+    return f"the execution path that satisfies these branch conditions in this order:\n{steps}"
+
+
+def load_testeval_path(*, path: str | os.PathLike[str] | None = None) -> Dataset:
+    """TestEval's targeted path task: one task per target path (854)."""
+    file, found_by = find_testeval_file(path)
+    programs = read_testeval_programs(file)
+    paths = read_testeval_paths(file, programs)
+    problems = {}
+    for prog in programs:
+        for target in paths[prog.task_num].targets:
+            task_id = path_task_id(prog, target)
+            problems[task_id] = _target_problem(prog, task_id=task_id, dataset=SPEC_PATH.name,
+                                                target=path_text(target))
+    return Dataset(name=SPEC_PATH.name, version=SPEC.version, source=str(file), problems=problems, found_by=found_by)
+
+
 def load_testeval(*, path: str | os.PathLike[str] | None = None) -> Dataset:
     """TestEval (210 LeetCode programs; each program is its task's reference solution)."""
     file, found_by = find_testeval_file(path)
@@ -248,3 +368,6 @@ SPEC_LINE = replace(SPEC, name="testeval-line", title="TestEval (targeted line)"
 SPEC_BRANCH = replace(SPEC, name="testeval-branch", title="TestEval (targeted branch)", expected_size=983,
                       task_id_pattern=r"TestEval/\d+/B\d+-\d+", loader=load_testeval_branch,
                       release_name="TestEval leetcode-py, target branches")
+SPEC_PATH = replace(SPEC, name="testeval-path", title="TestEval (targeted path)", expected_size=854,
+                    task_id_pattern=r"TestEval/\d+/P\d+", loader=load_testeval_path,
+                    release_name="TestEval leetcode-py, target paths (tgt_paths.jsonl)")

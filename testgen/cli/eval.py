@@ -103,8 +103,8 @@ def _pct(x: Any) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--testeval", is_flag=True,
               help="Score a run of testeval (overall coverage: syntax, execution, assertion correctness, line and "
-                   "branch coverage, cov@k) or testeval-line / testeval-branch (target hit rates) as TestEval does "
-                   "instead (docs/metrics.md): writes RUN_DIR/eval/testeval.json.")
+                   "branch coverage, cov@k), testeval-line / testeval-branch (target hit rates) or testeval-path "
+                   "(exact path matches, path similarity) as TestEval does instead (docs/metrics.md): writes RUN_DIR/eval/testeval.json.")
 def eval_(run_dir: Path, out: Path | None, tests_per_generation: int | None, dedup: str, empty: str,
           measure: str, prompt_coverage: bool | None, want_verdicts: bool | None, verdicts_file: Path | None,
           reference_dataset: str | None, dataset_path: str | None, workers: int | None, engine: EngineChoice, timeout: float,

@@ -29,7 +29,8 @@ def testeval_table(m: dict[str, Any]) -> Any:
     table.add_column("value", justify="right")
     for key, label in (("syntax_correct", "syntax correctness"), ("execution_correct", "execution correctness"),
                        ("assertion_correct", "assertion correctness (ours)"), ("line_coverage", "line coverage"),
-                       ("branch_coverage", "branch coverage"), ("hit_rate", "targets hit")):
+                       ("branch_coverage", "branch coverage"), ("hit_rate", "targets hit"),
+                       ("path_exact_match", "paths matched exactly"), ("path_similarity", "path similarity")):
         if key in m:
             table.add_row(label, _pct(m[key]))
     for k, v in m.get("line_cov_at_k", {}).items():
@@ -40,6 +41,17 @@ def testeval_table(m: dict[str, Any]) -> Any:
         table.add_row(f"{level} branches hit", _pct(v))
     failures = ", ".join(f"{s} {n}" for s, n in m["statuses"].items() if n and s != "passed")
     table.add_row("tests by outcome", f"passed {m['statuses']['passed']}" + (f", {failures}" if failures else ""))
+    if m.get("empty_target_paths"):
+        table.add_row("empty target paths (executed)", f"{m['empty_target_paths']} "
+                                                        f"({m['empty_target_paths_executed']})")
+    base = m.get("baseline")
+    if base:
+        for key, label in (("line_hit_rate", "baseline: target lines hit"),
+                           ("branch_hit_rate", "baseline: target branches hit"),
+                           ("path_exact_match", "baseline: paths matched exactly"),
+                           ("path_similarity", "baseline: path similarity")):
+            if key in base:
+                table.add_row(label, _pct(base[key]))
     if "programs_not_loading" in m:
         table.add_row("programs that do not load", str(m["programs_not_loading"]))
     return table
