@@ -56,6 +56,8 @@ class PathRun:
     """The blocks the executable test entered, in order, as the instrumented program logs them."""
     similarity: float = 0.0
     """:func:`path_similarity` of :attr:`log` to the target (0 for a test that is not executable)."""
+    load_error: str = ""
+    """Non-empty when the instrumented program with the test did not load (the test is an ``error``)."""
 
     @property
     def hit(self) -> bool:
@@ -153,7 +155,8 @@ def run_paths(tasks: Sequence[PathTask], tests: Mapping[str, str], *, timeout: f
             out[res.tag] = PathRun(task=task, test=TestRun(source=source, status=status, detail=detail), log=log[1],
                                    similarity=path_similarity(log[1], task.target.log))
         else:
-            out[res.tag] = PathRun(task=task, test=TestRun(source=source, status=status, detail=detail))
+            out[res.tag] = PathRun(task=task, test=TestRun(source=source, status=status, detail=detail),
+                                   load_error=res.load_error)
     return [out[i] for i in range(len(tasks))]
 
 
@@ -176,6 +179,7 @@ def path_metrics(runs: Sequence[PathRun]) -> dict[str, Any]:
         "path_similarity": share(sum(r.similarity for r in runs), n),
         "empty_target_paths": len(empty),
         "empty_target_paths_executed": sum(r.test.executable for r in empty),
+        "programs_not_loading": len({r.task.program.task_id for r in runs if r.load_error}),
         "statuses": {s: statuses[s] for s in ("passed", "assertion_failed", "error", "timeout", "not_called",
                                               "syntax_error")},
     }

@@ -137,6 +137,17 @@ def test_a_hanging_test_is_a_counted_timeout(tmp_path: Path) -> None:
     assert runs[0].test.status == "timeout" and not runs[0].hit and runs[0].similarity == 0.0
 
 
+def test_a_program_that_does_not_import_is_a_counted_error(tmp_path: Path) -> None:
+    source = write_repo(tmp_path, instrumented={"python_solution_instrumented": "import no_such_module_for_paths\n"
+                                                + INSTRUMENTED})
+    programs = read_testeval_programs(source)
+    tasks = path_tasks(programs, read_testeval_paths(source, programs))
+    runs = run_paths(tasks, {t.task_id: HEAD + "    assert solution.walk(1) == 1\n" for t in tasks}, workers=1)
+    assert {r.test.status for r in runs} == {"error"} and "no_such_module_for_paths" in runs[0].test.detail
+    m = path_metrics(runs)
+    assert (m["execution_correct"], m["path_similarity"], m["programs_not_loading"]) == (0.0, 0.0, 1)
+
+
 def test_score_run_of_a_path_run_writes_eval_pathcovs_format(tmp_path: Path) -> None:
     from testgen.testeval_scoring import score_run
 
