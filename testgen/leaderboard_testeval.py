@@ -98,10 +98,23 @@ def is_testeval_run(path: str | os.PathLike[str]) -> bool:
     if _eval_dir(p) is not None:
         return True
     config = _config(p / "config.json")
-    if str(config.get("dataset") or "").startswith("testeval") and not (p / "eval" / "metrics.json").is_file():
+    if _of_testeval(config.get("dataset")) and not (p / "eval" / "metrics.json").is_file():
         raise TestgenError(f"{p}: a run of {config['dataset']} without eval/testeval.json "
                            f"(run 'testgen eval {p} --testeval' first)")
     return False
+
+
+def _of_testeval(dataset: Any) -> bool:
+    """Whether ``dataset`` names one of TestEval's datasets, by its spec's family."""
+    from evaluation.datasets import dataset_spec
+    from evaluation.datasets.testeval import SPEC
+
+    if not isinstance(dataset, str):
+        return False
+    try:
+        return dataset_spec(dataset).family == SPEC.family
+    except TestgenError:  # a dataset of a plug-in not installed here is no TestEval one
+        return False
 
 
 def _config(path: Path) -> dict[str, Any]:

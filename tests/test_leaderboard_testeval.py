@@ -122,7 +122,8 @@ def test_testeval_columns_beside_humanevals(runs: dict[str, Path], tmp_path: Pat
             ci = bootstrap_ci(vs, n_resamples=999)
             assert (got["low"], got["high"]) == pytest.approx((ci.low, ci.high)), (key, row)
             if row != best:
-                test = paired_test(dict(enumerate(vs)), dict(enumerate(values[best])), n_resamples=999)
+                test = paired_test({str(i): v for i, v in enumerate(vs)}, {str(i): v for i, v in enumerate(values[best])},
+                                   n_resamples=999)
                 assert got["vs_best"]["p_value"] == pytest.approx(test.p_value), (key, row)
     assert cols["pass_rate"]["rows"][a]["estimate"] == 1.0 and b not in cols["pass_rate"]["rows"]
     # what was left out of which row is said and written
