@@ -97,7 +97,10 @@ def is_testeval_run(path: str | os.PathLike[str]) -> bool:
     p = Path(path)
     if _eval_dir(p) is not None:
         return True
-    config = _config(p / "config.json")
+    try:
+        config = _config(p / "config.json")
+    except RecordError:  # a HumanEval run's config.json is not what the leaderboard reads: not this check's to refuse
+        return False
     if _of_testeval(config.get("dataset")) and not (p / "eval" / "metrics.json").is_file():
         raise TestgenError(f"{p}: a run of {config['dataset']} without eval/testeval.json "
                            f"(run 'testgen eval {p} --testeval' first)")

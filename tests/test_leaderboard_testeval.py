@@ -176,6 +176,9 @@ def test_bad_testeval_input_is_exit_2_and_one_line(runs: dict[str, Path], tmp_pa
     (unscored / "config.json").write_text(json.dumps({"dataset": "testeval-line", "model": "m"}))
     assert "--testeval" in error(str(runs["human"]), str(unscored))
     assert "two TestEval overall runs for modelB/oracle" in error(str(runs["b_overall"]), str(runs["b_overall"]))
+    of_human = _path_run(tmp_path, "of_human", "human", [{"task_id": "T/1", "hit": True, "similarity": 1.0}])
+    assert "matches the rows x, y (name its row: ROW=DIR)" in error(f"x={runs['human']}", f"y={runs['human']}",
+                                                                    str(of_human))
     bad = _path_run(tmp_path, "bad", "m", [{"task_id": "T/1", "hit": True, "similarity": 1.0}])
     (bad / "eval" / "testeval_tests.jsonl").write_text(json.dumps({"task_id": "T/1", "hit": "yes", "similarity": 1.0}))
     msg = error(str(bad))
