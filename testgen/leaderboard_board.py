@@ -26,6 +26,8 @@ class Column:
     """Row -> task -> value, on the compared tasks (a row without values has none)."""
     headline: Mapping[str, float] = field(default_factory=dict)
     """Row -> the figure as ``metrics.json`` gives it, for rows without per-task values."""
+    unit: str = "tasks"
+    """What its values are per, and its intervals over: HumanEval's tasks, TestEval's programs or targets."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,9 +37,10 @@ class Board:
     rows: list[str]
     """Row labels (``model/setting``), in the order given."""
     runs: Mapping[str, Any]
-    """Row -> its evaluated run (:class:`testgen.commands.report.EvaluatedRun`)."""
+    """Row -> its evaluated run (:class:`testgen.commands.report.EvaluatedRun`); a row with TestEval
+    runs only has none."""
     columns: list[Column]
-    """Figures, P, P', C (and the registry's others), M, metrics.json's others, reranking."""
+    """Figures, P, P', C (and the registry's others), M, metrics.json's others, reranking, TestEval's."""
     compared: list[str]
     """The tasks every row has."""
     left_out: Mapping[str, list[str]]
@@ -48,6 +51,10 @@ class Board:
     """The human tests' row, the reranking column's second baseline."""
     warnings: list[str]
     """What the reader must know (rows without reranking, figures shown without intervals)."""
+    testeval: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Row -> TestEval task -> the folder of its ``testeval.json``."""
+    testeval_left_out: Mapping[str, Mapping[str, list[str]]] = field(default_factory=dict)
+    """TestEval column -> row -> its programs or targets not compared."""
 
 
 def ordered_rows(board: Board, stats: Mapping[str, Any]) -> list[str]:

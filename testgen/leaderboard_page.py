@@ -73,13 +73,17 @@ def table_cells(board: Board, stats: Mapping[str, Any]) -> tuple[list[tuple[str,
 
 def _notes(board: Board, stats: Mapping[str, Any], warning: str | None) -> list[str]:
     """The paragraphs under the table: tasks, marks, P's pairs and order, reranking baselines, columns."""
+    rows = "row" if len(board.runs) == len(board.rows) else "row with a HumanEval run"
     lines = [f"**warning: {warning}.**" if warning else
-             f"Every row was scored on the same {len(board.compared):,} tasks."]
+             f"Every {rows} was scored on the same {len(board.compared):,} tasks."] if board.runs else []
     lines += [f"**warning: {w}.**" for w in board.warnings]
     lines.append("Cells: mean over tasks in percent [95% bootstrap interval over tasks]; `*` the column's best; "
                  f"`≈` not significantly below it (paired permutation test over tasks, p >= {stats['alpha']}); "
                  "unmarked: significantly below it; `-` not measured. Tests are per comparison, not corrected for "
                  "multiplicity. The rank's range is its 95% bootstrap range over tasks.")
+    if any(c.unit != "tasks" for c in board.columns):
+        lines.append("TestEval's columns (`TE ...`): the same over its programs (coverage) or targets (hits), "
+                     "only those every row with the column has; `-` where the row has no such TestEval run.")
     order = stats.get("order")
     if order and order["resamples"]:
         same = [f"{p['a']} and {p['b']} (p = {p['p_value']:.3g})" for p in stats["pairs"] if not p["significant"]]
@@ -94,7 +98,7 @@ def _notes(board: Board, stats: Mapping[str, Any], warning: str | None) -> list[
     for c in board.columns:
         n = stats["columns"][c.key]["tasks"]
         what = c.help.rstrip(".")
-        lines.append(f"`{c.title}`: {what} ({n:,} tasks)." if n else f"`{c.title}`: {what}.")
+        lines.append(f"`{c.title}`: {what} ({n:,} {c.unit})." if n else f"`{c.title}`: {what}.")
     return lines
 
 
@@ -111,7 +115,7 @@ def _write_csv(board: Board, stats: Mapping[str, Any], path: Path) -> None:
         w.writerow(["generator", "tasks", *(f"{c.key}{end}" for c in board.columns
                                             for end in ("", "_ci95_low", "_ci95_high", "_p_vs_best", "_tasks"))])
         for r in ordered_rows(board, stats):
-            cells: list[Any] = [r, len(board.compared)]
+            cells: list[Any] = [r, len(board.compared) if r in board.runs else None]
             for c in board.columns:
                 block = stats["columns"][c.key]
                 iv = block["rows"].get(r) or {}
@@ -186,6 +190,8 @@ def write_board(board: Board, stats: Mapping[str, Any], out: Path, *, warning: s
     _write_csv(board, stats, out / "leaderboard.csv")
     (out / "leaderboard.json").write_text(json.dumps({"rows": ordered_rows(board, stats), "compared_tasks":
                                                       len(board.compared), "left_out": board.left_out,
+                                                      "testeval_runs": board.testeval,
+                                                      "testeval_left_out": board.testeval_left_out,
                                                       "warnings": board.warnings, "statistics": stats}, indent=1)
                                           + "\n", encoding="utf-8")
     plot_board(board, stats, out / "leaderboard.png")

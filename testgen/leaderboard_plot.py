@@ -62,10 +62,10 @@ def plot_board(board: Board, stats: Mapping[str, Any], out: Path) -> None:
         ax.set_xlim(lo - 1.5, hi + 1.5)  # a point at 0 or 100 is drawn whole, not cut by the frame
         ax.set_yticks(range(len(rows)), rows, fontsize=8)
         ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_title(f"{col.title} (%), {block['tasks']:,} tasks", fontsize=9)
+        ax.set_title(f"{col.title} (%), {block['tasks']:,} {col.unit}", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(cols):]:
         ax.axis("off")
-    fig.suptitle("mean over tasks and 95% interval; blue: best, orange: not significantly below it, grey: below",
+    fig.suptitle("mean over tasks (TestEval: programs, targets) and 95% interval; blue: best, orange: not significantly below it, grey: below",
                  fontsize=9)
     save_figure(fig, out, metadata={"Software": None})

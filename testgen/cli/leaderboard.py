@@ -29,11 +29,13 @@ __all__ = ["leaderboard"]
               show_default=True, help="Directory for index.html, leaderboard.md/.csv/.json/.png and tasks.json.")
 def leaderboard(run_dirs: tuple[str, ...], rerank_dirs: tuple[Path, ...], reranker: str, verdict: str,
                 reference: str | None, resamples: int, out: Path) -> None:
-    """Rank test generators: P, P', C, M, any other figure of the runs' metrics.json, and how much
-    their tests help pick code (reranked pass@1), each with its 95% interval.
+    """Rank test generators: P, P', C, M, any other figure of the runs' metrics.json, how much
+    their tests help pick code (reranked pass@1) and TestEval's coverage and hit rates, each with
+    its 95% interval.
 
-    A row is named NAME, or by its run's model/setting. Only tasks every run has are compared; a
-    warning names the others."""
+    A row is named NAME, or by its run's model/setting; a TestEval run (scored by 'testgen eval
+    --testeval') joins the row NAME, else the row of its model. Only tasks every run has are
+    compared; a warning names the others."""
     from testgen.commands.leaderboard import leaderboard as write_leaderboard
     from testgen.leaderboard_page import table_cells
 
@@ -44,8 +46,8 @@ def leaderboard(run_dirs: tuple[str, ...], rerank_dirs: tuple[Path, ...], rerank
     for w in res["board"].warnings:
         click.secho(f"warning: {w}", fg="yellow", err=True)
     header, rows = table_cells(res["board"], res["stats"])
-    table = titled_table(f"leaderboard, % [95% CI] on {len(res['board'].compared):,} tasks "
-                         "(* best, ≈ not significantly below it)")
+    scope = f" on {len(res['board'].compared):,} tasks" if res["board"].compared else ""
+    table = titled_table(f"leaderboard, % [95% CI]{scope} (* best, ≈ not significantly below it)")
     for i, (_, h) in enumerate(header):
         table.add_column(h, justify="left" if i == 1 else "right")
     for row in rows:

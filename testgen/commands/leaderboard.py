@@ -4,7 +4,9 @@ Input: run directories scored by ``testgen eval``, and optionally ``rerank`` out
 test sets are those runs' ``generations.jsonl``. Each row gets every metric of
 :data:`testgen.metrics.METRICS` computed per task again, M, any other figure of ``metrics.json``,
 and the reranking utility; only the tasks every row has are compared (the columns and where each
-comes from: ``docs/leaderboard.md``). Intervals and paired tests: :mod:`testgen.leaderboard_stats`."""
+comes from: ``docs/leaderboard.md``). Runs scored by ``testgen eval --testeval`` join their row
+with TestEval's columns (:mod:`testgen.leaderboard_testeval`). Intervals and paired tests:
+:mod:`testgen.leaderboard_stats`."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from evaluation.errors import TestgenError
 from evaluation.io import read_jsonl
 from testgen.commands.report import EvaluatedRun, generation_results, load_evaluated, task_ids
 from testgen.leaderboard_board import Board, Column
+from testgen.leaderboard_testeval import TestEvalRun, TestEvalTask, is_testeval_run, load_testeval_run, testeval_columns
 
 __all__ = ["Column", "Board", "build_board", "leaderboard", "read_rerank", "left_out_warning", "SHORT_NAMES", "RERANK_KEY"]
 
@@ -249,22 +252,35 @@ def _named(given: str | os.PathLike[str]) -> tuple[str | None, Path]:
     return name or None, p
 
 
-def build_board(run_paths: Sequence[str | os.PathLike[str]], *, rerank: Sequence[str | os.PathLike[str]] = (),
-                reranker: str = "codet", verdict: str = "plus", reference: str | None = None) -> Board:
-    """Read the runs (and reranking results) and compute every column on the common tasks."""
-    if not run_paths:
-        raise TestgenError("no run directory given")
-    runs: dict[str, EvaluatedRun] = {}
-    for given in run_paths:
-        name, path = _named(given)
-        run = load_evaluated(path)
-        label = name or run.label
-        if label in runs:
-            raise TestgenError(f"two runs for {label}: {runs[label].path} and {run.path}")
-        if not run.per_task:
-            raise TestgenError(f"{run.path / 'generations.jsonl'}: missing or empty (run 'testgen eval {path}' again)")
-        runs[label] = run
-    warnings: list[str] = []
+def _testeval_rows(runs: Mapping[str, EvaluatedRun], given: Sequence[tuple[str | None, TestEvalRun]]
+                   ) -> tuple[list[str], dict[str, dict[TestEvalTask, TestEvalRun]]]:
+    """Each TestEval run joined to its row: the row named ``NAME`` where one is given, else the
+    row whose name, model or folder is the run's model; without one, a row of its own
+    (``model/setting``). Returns the new rows and row -> task -> :class:`TestEvalRun`."""
+    names = {label: _names(label, run) for label, run in runs.items()}
+    added: list[str] = []
+    rows: dict[str, dict[TestEvalTask, TestEvalRun]] = {}
+    for name, te in given:
+        wanted = name or te.model
+        matches = [label for label, known in names.items() if wanted in known]
+        if len(matches) > 1:
+            raise TestgenError(f"{te.path}: TestEval run of {wanted!r} matches the rows {', '.join(matches)} "
+                               "(name its row: ROW=DIR)")
+        label = matches[0] if matches else name or te.label
+        if not matches:
+            names[label] = {label, te.model, te.folder}
+            added.append(label)
+        if te.task in rows.setdefault(label, {}):
+            raise TestgenError(f"two TestEval {te.task} runs for {label}: {rows[label][te.task].path} and {te.path}")
+        rows[label][te.task] = te
+    return added, rows
+
+
+def _humaneval_board(runs: Mapping[str, EvaluatedRun], rerank: Sequence[str | os.PathLike[str]], reranker: str,
+                     verdict: str, warnings: list[str]
+                     ) -> tuple[list[Column], list[str], dict[str, list[str]], dict[str, float]]:
+    """The HumanEval columns on the tasks every HumanEval row has, those tasks, what was left out
+    of which row and the random pick's pass@1 per task."""
     reranked, random = _rerank_rows(runs, rerank, reranker, verdict, warnings)
     has = {label: set(task_ids(run)) & (set(reranked[label]) if label in reranked else set(task_ids(run)))
            for label, run in runs.items()}
@@ -284,9 +300,45 @@ def build_board(run_paths: Sequence[str | os.PathLike[str]], *, rerank: Sequence
         columns.append(Column(key=RERANK_KEY, title=f"rerank {reranker} pass@1", per_task={
             label: {t: v[t] for t in order} for label, v in reranked.items()},
             help=f"{reranker}'s pass@1 ({verdict} verdicts) of the reranked pool, picking with the row's tests"))
-    return Board(rows=list(runs), runs=runs, columns=columns, compared=order,
-                 left_out={k: v for k, v in left_out.items() if v}, random={t: random[t] for t in order if t in random},
-                 reference=_reference(runs, reference), warnings=warnings)
+    return columns, order, {k: v for k, v in left_out.items() if v}, {t: random[t] for t in order if t in random}
+
+
+def build_board(run_paths: Sequence[str | os.PathLike[str]], *, rerank: Sequence[str | os.PathLike[str]] = (),
+                reranker: str = "codet", verdict: str = "plus", reference: str | None = None) -> Board:
+    """Read the runs (HumanEval's and TestEval's) and reranking results and compute every column:
+    HumanEval's on the common tasks, TestEval's on the common programs or targets."""
+    if not run_paths:
+        raise TestgenError("no run directory given")
+    runs: dict[str, EvaluatedRun] = {}
+    testeval: list[tuple[str | None, TestEvalRun]] = []
+    for given in run_paths:
+        name, path = _named(given)
+        if is_testeval_run(path):
+            testeval.append((name, load_testeval_run(path)))
+            continue
+        run = load_evaluated(path)
+        label = name or run.label
+        if label in runs:
+            raise TestgenError(f"two runs for {label}: {runs[label].path} and {run.path}")
+        if not run.per_task:
+            raise TestgenError(f"{run.path / 'generations.jsonl'}: missing or empty (run 'testgen eval {path}' again)")
+        runs[label] = run
+    warnings: list[str] = []
+    columns: list[Column] = []
+    order: list[str] = []
+    left_out: dict[str, list[str]] = {}
+    random: dict[str, float] = {}
+    if runs:
+        columns, order, left_out, random = _humaneval_board(runs, rerank, reranker, verdict, warnings)
+    elif rerank:
+        raise TestgenError("--rerank needs a HumanEval run (a reranking picks with a run's generations.jsonl)")
+    added, te_rows = _testeval_rows(runs, testeval)
+    te_columns, te_left_out = testeval_columns(te_rows, warnings)
+    return Board(rows=[*runs, *added], runs=runs, columns=[*columns, *te_columns], compared=order,
+                 left_out=left_out, random=random, reference=_reference(runs, reference), warnings=warnings,
+                 testeval={label: {task: str(te.path) for task, te in by_task.items()}
+                           for label, by_task in te_rows.items()},
+                 testeval_left_out=te_left_out)
 
 
 def left_out_warning(board: Board) -> str | None:
@@ -312,7 +364,8 @@ def leaderboard(run_paths: Sequence[str | os.PathLike[str]], out_dir: str | os.P
     stats = board_statistics(board, n_resamples=n_resamples)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "tasks.json").write_text(json.dumps({"compared": board.compared, "left_out": board.left_out}, indent=1)
+    (out / "tasks.json").write_text(json.dumps({"compared": board.compared, "left_out": board.left_out,
+                                                "testeval_left_out": board.testeval_left_out}, indent=1)
                                     + "\n", encoding="utf-8")
     warning = left_out_warning(board)
     write_board(board, stats, out, warning=warning)
