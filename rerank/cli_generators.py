@@ -33,6 +33,9 @@ __all__ = ["cv_cmd"]
 @click.option("--seeds", default="0", show_default=True, help="Task-fold repetitions (comma-separated seeds).")
 @click.option("--old-model", type=existing_path(dir_okay=False), default=None,
               help="Another model file scored on the same held-out units (default: the shipped 'shapes' model).")
+@click.option("--config", "config_name", default=None,
+              help="Fix the configuration (a name of rerank.generator_cv.CONFIGS, e.g. 'shapes') instead of "
+                   "choosing it inside every fold; the model saved is that configuration fitted on every pool.")
 @click.option("--ablation/--no-ablation", default=False, show_default=True,
               help="Also rerun the CV of the first configuration with each of its features dropped.")
 @click.option("--annotate", type=existing_path(dir_okay=False), default=None,
@@ -47,24 +50,27 @@ __all__ = ["cv_cmd"]
 @store_options(progress=False)
 @debug_option()
 def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds: int, seeds: str, old_model: str | None,
-           ablation: bool, annotate: str | None, trained_on: tuple[str, ...],
+           config_name: str | None, ablation: bool, annotate: str | None, trained_on: tuple[str, ...],
            workers: int | None, out: str, cache_dir: str | None, debug: bool) -> None:
     """Validate the learned reranker on held-out generators (whole models), then fit it on every pool.
 
     Folds: leave one test source out, leave one code source out, and both at once (another
     model's code and tests, as on a user's pool); tasks are split inside every fold too. The
-    configuration (features, model kind) is chosen inside every fold. The model saved says
-    whether it won significantly over the better of CodeT and B4 on the 'both' folds; where not,
+    configuration (features, model kind) is chosen inside every fold, or fixed by --config.
+    Each fold also scores the guard: a held-out pool whose share of tests passed lies outside
+    the training pools' range ranked with CodeT. The model saved says whether the guarded
+    procedure won significantly over the better of CodeT and B4 on the 'both' folds; where not,
     'rerank --method learned' ranks with that method instead and says so.
     """
     from evaluation.datasets import load_dataset
     from evaluation.result_store import open_store
     from rerank.cli_train import _ints
-    from rerank.generator_cv import CONFIGS, cross_validate_generators, fold_summary, generator_folds, pooled_verdict
+    from rerank.generator_cv import CONFIGS, GUARDED, config_named, cross_validate_generators, fold_summary, generator_folds, pooled_verdict
     from rerank.generator_report import ablation as run_ablation, fit_on_generators, generator_markdown, old_model_pass1
     from rerank.generators import build_generator_pools, standard_sources
     from rerank.learned import save_model, shipped_model_path
 
+    configs = (config_named(config_name),) if config_name else CONFIGS
     t0 = time.perf_counter()
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -82,26 +88,28 @@ def cv_cmd(data: str, codegen_samples: int, limit: int | None, label: str, folds
 
         save_model(annotate_model(annotate, pools, trained_on, label=label), outdir / "annotated-model.json")
         notice(f"wrote {out}/annotated-model.json")
-    result = cross_validate_generators(pools, task_folds=folds, seeds=seed_list, label=label)
+    result = cross_validate_generators(pools, configs=configs, task_folds=folds, seeds=seed_list, label=label)
     kinds = [k for k in ("base", "plus") if k in pools[0].pool.verdicts]
     old_model_pass1(result, pools, old_model or str(shipped_model_path("shapes")), kinds)
     summaries = {k: fold_summary(result, k) for k in kinds}
-    verdict = pooled_verdict(result, label)
-    report: dict[str, Any] = {"configs": [c.name for c in CONFIGS], "label": label, "folds": folds,
+    # the model saved ranks with the guard, so its verdict is the guarded procedure's
+    verdict = {**pooled_verdict(result, label, method=GUARDED), "method": GUARDED}
+    report: dict[str, Any] = {"configs": [c.name for c in configs], "label": label, "folds": folds,
                               "seeds": list(seed_list), "summary": summaries, "verdict": verdict,
                               "pools": [p.pool.label for p in pools], "result": result}
     if ablation:
-        report["ablation"] = run_ablation(pools, CONFIGS[0], generator_folds(pools), kind=label, label=label,
+        report["ablation"] = run_ablation(pools, configs[0], generator_folds(pools), kind=label, label=label,
                                           task_folds=folds, seeds=seed_list)
-    compact = {"label": label, "configurations": len(CONFIGS), "verdict": verdict,
-               "folds": {name: {"means": s["means"], "better": s["better"], "vs_better": s["vs"]["max(codet,b4)"]}
+    compact = {"label": label, "configurations": len(configs), "verdict": verdict,
+               "folds": {name: {"means": s["means"], "better": s["better"], "vs_better": s["vs"]["max(codet,b4)"],
+                                "guarded": s["guarded"]}
                          for name, s in summaries[label].items()}}
-    model = fit_on_generators(pools, label=label, cv={"generators": compact},
+    model = fit_on_generators(pools, label=label, configs=configs, cv={"generators": compact},
                               inputs={"data": "shared/data", "codegen_samples": codegen_samples})
     save_model(model, outdir / "model.json")
     report["seconds"] = time.perf_counter() - t0
     (outdir / "cv-generators.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md = "\n".join(generator_markdown(summaries[k], kind=k, configs=len(CONFIGS), verdict=verdict if k == label
+    md = "\n".join(generator_markdown(summaries[k], kind=k, configs=len(configs), verdict=verdict if k == label
                                       else None) for k in kinds)
     if ablation:
         md += "\n| configuration | mean learned − better | folds above |\n|---|---|---|\n" + "".join(

@@ -24,12 +24,16 @@ from rerank.features import SHAPE_FEATURES, pool_features
 from rerank.generators import GeneratorPool
 from rerank.learned import DIRECT_STEP, _contenders, _simplex, ranking_from_scores
 from rerank.scoring import expected_pass_at_k
+from rerank.travel import GUARD_METHOD, guard_warnings, profile_record
 
 __all__ = ["Config", "Fold", "CONFIGS", "generator_folds", "code_families", "cross_validate_generators",
-           "fold_summary", "pooled_verdict", "fallback_verdict", "feature_grids", "BETTER"]
+           "fold_summary", "pooled_verdict", "fallback_verdict", "feature_grids", "BETTER", "GUARDED", "config_named"]
 
 BETTER = "max(codet,b4)"
 """The better of CodeT and B4 on a fold, chosen by its mean there."""
+GUARDED = "learned+guard"
+"""The learned procedure with the guard of :mod:`rerank.travel`: a held-out pool outside the
+fold's training pools' range of :data:`rerank.travel.GUARD_STATS` is ranked with CodeT."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +55,14 @@ CONFIGS: tuple[Config, ...] = (
     Config(name="b4", features=("b4_gap_per_test",)),
 )
 """The configurations tried by the nested selection (all of them are counted in the tables)."""
+
+
+def config_named(name: str) -> Config:
+    """The configuration of :data:`CONFIGS` called ``name``."""
+    for c in CONFIGS:
+        if c.name == name:
+            return c
+    raise TestgenError(f"no configuration {name!r} (known: {', '.join(c.name for c in CONFIGS)})")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,9 +243,14 @@ def cross_validate_generators(
         pass1 = {LEARNED: {k: learned[k].reshape(-1).tolist() for k in kinds}}
         for name, _, _ in BASELINES:
             pass1[name] = {k: [v for p in fold.test for v in base[p][name][k]] for k in kinds}
+        record = profile_record({pools[i].pool.label: pools[i].pool.matrices for i in fold.train})
+        guard = {pools[p].pool.label: guard_warnings(record, pools[p].pool.matrices) for p in fold.test}
+        pass1[GUARDED] = {k: [v for j, p in enumerate(fold.test)
+                              for v in (base[p][GUARD_METHOD][k] if guard[pools[p].pool.label]
+                                        else learned[k][j].tolist())] for k in kinds}
         out["folds"][fold.name] = {"held_out": sorted(fold.held_out), "train_pools": [pools[i].pool.label for i in fold.train],
                                    "test_pools": [pools[i].pool.label for i in fold.test], "chosen": chosen,
-                                   "units": units, "pass1": pass1}
+                                   "units": units, "pass1": pass1, "guarded": {k: v for k, v in guard.items() if v}}
     return out
 
 
@@ -241,33 +258,35 @@ def _compare(a: Sequence[float], b: Sequence[float], units: Sequence[str], n_res
     return flat_comparison(paired_test(dict(zip(units, a)), dict(zip(units, b)), n_resamples=n_resamples))
 
 
-def fold_summary(result: Mapping[str, Any], kind: str, *, n_resamples: int = 9999) -> dict[str, Any]:
-    """Per fold: each method's mean pass@1 on ``kind``, and learned against CodeT, B4 and the
-    better of the two (difference, its 95% interval, p)."""
+def fold_summary(result: Mapping[str, Any], kind: str, *, method: str = LEARNED, n_resamples: int = 9999
+                 ) -> dict[str, Any]:
+    """Per fold: each method's mean pass@1 on ``kind``, and ``method`` (learned, or
+    :data:`GUARDED`) against CodeT, B4 and the better of the two (difference, its 95% interval, p)."""
     out: dict[str, Any] = {}
     for name, f in result["folds"].items():
         p1, units = f["pass1"], f["units"]
         means = {m: statistics.fmean(v[kind]) for m, v in p1.items()}
         better = "b4" if means["b4"] >= means["codet"] else "codet"
-        out[name] = {"means": means, "better": better, "units": len(units),
+        out[name] = {"means": means, "better": better, "units": len(units), "method": method,
+                     "guarded": sorted(f.get("guarded", {})),
                      "chosen": dict(sorted({c: f["chosen"].count(c) for c in set(f["chosen"])}.items())),
-                     "vs": {b: _compare(p1[LEARNED][kind], p1[b][kind], units, n_resamples) for b in ("codet", "b4")}}
+                     "vs": {b: _compare(p1[method][kind], p1[b][kind], units, n_resamples) for b in ("codet", "b4")}}
         out[name]["vs"][BETTER] = out[name]["vs"][better]
     return out
 
 
-def pooled_verdict(result: Mapping[str, Any], kind: str, fold_prefix: str = "both:", *,
+def pooled_verdict(result: Mapping[str, Any], kind: str, fold_prefix: str = "both:", *, method: str = LEARNED,
                    n_resamples: int = 9999) -> dict[str, Any]:
-    """Learned against CodeT and B4 over the units of every fold named ``fold_prefix...``
-    (another model's code and tests): whether it wins significantly over the better simple
-    method there; if not, that method is the fallback."""
+    """``method`` (learned, or :data:`GUARDED`) against CodeT and B4 over the units of every fold
+    named ``fold_prefix...`` (another model's code and tests): whether it wins significantly over
+    the better simple method there; if not, that method is the fallback."""
     a: dict[str, float] = {}
     b: dict[str, dict[str, float]] = {"codet": {}, "b4": {}}
     for name, f in result["folds"].items():
         if not name.startswith(fold_prefix):
             continue
         for i, u in enumerate(f["units"]):
-            a[f"{name}|{u}"] = f["pass1"][LEARNED][kind][i]
+            a[f"{name}|{u}"] = f["pass1"][method][kind][i]
             for m in b:
                 b[m][f"{name}|{u}"] = f["pass1"][m][kind][i]
     if not a:

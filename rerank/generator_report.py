@@ -14,6 +14,7 @@ from rerank.features import pool_features
 from rerank.generator_cv import (
     BETTER,
     CONFIGS,
+    GUARDED,
     Config,
     Fold,
     _select,
@@ -104,29 +105,34 @@ def _p(v: float) -> str:
 
 def generator_markdown(summary: Mapping[str, Any], *, kind: str, configs: int, verdict: Mapping[str, Any] | None
                        ) -> str:
-    """One table per fold kind: held-out generator, CodeT, B4, learned (new, old), the interval
-    and p of learned minus the better of CodeT and B4, and what the selection chose."""
-    lines = [f"Held-out generators, pass@1 (%) on HumanEval+ `{kind}`; {configs} configurations tried by the "
-             "selection inside every fold (inner leave-one-test-source-out on the fold's training pools).", ""]
+    """One table per fold kind: held-out generator, CodeT, B4, learned (alone, with the guard,
+    old), the interval and p of learned minus the better of CodeT and B4, the guarded procedure
+    minus CodeT, the pools the guard ranked with CodeT, and what the selection chose."""
+    lines = [f"Held-out generators, pass@1 (%) on HumanEval+ `{kind}`; {configs} configuration"
+             f"{'s' if configs > 1 else ''} tried" + (" by the selection inside every fold (inner leave-one-test-source-out "
+                                                    "on the fold's training pools)." if configs > 1 else
+                                                    ", fixed in advance (no selection)."), ""]
     old = any(OLD in s["means"] for s in summary.values())
-    head = "| held out | units | CodeT | B4 | learned |" + (" learned old |" if old else "")
-    lines += [head + " learned − better [95% CI] | p | chosen |",
-              "|" + "---|" * (head.count("|") + 2)]
+    head = "| held out | units | CodeT | B4 | learned | +guard |" + (" learned old |" if old else "")
+    lines += [head + " learned − better [95% CI] | p | +guard − CodeT | guarded pools | chosen |",
+              "|" + "---|" * (head.count("|") + 4)]
     for name, s in summary.items():
         mm, vs = s["means"], s["vs"][BETTER]
-        row = f"| {name} | {s['units']} | {_p(mm['codet'])} | {_p(mm['b4'])} | {_p(mm[LEARNED])} |"
+        row = f"| {name} | {s['units']} | {_p(mm['codet'])} | {_p(mm['b4'])} | {_p(mm[LEARNED])} | {_p(mm[GUARDED])} |"
         if old:
             row += f" {_p(mm[OLD])} |"
         chosen = ", ".join(f"{c} x{n}" for c, n in s["chosen"].items())
         lines.append(row + f" {100 * vs['difference']:+.2f} [{100 * vs['low']:+.2f}, {100 * vs['high']:+.2f}] vs "
-                     f"{s['better']} | {vs['p_value']:.3f} | {chosen} |")
+                     f"{s['better']} | {vs['p_value']:.3f} | {100 * (mm[GUARDED] - mm['codet']):+.2f} | "
+                     f"{', '.join(s['guarded']) or '-'} | {chosen} |")
     if verdict:
         vb = verdict["vs"][verdict["better"]]
-        lines += ["", f"Pooled over the `{verdict['folds']}` folds ({verdict['units']} units): learned "
-                  f"{_p(verdict['learned'])}, CodeT {_p(verdict['codet'])}, B4 {_p(verdict['b4'])}; learned − "
-                  f"{verdict['better']} {100 * vb['difference']:+.2f} [{100 * vb['low']:+.2f}, {100 * vb['high']:+.2f}],"
-                  f" p = {vb['p_value']:.3f}: " + ("a significant win." if verdict["significant_win"] else
-                                                   f"no significant win; `learned` falls back to {verdict['fallback']}.")]
+        lines += ["", f"Pooled over the `{verdict['folds']}` folds ({verdict['units']} units): "
+                  f"{verdict.get('method', LEARNED)} {_p(verdict['learned'])}, CodeT {_p(verdict['codet'])}, B4 "
+                  f"{_p(verdict['b4'])}; − {verdict['better']} {100 * vb['difference']:+.2f} [{100 * vb['low']:+.2f}, "
+                  f"{100 * vb['high']:+.2f}], p = {vb['p_value']:.3f}: " + (
+                      "a significant win." if verdict["significant_win"] else
+                      f"no significant win; `learned` falls back to {verdict['fallback']}.")]
     return "\n".join(lines) + "\n"
 
 

@@ -407,11 +407,13 @@ def model_shape_warnings(model: LinearModel, matrices: Iterable[TaskMatrix]) -> 
 
 
 SHIPPED_MODELS: dict[str, str] = {
+    "generators": "generators-humaneval.json",
     "shapes": "codegen16b-humaneval.json",
     "full": "codegen16b-humaneval-full.json",
 }
-"""The models shipped with the package: ``shapes`` (the default) and ``full``
-(``docs/rerankers.md``, "The shipped model")."""
+"""The models shipped with the package: ``generators`` (the default: 12 pools of several code
+and test generators), ``shapes`` and ``full`` (CodeGen-16B's pool alone) (``docs/rerankers.md``,
+"The shipped models")."""
 
 
 def shipped_model_path(name: str = "shapes") -> Path:
@@ -422,8 +424,8 @@ def shipped_model_path(name: str = "shapes") -> Path:
 
 
 def default_model_path() -> Path:
-    """The model ``rerank --method learned`` uses without ``--model`` (the ``shapes`` one)."""
-    return shipped_model_path("shapes")
+    """The model ``rerank --method learned`` uses without ``--model`` (the ``generators`` one)."""
+    return shipped_model_path("generators")
 
 
 _LOADED: dict[tuple[str, int], LinearModel] = {}

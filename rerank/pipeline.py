@@ -179,6 +179,8 @@ class _Scored:
     """Method name -> verdict kind -> one score per task."""
     picks: list[dict[str, Any]]
     """The ``picks.jsonl`` records."""
+    guarded: dict[str, str]
+    """Method name -> the reranker it ranked its pool with instead (:attr:`RerankerSpec.pool_ranker`)."""
 
 
 def load(
@@ -303,31 +305,41 @@ def run(config: RerankConfig, *, progress: ProgressFactory = _noop, notify: Noti
     loaded = load(config, need_outputs=need_outputs, progress=progress, notify=notify)
     timings = dict(loaded.timings)
     t0 = time.perf_counter()
-    scored = _score(loaded, methods, config.ks, progress("scoring"))
+    scored = _score(loaded, methods, config.ks, progress("scoring"), notify)
     summary, per_task = _summarize(loaded, scored, config.ks)
     timings["scoring"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     add_statistics(summary, per_task, config.ks)
     timings["statistics"] = time.perf_counter() - t0
     counts = _counts(loaded, config, notify)
+    counts |= {f"guarded[{name}]": 1 for name in scored.guarded}
     timings["total"] = time.perf_counter() - t_start
     _write(config, loaded, summary=summary, picks=scored.picks, counts=counts, timings=timings)
     return RerankResult(summary=summary, timings=timings, counts=counts)
 
 
 def _score(loaded: LoadedRun, methods: Sequence[tuple[MethodSpec, Callable[[TaskMatrix], Ranking]]],
-           ks: tuple[int, ...], bar: Callable[[int, int], None]) -> _Scored:
-    """Steps 4 and 5, pick and score: each method ranks each task's matrix (seeing no verdict);
-    its pick is recorded, and its ranking scored against each verdict kind (expected pass@k
+           ks: tuple[int, ...], bar: Callable[[int, int], None], notify: Notify = _quiet) -> _Scored:
+    """Steps 4 and 5, pick and score: each method ranks each task's matrix (seeing no verdict;
+    a method that decides on the whole pool first may rank it with another reranker, and says
+    so); its pick is recorded, and its ranking scored against each verdict kind (expected pass@k
     over the tie groups, :func:`rerank.scoring.score_task`)."""
     per_task: dict[str, dict[str, list[TaskScore]]] = {}
     picks: list[dict[str, Any]] = []
+    guarded: dict[str, str] = {}
     total_steps = len(loaded.test_sets) * len(methods)
     step = 0
     bar(0, total_steps)
     for ts in loaded.test_sets:
-        for spec, method in methods:
+        for spec, bound in methods:
             name = spec.name if len(loaded.test_sets) == 1 else f"{ts.label}:{spec.name}"
+            method = bound
+            decision = reranker_spec(spec.reranker).pool_decision(spec.options, loaded.matrices[ts.label].values())
+            if decision is not None:
+                other, why = decision
+                method, guarded[name] = bind_reranker(other, {}), other
+                notify(f"note: {name}: this pool is unlike its model's training pools ({'; '.join(why)}): ranking it "
+                       f"with {other} instead ({spec.name}.guard=off uses the model; docs/rerankers.md)")
             per_kind: dict[str, list[TaskScore]] = {k: [] for k in loaded.kinds}
             for task in loaded.prepared[ts.label]:
                 m = loaded.matrices[ts.label][task.task_id]
@@ -345,7 +357,7 @@ def _score(loaded: LoadedRun, methods: Sequence[tuple[MethodSpec, Callable[[Task
             per_task[name] = per_kind
             step += 1
             bar(step, total_steps)
-    return _Scored(per_task=per_task, picks=picks)
+    return _Scored(per_task=per_task, picks=picks, guarded=guarded)
 
 
 def _summarize(loaded: LoadedRun, scored: _Scored, ks: tuple[int, ...]

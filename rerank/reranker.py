@@ -10,7 +10,7 @@ group (``docs/extending.md``). An empty ranking means "no opinion": the task fal
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -194,6 +194,18 @@ class RerankerSpec:
     run_counts: Callable[[MethodSpec, Mapping[str, Mapping[str, TaskMatrix]], Callable[[str], None]],
                          dict[str, int]] | str | None = None
     """What it adds to ``run.json``'s counts, or its lazy ``"module:attr"`` path."""
+    pool_ranker: Callable[[Mapping[str, Any], Iterable[TaskMatrix]], tuple[str, list[str]] | None] | str | None = None
+    """Where a reranker decides on a whole pool (one test set's matrices) before ranking its tasks,
+    or its lazy ``"module:attr"`` path: ``(other reranker, why)`` to rank that pool with another
+    registered reranker (default options) instead, ``None`` to rank it as usual."""
+
+    def pool_decision(self, options: Mapping[str, Any], matrices: Iterable[TaskMatrix]
+                      ) -> tuple[str, list[str]] | None:
+        """:attr:`pool_ranker`'s decision for one pool (``None`` when the reranker has none)."""
+        if self.pool_ranker is None:
+            return None
+        decision: tuple[str, list[str]] | None = _resolve(self.pool_ranker)(options, matrices)
+        return decision
 
     def resolve(self) -> Callable[..., Ranking]:
         """The function (imported on first use)."""

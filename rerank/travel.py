@@ -18,8 +18,8 @@ from rerank.learned import LinearModel, _cached_model, learned as model_ranking
 from rerank.matrix import TaskMatrix
 from rerank.methods import Ranking, bind_reranker
 
-__all__ = ["PROFILE_STATS", "MIN_MARGIN", "pool_profile", "profile_record", "profile_warnings", "model_fallback",
-           "learned", "FALLBACKS"]
+__all__ = ["PROFILE_STATS", "MIN_MARGIN", "GUARD_STATS", "GUARD_METHOD", "pool_profile", "profile_record",
+           "profile_warnings", "guard_warnings", "model_fallback", "learned", "pool_ranker", "FALLBACKS"]
 
 PROFILE_STATS: Mapping[str, str] = {
     "loaded": "share of distinct programs that load",
@@ -35,6 +35,16 @@ MIN_MARGIN = 0.05
 
 FALLBACKS = ("codet", "b4")
 """The simple methods a model may fall back to."""
+
+GUARD_STATS: tuple[str, ...] = ("tests_passed_share",)
+"""The statistics of the guard: a pool outside the training pools' range of these is ranked with
+:data:`GUARD_METHOD`, not the model. Only the share of tests a program passes: where most
+programs pass most tests, agreement between programs says little about which is right, and the
+models' weights, fitted where that share is lower, do not carry over. The code source's own
+statistics (``loaded``, ``passes_none``) are left out: the models travel across code sources
+(docs/rerankers.md, "Across generators", says how this choice was made and what it costs)."""
+GUARD_METHOD = "codet"
+"""What a guarded pool is ranked with."""
 
 
 def pool_profile(matrices: Iterable[TaskMatrix]) -> dict[str, float]:
@@ -79,6 +89,15 @@ def profile_warnings(record: Mapping[str, Any] | None, matrices: Iterable[TaskMa
     return out
 
 
+def guard_warnings(record: Mapping[str, Any] | None, matrices: Iterable[TaskMatrix],
+                   stats: Sequence[str] = GUARD_STATS) -> list[str]:
+    """:func:`profile_warnings` on ``stats`` alone: non-empty when the guard ranks the pool with
+    :data:`GUARD_METHOD`."""
+    if not isinstance(record, Mapping) or not isinstance(record.get("range"), Mapping):
+        return []
+    return profile_warnings({**record, "range": {k: v for k, v in record["range"].items() if k in stats}}, matrices)
+
+
 def model_fallback(model: LinearModel) -> dict[str, Any] | None:
     """The simple method a model's held-out-generator figures say to use instead, with why."""
     verdict = ((model.cv or {}).get("generators") or {}).get("verdict")
@@ -87,15 +106,32 @@ def model_fallback(model: LinearModel) -> dict[str, Any] | None:
     return None
 
 
-def learned(matrix: TaskMatrix, *, model: str | None = None, fallback: str = "auto") -> Ranking:
-    """The registered ``learned`` reranker: the model's ranking, or (``fallback="auto"``, the
-    default) the method its held-out-generator figures name when it showed no significant win
-    over it there; ``fallback="off"`` always uses the model."""
+def learned(matrix: TaskMatrix, *, model: str | None = None, fallback: str = "auto", guard: str = "auto") -> Ranking:
+    """The registered ``learned`` reranker on one task: the model's ranking, or (``fallback="auto"``,
+    the default) the method its held-out-generator figures name when it showed no significant
+    win over it there; ``fallback="off"`` always uses the model. The guard (``guard``) is decided
+    on the whole pool, by :func:`pool_ranker`."""
     if fallback not in ("auto", "off"):
         raise ValueError(f"fallback must be 'auto' or 'off', got {fallback!r}")
+    if guard not in ("auto", "off"):
+        raise ValueError(f"guard must be 'auto' or 'off', got {guard!r}")
     if fallback == "auto":
         fb = model_fallback(_cached_model(model))
         if fb is not None:
             return bind_reranker(fb["fallback"], {})(matrix)
     return model_ranking(matrix, model=model)
 
+
+
+def pool_ranker(options: Mapping[str, Any], matrices: Iterable[TaskMatrix]) -> tuple[str, list[str]] | None:
+    """The guard, for one pool: ``(method, why)`` when ``learned`` with ``options`` ranks this pool
+    with :data:`GUARD_METHOD` instead of its model (``guard="auto"``, the pool's
+    :data:`GUARD_STATS` outside the model's training range), else ``None``. A model that already
+    falls back, or has no recorded profile, is not guarded."""
+    if options.get("guard", "auto") != "auto":
+        return None
+    model = _cached_model(options.get("model"))
+    if options.get("fallback", "auto") == "auto" and model_fallback(model) is not None:
+        return None
+    why = guard_warnings(model.training.get("profile"), matrices)
+    return (GUARD_METHOD, why) if why else None

@@ -98,6 +98,43 @@ def test_train_then_rerank_with_the_model(slice_files: dict[str, Path], capsys: 
     assert "95% bootstrap interval" in output.out
 
 
+def test_the_guard_ranks_a_pool_outside_the_training_range_with_codet(
+        slice_files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A model whose training pools passed nearly every test (their recorded range of
+    tests_passed_share is 0.95-0.99) ranks the slice pool, whose programs pass far fewer, with
+    CodeT, and says so; ``learned.guard=off`` ranks it with the model."""
+    from dataclasses import replace
+
+    from rerank.learned import save_model
+
+    f = slice_files
+    common = ["--samples", str(f["samples"]), "--tests", f"ph={f['tests']}", "--verdicts", str(f["verdicts"]),
+              "--no-evalplus", "--workers", "2", "--no-progress", "--cache-dir", str(f["root"] / "cache")]
+    out = f["root"] / "guard-model"
+    assert run_cli(train_cmd, [*common, "--folds", "2", "--seeds", "0", "--no-cv", "--out", str(out)]) == 0
+    model = load_model(out / "model.json")
+    profile = {"pools": {"a": {"tests_passed_share": 0.95}, "b": {"tests_passed_share": 0.99}},
+               "range": {"tests_passed_share": [0.95, 0.99]}}
+    save_model(replace(model, training={**model.training, "profile": profile}), out / "guarded.json")
+    capsys.readouterr()
+    errs = {}
+    for name, extra in (("on", []), ("off", ["--method-option", "learned.guard=off"])):
+        assert run_cli(rerank_cmd, [*common, "--method", "learned", "--method", "codet", "--model",
+                                    str(out / "guarded.json"), *extra, "--out", str(f["root"] / f"g-{name}")]) == 0
+        errs[name] = capsys.readouterr().err
+    err_on, err_off = errs["on"], errs["off"]
+    assert "ranking it with codet instead" in err_on and "tests_passed_share" in err_on
+    assert "ranking it with codet instead" not in err_off
+    picks = {name: [json.loads(line) for line in (f["root"] / f"g-{name}" / "picks.jsonl").read_text().splitlines()]
+             for name in ("on", "off")}
+    by = {name: {(p["method"], p["task_id"]): p["expected_pass@1"] for p in picks[name]} for name in picks}
+    tasks = [t for m, t in by["on"] if m == "learned"]
+    assert tasks and all(by["on"][("learned", t)] == by["on"][("codet", t)] for t in tasks)
+    assert any(by["off"][("learned", t)] != by["off"][("codet", t)] for t in tasks)  # the model ranks otherwise
+    assert json.loads((f["root"] / "g-on" / "run.json").read_text())["counts"]["guarded[learned]"] == 1
+    assert "guarded[learned]" not in json.loads((f["root"] / "g-off" / "run.json").read_text())["counts"]
+
+
 def test_train_across_shapes_and_warn_outside_them(slice_files: dict[str, Path],
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """--shapes: subsampled shapes, task folds shared by them, a model that records its shapes;

@@ -62,6 +62,10 @@ SPEC = RerankerSpec(
         RerankerOption(name="fallback", type="str", default="auto", choices=("auto", "off"),
                        help="auto: where the model's held-out-generator figures show no significant win over CodeT "
                             "or B4, rank with the better of the two instead (a note says so); off: always the model."),
+        RerankerOption(name="guard", type="str", default="auto", choices=("auto", "off"),
+                       help="auto: a pool whose share of tests passed lies outside the model's training pools' range "
+                            "is ranked with CodeT instead (a note says so); off: always the model."),
     ),
     run_counts=training_overlap,
+    pool_ranker="rerank.travel:pool_ranker",
 )
