@@ -180,6 +180,9 @@ def main() -> int:
             if "by_difficulty" in their:
                 their["hit_rate_by_difficulty"] = their.pop("by_difficulty")
             compared = [(task, their, ours)]
+            if kind == "branch":  # eval_branchcov.py counts tests that raise as executable: its own rule
+                rule = {k: v for k, v in their.items() if k in ("execution_correct", "hit_rate", "hit_rate_by_difficulty")}
+                compared.append((f"{task} (eval_branchcov_rule)", rule, ours["eval_branchcov_rule"]))
             if kind == "overall":
                 for base in ("eval_base.py", "eval_pathcov_base.py"):
                     done = subprocess.run([args.python, base, "--path", f"{task}.jsonl"], cwd=scratch, env=env,

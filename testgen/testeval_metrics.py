@@ -75,7 +75,8 @@ class TestRun:
     status: TestStatus
     """Its outcome (see :data:`TestStatus`)."""
     arcs: frozenset[tuple[int, int]] = frozenset()
-    """Arcs of the program it executed (coverage.py's convention), for executable tests."""
+    """Arcs of the program it executed (coverage.py's convention), up to its end or the exception
+    that stopped it; only executable tests' arcs count for coverage."""
     detail: str = ""
     """The executor's diagnostic (exception, timeout)."""
 
@@ -134,8 +135,7 @@ def run_tests(programs: Sequence[TestEvalProgram], tests: Mapping[str, Sequence[
             status: TestStatus = status_of[r.outcome]  # type: ignore[assignment]
             if status in EXECUTABLE and f"solution.{prog.func_name}" not in src:
                 status = "not_called"
-            out.append(TestRun(source=src, status=status, detail=r.detail,
-                               arcs=frozenset(r.arcs or ()) if status in EXECUTABLE else frozenset()))
+            out.append(TestRun(source=src, status=status, detail=r.detail, arcs=frozenset(r.arcs or ())))
         runs[res.tag] = ProgramRun(program=prog, tests=tuple(out), load_arcs=frozenset(res.load_arcs or ()),
                                    load_error=res.load_error)
     return [runs[i] for i in range(len(programs))]

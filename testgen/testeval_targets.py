@@ -9,7 +9,7 @@ coverage", sets each beside it."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,6 +58,8 @@ class TargetRun:
     """Its test and outcome."""
     hit: bool
     """Executable and ran :attr:`Target.line`."""
+    ran_target: bool = False
+    """Ran :attr:`Target.line` before it ended, executable or not (for :func:`branchcov_rule`)."""
 
 
 def executed_lines(program: str, arcs: Iterable[tuple[int, int]]) -> frozenset[int]:
@@ -83,8 +85,9 @@ def run_targets(targets: Sequence[Target], tests: Mapping[str, str], *, timeout:
     out: dict[int, TargetRun] = {}
     for run in runs:
         for i, test in zip(by_program[run.program.task_id], run.tests):
-            hit = test.executable and targets[i].line in executed_lines(run.program.program, run.load_arcs | test.arcs)
-            out[i] = TargetRun(target=targets[i], test=test, hit=hit)
+            ran = targets[i].line in executed_lines(run.program.program, run.load_arcs | test.arcs) if not \
+                run.load_error else False
+            out[i] = TargetRun(target=targets[i], test=test, hit=test.executable and ran, ran_target=ran)
     return [out[i] for i in range(len(targets))]
 
 
@@ -108,12 +111,33 @@ def targeted_metrics(runs: Sequence[TargetRun]) -> dict[str, Any]:
                                               "syntax_error")},
     }
     if any(r.target.block for r in runs):
-        by_difficulty = {}
-        for level, name in DIFFICULTIES.items():
-            of = [r for r in runs if r.target.block and r.target.block.difficulty == level]
-            by_difficulty[name] = share(sum(r.hit for r in of), len(of))
-        m["hit_rate_by_difficulty"] = by_difficulty
+        m["hit_rate_by_difficulty"] = _by_difficulty(runs, lambda r: r.hit)
+        m["eval_branchcov_rule"] = branchcov_rule(runs)
     return m
+
+
+def _by_difficulty(runs: Sequence[TargetRun], hit: Callable[[TargetRun], bool]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for level, name in DIFFICULTIES.items():
+        of = [r for r in runs if r.target.block and r.target.block.difficulty == level]
+        out[name] = sum(hit(r) for r in of) / len(of) if of else None
+    return out
+
+
+def branchcov_rule(runs: Sequence[TargetRun]) -> dict[str, Any]:
+    """The branch figures by the rule of TestEval's ``eval_branchcov.py``, which differs from its
+    other scripts and from ours: a test that raises (anything but a timeout) still counts as
+    executable when its text calls ``solution.<func_name>`` (its check is ``res != False``, and
+    its ``execute`` returns the exception for those), and the lines it ran before raising count."""
+
+    def executable(r: TargetRun) -> bool:
+        return r.test.executable or (r.test.status == "error"
+                                     and f"solution.{r.target.program.func_name}" in r.test.source)
+
+    n = len(runs)
+    return {"execution_correct": sum(executable(r) for r in runs) / n if n else None,
+            "hit_rate": sum(executable(r) and r.ran_target for r in runs) / n if n else None,
+            "hit_rate_by_difficulty": _by_difficulty(runs, lambda r: executable(r) and r.ran_target)}
 
 
 def targeted_predictions(runs: Sequence[TargetRun]) -> list[dict[str, Any]]:

@@ -177,7 +177,8 @@ def test_the_real_files_have_the_papers_counts() -> None:
 
 def test_targeted_line_and_branch_hit_rates(tmp_path: Path) -> None:
     """``sign(1)`` runs line 5 (the ``if`` body, TestEval's first body line of the branch 4-5),
-    ``sign(-1)`` line 6: one hit of two line targets; the branch target is missed."""
+    ``sign(-1)`` line 6: one hit of two line targets; the branch target is missed without a test
+    and, by eval_branchcov.py's own rule only, hit by a test that takes it and then raises."""
     from testgen.testeval_targets import program_targets, run_targets, targeted_metrics
 
     file = write_repo(tmp_path, [record(7, "sign", SIGN, target_lines=[5, 6])])
@@ -194,6 +195,13 @@ def test_targeted_line_and_branch_hit_rates(tmp_path: Path) -> None:
     m = targeted_metrics(run_targets(branches, {}, workers=1))  # no test: the empty text, not executable
     assert (m["hit_rate"], m["execution_correct"], m["statuses"]["error"]) == (0.0, 0.0, 1)
     assert m["hit_rate_by_difficulty"] == {"easy": 0.0, "medium": None, "hard": None}
+    # a test that takes the branch, then raises: not executable here nor in eval_linecov.py, but
+    # eval_branchcov.py counts it (its check is ``res != False``), and the branch it ran
+    raising = run_targets(branches, {"TestEval/7/B4-5": head + "    assert solution.sign(1) + 'x'\n"}, workers=1)
+    m = targeted_metrics(raising)
+    assert (m["execution_correct"], m["hit_rate"], raising[0].test.status) == (0.0, 0.0, "error")
+    assert m["eval_branchcov_rule"] == {"execution_correct": 1.0, "hit_rate": 1.0,
+                                        "hit_rate_by_difficulty": {"easy": 1.0, "medium": None, "hard": None}}
 
 
 @pytest.mark.parametrize("dataset", ["testeval", "testeval-line"])

@@ -44,6 +44,10 @@ def testeval_table(m: dict[str, Any]) -> Any:
     if m.get("empty_target_paths"):
         table.add_row("empty target paths (executed)", f"{m['empty_target_paths']} "
                                                         f"({m['empty_target_paths_executed']})")
+    rule = m.get("eval_branchcov_rule")
+    if rule:
+        table.add_row("execution correctness (eval_branchcov.py's rule)", _pct(rule["execution_correct"]))
+        table.add_row("targets hit (eval_branchcov.py's rule)", _pct(rule["hit_rate"]))
     base = m.get("baseline")
     if base:
         for key, label in (("line_hit_rate", "baseline: target lines hit"),
