@@ -69,10 +69,12 @@ def _path_baseline(runs: Sequence[ProgramRun], paths: Mapping[int, ProgramPaths]
     first = {task.task_id: sources[task.program.task_num] for task in tasks}
     total = sum(len(t) for t in targets.values())
     matched = similarity = 0.0
+    empty_matched = 0
     for run in run_paths(tasks, first, timeout=timeout, workers=workers):
         if run.test.executable:
             scores = [path_similarity(run.log, t.log) for t in targets[run.task.program.task_num]]
             matched += sum(s == 1.0 for s in scores)
             similarity += sum(scores)
+            empty_matched += sum(s == 1.0 and not t.log for s, t in zip(scores, targets[run.task.program.task_num]))
     return {"target_paths": total, "path_exact_match": matched / total if total else None,
-            "path_similarity": similarity / total if total else None}
+            "path_similarity": similarity / total if total else None, "empty_target_paths_matched": empty_matched}

@@ -69,7 +69,8 @@ def path_similarity(log: Sequence[str], target: Sequence[str]) -> float:
     """The longest run of consecutive target blocks that ``log`` also holds consecutively, over the
     target's length (TestEval's ``match_path``: its docstring says subsequence, its code computes
     the longest common *substring*, and this follows the code). An empty target is matched (1.0)
-    only by an empty log: TestEval divides by zero there."""
+    only by an empty log; TestEval's scripts divide by zero there and their bare ``except``
+    scores it 0."""
     if not target:
         return 1.0 if not log else 0.0
     best = 0
@@ -179,6 +180,7 @@ def path_metrics(runs: Sequence[PathRun]) -> dict[str, Any]:
         "path_similarity": share(sum(r.similarity for r in runs), n),
         "empty_target_paths": len(empty),
         "empty_target_paths_executed": sum(r.test.executable for r in empty),
+        "empty_target_paths_matched": sum(r.hit for r in empty),
         "programs_not_loading": len({r.task.program.task_id for r in runs if r.load_error}),
         "statuses": {s: statuses[s] for s in ("passed", "assertion_failed", "error", "timeout", "not_called",
                                               "syntax_error")},

@@ -113,7 +113,7 @@ def test_each_test_runs_alone_on_the_instrumented_program(tmp_path: Path) -> Non
     m = path_metrics(runs)
     assert (m["targets"], m["syntax_correct"], m["execution_correct"]) == (6, 5 / 6, 3 / 6)
     assert (m["path_exact_match"], m["path_similarity"]) == (3 / 6, 3 / 6)
-    assert (m["empty_target_paths"], m["empty_target_paths_executed"]) == (2, 1)
+    assert (m["empty_target_paths"], m["empty_target_paths_executed"], m["empty_target_paths_matched"]) == (2, 1, 1)
 
 
 def test_a_partial_path_scores_its_longest_run_and_a_long_loop_comes_back_whole(tmp_path: Path) -> None:
@@ -190,11 +190,13 @@ def test_the_baselines_score_each_programs_first_overall_test_on_its_targets(tmp
     assert (base["line_hit_rate"], base["branch_hit_rate"]) == (1.0, 1.0)
     assert base["branch_hit_rate_by_difficulty"] == {"easy": 1.0, "medium": None, "hard": 1.0}
     assert (base["target_paths"], base["path_exact_match"], base["path_similarity"]) == (3, 2 / 3, 2 / 3)
+    assert base["empty_target_paths_matched"] == 0
     raw = f"```python\n{HEAD}    assert solution.walk(0) == 0\n```"  # runs no loop: line 10 only; matches the empty path
     (run / "generations.jsonl").write_text(json.dumps({"task_id": "TestEval/3", "sample_index": 0, "raw": raw})
                                            + "\n", encoding="utf-8")
     base = score_run(run, workers=1)[0]["baseline"]
     assert (base["line_hit_rate"], base["branch_hit_rate"], base["path_exact_match"]) == (0.5, 0.0, 1 / 3)
+    assert base["empty_target_paths_matched"] == 1  # TestEval's scripts score it 0 (docs/metrics.md)
 
 
 def test_the_real_files_have_the_papers_path_count() -> None:
