@@ -4,7 +4,8 @@ Two records of a model file, both written by ``rerank cv`` (:mod:`rerank.cli_gen
 ``cv.generators.verdict`` names the simple method the registered ``learned`` reranker
 (:func:`learned`) ranks with instead when the model showed no significant win over it on
 held-out generators; ``training.profile`` holds the training pools' :data:`PROFILE_STATS`, against
-which :func:`profile_warnings` checks a pool being ranked.
+which :func:`profile_warnings` checks a pool being ranked, and by which :func:`pool_ranker` (the
+guard) ranks a pool outside the range of :data:`GUARD_STATS` with CodeT.
 """
 
 from __future__ import annotations
@@ -120,7 +121,6 @@ def learned(matrix: TaskMatrix, *, model: str | None = None, fallback: str = "au
         if fb is not None:
             return bind_reranker(fb["fallback"], {})(matrix)
     return model_ranking(matrix, model=model)
-
 
 
 def pool_ranker(options: Mapping[str, Any], matrices: Iterable[TaskMatrix]) -> tuple[str, list[str]] | None:
