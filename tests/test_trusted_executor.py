@@ -104,10 +104,13 @@ def _checkers(ex: Executor) -> list[psutil.Process]:
 
 
 def _watch_checkers(ex: Executor, seen: dict[int, str], stop: threading.Event) -> None:
+    # the last reading of each checker counts: a first one can fall between its fork and the
+    # filter's installation (seen on a loaded machine), before any check code runs; the checks
+    # here take seconds, so the last reading is taken while the check runs
     while not stop.is_set():
         for p in _checkers(ex):
             try:
-                seen.setdefault(p.pid, open(f"/proc/{p.pid}/status").read() + f"AS {p.rlimit(psutil.RLIMIT_AS)}")
+                seen[p.pid] = open(f"/proc/{p.pid}/status").read() + f"AS {p.rlimit(psutil.RLIMIT_AS)}"
             except (OSError, psutil.Error):
                 continue
         time.sleep(0.02)
