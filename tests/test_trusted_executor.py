@@ -117,6 +117,7 @@ def _watch_checkers(ex: Executor, seen: dict[int, str], stop: threading.Event) -
 
 
 def test_each_check_runs_in_a_fresh_sandboxed_process(ex: Executor) -> None:
+    run1(ex, ADD, "assert add(1, 1) == 2")  # the pool starts its worker on its first job: watch it then
     seen: dict[int, str] = {}
     stop = threading.Event()
     watcher = threading.Thread(target=_watch_checkers, args=(ex, seen, stop))
