@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluation.datasets.testeval import ProgramPaths
-from testgen.testeval_metrics import ProgramRun
+from testgen.testeval_metrics import ProgramRun, share
 from testgen.testeval_paths import PathTask, path_similarity, run_paths
 from testgen.testeval_targets import DIFFICULTIES, executed_lines
 
@@ -42,9 +42,6 @@ def baseline_metrics(runs: Sequence[ProgramRun], paths: Mapping[int, ProgramPath
                 by_level[block.difficulty][0] += hit
                 by_level[block.difficulty][1] += 1
 
-    def share(count: float, of: int) -> float | None:
-        return count / of if of else None
-
     m: dict[str, Any] = {
         "programs": n,
         "syntax_correct": share(sum(t is None or t.status != "syntax_error" for t in firsts), n),
@@ -76,5 +73,5 @@ def _path_baseline(runs: Sequence[ProgramRun], paths: Mapping[int, ProgramPaths]
             matched += sum(s == 1.0 for s in scores)
             similarity += sum(scores)
             empty_matched += sum(s == 1.0 and not t.log for s, t in zip(scores, targets[run.task.program.task_num]))
-    return {"target_paths": total, "path_exact_match": matched / total if total else None,
-            "path_similarity": similarity / total if total else None, "empty_target_paths_matched": empty_matched}
+    return {"target_paths": total, "path_exact_match": share(matched, total),
+            "path_similarity": share(similarity, total), "empty_target_paths_matched": empty_matched}

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from evaluation.datasets.testeval import TestEvalProgram
 
 __all__ = ["EXCLUDE", "EXECUTABLE", "KS", "ProgramRun", "TestRun", "TestStatus", "TestEvalCoverage", "overall_metrics",
-           "predictions_record", "compiles", "run_tests", "split_tests"]
+           "predictions_record", "compiles", "run_tests", "share", "split_tests"]
 
 KS: tuple[int, ...] = (1, 2, 5)
 """TestEval's default ``--ks``."""
@@ -139,6 +139,11 @@ def run_tests(programs: Sequence[TestEvalProgram], tests: Mapping[str, Sequence[
         runs[res.tag] = ProgramRun(program=prog, tests=tuple(out), load_arcs=frozenset(res.load_arcs or ()),
                                    load_error=res.load_error)
     return [runs[i] for i in range(len(programs))]
+
+
+def share(count: float, of: int) -> float | None:
+    """``count / of``, or ``None`` when there is nothing to divide by (no tests, no targets)."""
+    return count / of if of else None
 
 
 def compiles(source: str) -> bool:

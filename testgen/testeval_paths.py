@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.datasets.testeval import PathTarget, ProgramPaths, TestEvalProgram, path_task_id
-from testgen.testeval_metrics import EXECUTABLE, TestRun, TestStatus, compiles
+from testgen.testeval_metrics import EXECUTABLE, TestRun, TestStatus, compiles, share
 
 __all__ = ["PathRun", "PathTask", "path_metrics", "path_predictions", "path_similarity", "path_tasks", "run_paths"]
 
@@ -166,9 +166,6 @@ def path_metrics(runs: Sequence[PathRun]) -> dict[str, Any]:
     targets (fractions; ``None`` for no targets), as ``eval_pathcov.py`` divides: by all targets."""
     n = len(runs)
     statuses: Counter[str] = Counter(r.test.status for r in runs)
-
-    def share(count: float, of: int) -> float | None:
-        return count / of if of else None
 
     empty = [r for r in runs if not r.task.target.log]
     return {

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evaluation.datasets.testeval import Block, TestEvalProgram, branch_task_id, line_task_id
-from testgen.testeval_metrics import EXCLUDE, TestRun, run_tests
+from testgen.testeval_metrics import EXCLUDE, TestRun, run_tests, share
 
 __all__ = ["Target", "TargetRun", "executed_lines", "program_targets", "run_targets", "targeted_metrics",
            "targeted_predictions"]
@@ -98,9 +98,6 @@ def targeted_metrics(runs: Sequence[TargetRun]) -> dict[str, Any]:
     statuses: Counter[str] = Counter(r.test.status for r in runs)
     hits = sum(r.hit for r in runs)
 
-    def share(count: int, of: int) -> float | None:
-        return count / of if of else None
-
     m: dict[str, Any] = {
         "targets": n,
         "syntax_correct": share(n - statuses["syntax_error"], n),
@@ -120,7 +117,7 @@ def _by_difficulty(runs: Sequence[TargetRun], hit: Callable[[TargetRun], bool]) 
     out: dict[str, float | None] = {}
     for level, name in DIFFICULTIES.items():
         of = [r for r in runs if r.target.block and r.target.block.difficulty == level]
-        out[name] = sum(hit(r) for r in of) / len(of) if of else None
+        out[name] = share(sum(hit(r) for r in of), len(of))
     return out
 
 
@@ -135,8 +132,8 @@ def branchcov_rule(runs: Sequence[TargetRun]) -> dict[str, Any]:
                                      and f"solution.{r.target.program.func_name}" in r.test.source)
 
     n = len(runs)
-    return {"execution_correct": sum(executable(r) for r in runs) / n if n else None,
-            "hit_rate": sum(executable(r) and r.ran_target for r in runs) / n if n else None,
+    return {"execution_correct": share(sum(executable(r) for r in runs), n),
+            "hit_rate": share(sum(executable(r) and r.ran_target for r in runs), n),
             "hit_rate_by_difficulty": _by_difficulty(runs, lambda r: executable(r) and r.ran_target)}
 
 
