@@ -19,6 +19,10 @@ __all__ = ["PathRun", "PathTask", "path_metrics", "path_predictions", "path_simi
 
 _ENTRY = "__testgen_path_test__"
 """The function appended to each path test's program: it runs the test and returns its log."""
+MAX_LOG_CHARS = 64 << 20
+"""Most characters a path log may expand to in the parent. The log comes back from the child
+as distinct lines and indices into them, so a small value could name a huge log; past this
+bound the test is an ``error``, charged to it alone."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,13 +111,16 @@ def _program(task: PathTask, test: str) -> str:
 
 
 def _log_of(value: Any) -> tuple[bool, tuple[str, ...]] | None:
-    """``(failed, log)`` from the entry's returned value; ``None`` when it is not of that shape."""
+    """``(failed, log)`` from the entry's returned value; ``None`` when it is not of that shape
+    or expands past :data:`MAX_LOG_CHARS`."""
     if not (isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], bool)
             and isinstance(value[1], list) and isinstance(value[2], list)):
         return None
     table, ids = value[1], value[2]
     if not all(isinstance(e, str) for e in table) or not all(
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(table) for i in ids):
+        return None
+    if sum(len(table[i]) for i in ids) > MAX_LOG_CHARS:
         return None
     entries = "".join(table[i] for i in ids)
     return value[0], tuple(entries.splitlines(keepends=True))
@@ -147,7 +154,7 @@ def run_paths(tasks: Sequence[PathTask], tests: Mapping[str, str], *, timeout: f
         if status == "passed":
             log = _log_of(r.value)
             if log is None:
-                status, detail = "error", "the test's program returned no path log"
+                status, detail = "error", f"the test's program returned no path log of at most {MAX_LOG_CHARS:,} characters"
             elif log[0]:
                 status = "assertion_failed"
         if status in EXECUTABLE and f"solution.{task.program.func_name}" not in source:

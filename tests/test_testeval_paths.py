@@ -128,6 +128,19 @@ def test_a_partial_path_scores_its_longest_run_and_a_long_loop_comes_back_whole(
     assert len(runs[1].log) == 400_000 and runs[1].hit
 
 
+def test_a_forged_log_that_would_expand_past_the_bound_is_the_tests_error(tmp_path: Path) -> None:
+    """A test that fills the log itself with one 2 MB line named 40 times (80 MB once joined) is
+    an error; the next target's test is scored as usual."""
+    source = write_repo(tmp_path)
+    programs = read_testeval_programs(source)
+    tasks = path_tasks(programs, read_testeval_paths(source, programs))[:2]
+    forge = (HEAD + "    solution.walk(1)\n    _testgen_log_ids.clear()\n"
+             "    _testgen_log_ids['x' * 2_000_000] = 0\n    _testgen_log[:] = [0] * 40\n")
+    runs = run_paths(tasks, {"TestEval/3/P0": forge, "TestEval/3/P1": HEAD + "    solution.walk(1)\n"}, workers=1)
+    assert runs[0].test.status == "error" and "path log" in runs[0].test.detail and runs[0].similarity == 0.0
+    assert runs[1].test.status == "passed" and runs[1].hit
+
+
 def test_a_hanging_test_is_a_counted_timeout(tmp_path: Path) -> None:
     source = write_repo(tmp_path)
     programs = read_testeval_programs(source)
