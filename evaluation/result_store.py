@@ -25,7 +25,7 @@ from evaluation.io import cache_dir
 
 __all__ = ["SEMANTICS", "KINDS", "key", "Shelf", "Store", "open_store", "KindSize", "store_sizes", "clear_store"]
 
-SEMANTICS = "executor/4"
+SEMANTICS = "executor/5"
 """What a result of the sandboxed executor means (``evaluation/executor/``: how a program is
 loaded, run, limited and judged). Part of every key: a change to the executor that can change an
 outcome (a new sandbox, another deadline rule, another comparison) bumps it, so that no result
@@ -38,7 +38,10 @@ POSIX message queue, memfd or inotify instance and starts at most 256 threads; i
 every limit applied; a fault is never a result; a test's deadline is the CPU time the scheduler
 accounts; a test's arcs are read from its own coverage context; a child's word is never a pass
 where trusted code judges; waiting-time limits stop sleepers; the wall-clock backstop leaves out
-run-queue delay; decoding is bounded."""
+run-queue delay; decoding is bounded; a child past its CPU backstop is ended whatever its waiting
+looks like, and its waiting is counted from when its baseline was read (``executor/5``: under
+load, a spinning child could run on to the kernel's RLIMIT_CPU and be judged an error, and a
+child could be ended for waiting it did not do)."""
 
 KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval", "behaviours")
 """The kinds of result the store keeps (docs/store.md says what each is keyed by)."""

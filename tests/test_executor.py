@@ -484,7 +484,7 @@ def test_deadlines_are_the_childs_own_cpu_alarm_and_cannot_be_talked_out_of(ex: 
                "    return x\n")
     tests = tuple(AssertTest(source=f"assert f({x}) == {x}") for x in range(1, 10))
     res = run1(ex, program, *tests, limits=Limits(timeout=0.2, shorten_after=1, short_timeout=0.02))
-    assert [r.outcome for r in res.results] == [T] * 7 + [P, P]
+    assert [r.outcome for r in res.results] == [T] * 7 + [P, P], [(r.outcome.value, r.detail) for r in res.results]
     assert res.stats["deadlines_hit"] == 7 and res.stats["shortened_deadlines_hit"] == 6
     # children: one under the alarm until f(5) ignores it and is killed, one until f(6) is
     # killed in C code, one until f(7) is killed asleep, one for the rest

@@ -9,6 +9,7 @@ at length: docs/sandbox.md#time-limits.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 __all__ = ["ProcStat", "Clock", "wall_backstop", "cpu_backstop", "BASELINE_AFTER", "outer_pid"]
@@ -144,15 +145,18 @@ class Clock:
             self.next_look = float("inf")  # gone: its pipe is about to close
             return ""
         if self.base is None:
-            self.base, self.base_time = sample, now
+            # Timed after the read: a worker preempted between ``now`` and the read (on a loaded
+            # machine, tens of ms) would otherwise count that gap as the child's waiting, in
+            # every later look of this test.
+            self.base, self.base_time = sample, max(now, time.monotonic())
             self.next_look = now + min(self.limit, self.cpu_limit)
             return ""
-        cpu = delay = 0
-        for tid, (c, d) in sample.items():
-            c0, d0 = self.base.get(tid, (0, 0))
-            cpu += c - c0
-            delay += d - d0
-        cpu_s, delay_s = cpu / 1e9, delay / 1e9
+        cpu_s, delay_s = self._used(sample)
+        # CPU first: the kernel's count of it is exact, and a child that spins with its alarm
+        # ignored (or in C code) must be ended here even while ``waited`` looks long and the
+        # child is queued (below: looked at again, never ended, had CPU come second).
+        if cpu_s >= self.cpu_limit:
+            return "cpu"
         waited = (now - self.base_time) - cpu_s - delay_s
         if waited >= self.limit:
             if not stat.runnable():
@@ -160,10 +164,18 @@ class Clock:
             # queued for the CPU: that time is not in the account yet; look again soon
             self.next_look = now + max(min(self.limit / 4.0, 0.005), _MIN_STEP)
             return ""
-        if cpu_s >= self.cpu_limit:
-            return "cpu"
         self.next_look = now + max(min(self.limit - waited, self.cpu_limit - cpu_s), _MIN_STEP)
         return ""
+
+    def _used(self, sample: dict[int, tuple[int, int]]) -> tuple[float, float]:
+        """CPU and run-queue delay (seconds) since the baseline, summed over threads."""
+        assert self.base is not None
+        cpu = delay = 0
+        for tid, (c, d) in sample.items():
+            c0, d0 = self.base.get(tid, (0, 0))
+            cpu += c - c0
+            delay += d - d0
+        return cpu / 1e9, delay / 1e9
 
     def backstop_due(self, now: float, stat: ProcStat | None, backstop: float) -> float:
         """The wall-clock backstop ``backstop`` has come: ``0.0`` if the child is to be killed
@@ -175,7 +187,9 @@ class Clock:
         sample = stat.read()
         if not sample:
             return 0.0
-        delay = sum(d - self.base.get(tid, (0, 0))[1] for tid, (_, d) in sample.items()) / 1e9
+        cpu_s, delay = self._used(sample)
+        if cpu_s >= self.cpu_limit:  # past the CPU backstop too: nothing is owed to it
+            return 0.0
         moved = backstop + max(delay, 0.0)
         if now < moved:
             return moved
