@@ -39,9 +39,7 @@ every limit applied; a fault is never a result; a test's deadline is the CPU tim
 accounts; a test's arcs are read from its own coverage context; a child's word is never a pass
 where trusted code judges; waiting-time limits stop sleepers; the wall-clock backstop leaves out
 run-queue delay; decoding is bounded; a child past its CPU backstop is ended whatever its waiting
-looks like, and its waiting is counted from when its baseline was read (``executor/5``: under
-load, a spinning child could run on to the kernel's RLIMIT_CPU and be judged an error, and a
-child could be ended for waiting it did not do)."""
+looks like, and its waiting is counted from when its baseline was read."""
 
 KINDS: tuple[str, ...] = ("truth", "verdicts", "outcomes", "executions", "draws", "propertyeval", "behaviours")
 """The kinds of result the store keeps (docs/store.md says what each is keyed by)."""

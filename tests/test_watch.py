@@ -34,8 +34,7 @@ def test_a_spinning_child_that_looks_as_if_it_waited_is_still_ended_at_its_cpu_b
     # queued for a CPU with a long stretch of queueing not yet in the kernel's account: the
     # waiting the worker computes is over the limit, yet it is runnable, so it is not ended for
     # waiting. Once it has used its CPU backstop, it is ended for CPU, whatever the waiting looks
-    # like (it was once looked at again forever, until the kernel's RLIMIT_CPU killed it and its
-    # test was judged an error, not a timeout).
+    # like: otherwise it runs on to the kernel's RLIMIT_CPU, and its test is judged an error.
     deadline = 0.02
     stat = ScriptedStat()
     t0 = time.monotonic()
