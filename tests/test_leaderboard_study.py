@@ -33,6 +33,9 @@ def test_models_spec_ends_in_a_leaderboard_of_every_test_run(shared_data: Path) 
         run = plan.step(f"{m}/humaneval+/run-oracle").argv
         assert run[run.index("-n") + 1] == "1"
         assert run[run.index("--extraction") + 1] == ("robust" if m == "smollm2" else "module")
+        ev = plan.step(f"{m}/humaneval+/eval-oracle").argv  # the whole suite is scored, not its first 3 asserts
+        assert ev[ev.index("-k") + 1] == "0"
+    assert "-k" not in plan.step("codegen16b/humaneval+/eval-placeholder").argv  # the paper's first 3 of each of 100
     for s in (s for s in plan.steps if s.kind == "eval"):  # M, M on MuTAP's mutants and F on every row
         assert "--mutation" in s.argv and "--faults" in s.argv
         assert s.argv[s.argv.index("--peer-mutants") + 1] == str(shared_data / "mutap" / "humaneval_mutants.jsonl.gz")
@@ -55,6 +58,9 @@ def test_leaderboard_table_errors_name_line_and_key(shared_data: Path, tmp_path:
         parse_spec(base + f'pool = "{tmp_path}/missing.jsonl"\n', tmp_path / "s.toml")
     with pytest.raises(SpecError, match=r":6: key 'models': 'nobody' is not a model of the study"):
         parse_spec(base + 'models = ["nobody"]\n', tmp_path / "s.toml")
+    with pytest.raises(SpecError, match=r":5: key 'tests_per_generation': must be >= 0, got -1"):
+        parse_spec(base.replace('backend = "human"\n', 'backend = "human"\ntests_per_generation = -1\n'),
+                   tmp_path / "s.toml")
 
 
 def test_a_small_models_study_from_nothing_then_nothing_to_do(shared_data: Path, tmp_path: Path) -> None:

@@ -284,8 +284,9 @@ class _Builder:
         s = self.spec
         argv = ["testgen", "eval", run.dir, "--out", "{dir}", "--timeout", _fmt_t(s.timeout), *self.workers_args(),
                 "--quiet"]
-        if not m.capabilities.dataset_tests and s.tests_per_generation != 3:
-            argv += ["-k", str(s.tests_per_generation)]
+        k = s.tests_per_generation if m.tests_per_generation is None else m.tests_per_generation
+        if not m.capabilities.dataset_tests and k != 3:
+            argv += ["-k", str(k)]
         if s.mutation and judged_with_plus(ds):  # equivalent mutants are judged on base/plus inputs
             argv += ["--mutation"]
         if s.peer_mutants and judged_with_plus(ds) and dataset_spec(ds).family == "HumanEval":

@@ -74,6 +74,10 @@ class ModelSpec:
     """Overrides the study's test temperature for this model (e.g. replayed T = 0.8 data)."""
     n: int | None = None
     """Overrides the study's ``n`` for this model (1: a suite replayed from another tool's files, one per task)."""
+    tests_per_generation: int | None = None
+    """Overrides the study's ``tests_per_generation`` in this model's eval steps; 0 keeps every test
+    (``testgen eval -k 0``): a whole suite another tool wrote is one generation, and its first 3
+    asserts are no sample of it."""
     prompt_template: str | None = None
     """Test-prompt template (file or built-in name, e.g. ``tests_codet``)."""
     code_template: str | None = None
@@ -311,6 +315,8 @@ def _model(r: Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
     test_t, n = r.get(d, "test_temperature", float, t, i, None), r.get(d, "n", int, t, i, None)
     _positive(r, test_t, t, "test_temperature", i, zero=True)
     _positive(r, n, t, "n", i)
+    tpg = r.get(d, "tests_per_generation", int, t, i, None)
+    _positive(r, tpg, t, "tests_per_generation", i, zero=True)
     temps = r.list_of(d, "temperatures", float, t, i, None)
     return ModelSpec(
         name=name, backend=r.get(d, "backend", str, t, i, None), model=None if model is None else _expand(model, spec_dir),
@@ -318,7 +324,7 @@ def _model(r: Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
         paper_name=r.get(d, "paper_name", str, t, i, None),
         datasets=r.list_of(d, "datasets", str, t, i, None, _known_datasets()),
         settings=r.list_of(d, "settings", str, t, i, None, SETTINGS),
-        temperatures=temps, test_temperature=test_t, n=n,
+        temperatures=temps, test_temperature=test_t, n=n, tests_per_generation=tpg,
         prompt_template=r.get(d, "prompt_template", str, t, i, None),
         code_template=r.get(d, "code_template", str, t, i, None),
         strip_code_examples=r.get(d, "strip_code_examples", bool, t, i, False),
