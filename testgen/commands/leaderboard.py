@@ -121,6 +121,14 @@ def _other_keys(runs: Mapping[str, EvaluatedRun]) -> list[str]:
     return list(keys)
 
 
+_KNOWN_FIGURES = {
+    "fault_exposure": ("F", "real-fault exposure: the share of a task's distinct real faults (wrong programs models "
+                            "wrote, grouped by behaviour) its valid tests reject, mean over generations "
+                            "('testgen eval --faults'; docs/metrics.md)"),
+}
+"""Title and help of the ``metrics.json`` figures testgen itself writes; any other key is shown by its name."""
+
+
 def _metrics_json_columns(runs: Mapping[str, EvaluatedRun], tasks: set[str], warnings: list[str]) -> list[Column]:
     """M and every other figure of ``metrics.json`` (the per-task rule: ``docs/leaderboard.md``)."""
     raw = {label: _raw(run, tasks) for label, run in runs.items()}
@@ -150,8 +158,8 @@ def _metrics_json_columns(runs: Mapping[str, EvaluatedRun], tasks: set[str], war
                                     "tasks than the compared ones: not shown")
         if headline:
             warnings.append(f"{key}: no per-task values for {', '.join(headline)}: shown without an interval")
-        columns.append(Column(key=key, title=key, per_task=per_task, headline=headline,
-                              help=f"metrics.json's {key!r}"))
+        title, help_ = _KNOWN_FIGURES.get(key, (key, f"metrics.json's {key!r}"))
+        columns.append(Column(key=key, title=title, per_task=per_task, headline=headline, help=help_))
     return columns
 
 
