@@ -36,7 +36,7 @@ def plot_board(board: Board, stats: Mapping[str, Any], out: Path) -> None:
     ncols = min(n, 3)
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 0.45 * len(rows) * nrows + 1.4 * nrows),
-                             dpi=110, squeeze=False)
+                             dpi=110, squeeze=False, layout="constrained")  # room for the suptitle
     for ax, col in zip(axes.flat, cols):
         block = stats["columns"][col.key]
         xs: list[float] = []

@@ -23,8 +23,9 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, out: Any, **options: Any) -> None:
-    """Lay out ``fig``, write it to ``out`` and free it."""
-    fig.tight_layout()
+    """Lay out ``fig`` (unless it has a layout engine of its own), write it to ``out`` and free it."""
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     fig.savefig(out, **options)
     pyplot().close(fig)
 
