@@ -75,9 +75,7 @@ class ModelSpec:
     n: int | None = None
     """Overrides the study's ``n`` for this model (1: a suite replayed from another tool's files, one per task)."""
     tests_per_generation: int | None = None
-    """Overrides the study's ``tests_per_generation`` in this model's eval steps; 0 keeps every test
-    (``testgen eval -k 0``): a whole suite another tool wrote is one generation, and its first 3
-    asserts are no sample of it."""
+    """Overrides the study's in its eval steps; 0: every test (a whole suite written as one generation)."""
     prompt_template: str | None = None
     """Test-prompt template (file or built-in name, e.g. ``tests_codet``)."""
     code_template: str | None = None
@@ -315,8 +313,7 @@ def _model(r: Reader, d: Any, i: int, spec_dir: Path) -> ModelSpec:
     test_t, n = r.get(d, "test_temperature", float, t, i, None), r.get(d, "n", int, t, i, None)
     _positive(r, test_t, t, "test_temperature", i, zero=True)
     _positive(r, n, t, "n", i)
-    tpg = r.get(d, "tests_per_generation", int, t, i, None)
-    _positive(r, tpg, t, "tests_per_generation", i, zero=True)
+    _positive(r, tpg := r.get(d, "tests_per_generation", int, t, i, None), t, "tests_per_generation", i, zero=True)
     temps = r.list_of(d, "temperatures", float, t, i, None)
     return ModelSpec(
         name=name, backend=r.get(d, "backend", str, t, i, None), model=None if model is None else _expand(model, spec_dir),
@@ -382,8 +379,7 @@ def _rerank(r: Reader, rr: Mapping[str, Any]) -> RerankSpec:
                              f"({', '.join(RERANKERS.names())})")
     rerank = RerankSpec(
         enabled=r.get(rr, "enabled", bool, "rerank", None, True),
-        temperature=r.get(rr, "temperature", float, "rerank", None, 0.8),
-        n=r.get(rr, "n", int, "rerank", None, 100),
+        temperature=r.get(rr, "temperature", float, "rerank", None, 0.8), n=r.get(rr, "n", int, "rerank", None, 100),
         tests_per_generation=r.get(rr, "tests_per_generation", int, "rerank", None, 5),
         test_temperature=r.get(rr, "test_temperature", float, "rerank", None, 0.8),
         **({"methods": methods} if methods is not None else {}),
